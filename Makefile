@@ -1,0 +1,25 @@
+# Each target makes .venv (with the project and its test extra) when it is missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench fuzz clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 --hypothesis-profile=ci
+
+bench: $(STAMP)
+	$(BIN)/python bench/pipeline_scaling.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,15 @@
+"""flowjit: a JIT compiler from numpy functions, through dataflow graphs, to fused kernels."""
+
+from flowjit import errors
+from flowjit.compiler import ir
+from flowjit.config import CompileOptions
+from flowjit.errors import (ArgumentError, FlowjitError, OpTypeError, ShapeError, TraceError,
+                            TracerConversionError, UnsupportedFunctionError)
+from flowjit.frontend.jit import Jitted, ShapeDtype, jit
+from flowjit.runtime.interpreter import interpret
+
+__version__ = "0.1.0"
+
+__all__ = ["jit", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",
+           "TraceError", "ShapeError", "TracerConversionError", "UnsupportedFunctionError",
+           "ArgumentError", "OpTypeError"]

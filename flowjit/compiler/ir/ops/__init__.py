@@ -1,0 +1,10 @@
+"""Every op flowjit knows, as module attributes: ``ops.add``, ``ops.sum``, ``ops.matmul``.
+
+The modules below register their ops; this package exposes exactly the registry.
+"""
+
+from flowjit.compiler.ir.ops import elementwise, misc, reduction, shape  # noqa: F401  (register)
+from flowjit.compiler.ir.ops.base import (AttrKind, AttrSpec, Op, OpKind, all_ops, lookup,
+                                          register)
+
+globals().update(all_ops())

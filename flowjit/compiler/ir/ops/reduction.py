@@ -1,0 +1,98 @@
+"""Reductions over a set of axes: sum, prod, mean, max, min, var, std, argmax, argmin.
+
+``axes`` are normalized (non-negative, sorted, unique) by whoever builds the node; the
+result dtype is numpy's (sum of int32 is int64, mean of an integer is float64, ...).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from flowjit.compiler.ir.ops.base import (AttrKind, Op, OpKind, attr, normalize_axis, register,
+                                          required)
+from flowjit.compiler.ir.types import TensorType, check_dtype
+from flowjit.errors import OpTypeError, ShapeError
+
+
+@functools.lru_cache(maxsize=None)
+def _reduced_dtype(function, dtype: np.dtype, extra: tuple) -> np.dtype:
+    try:
+        with np.errstate(all="ignore"):
+            result = function(np.zeros((1,), dtype), axis=0, **dict(extra))
+    except TypeError as error:
+        raise OpTypeError(f"not defined for dtype {dtype}: {error}") from None
+    return check_dtype(np.asarray(result).dtype, "result")
+
+
+def _check_axes(axes: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    for axis in axes:
+        normalize_axis(axis, rank)
+    if list(axes) != sorted(set(axes)) or any(axis < 0 for axis in axes):
+        raise ShapeError(f"axes {list(axes)} must be non-negative, sorted and unique")
+    return axes
+
+
+def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
+    if keepdims:
+        return tuple(1 if axis in axes else dim for axis, dim in enumerate(shape))
+    return tuple(dim for axis, dim in enumerate(shape) if axis not in axes)
+
+
+def _reduction(name: str, function, *, extra_attrs: dict | None = None, identity: bool = True) -> Op:
+    extra_attrs = extra_attrs or {}
+
+    def rule(types, attrs):
+        (source,) = types
+        axes = _check_axes(attrs["axes"], source.rank)
+        if not identity and any(source.shape[axis] == 0 for axis in axes):
+            raise ShapeError(f"{name} of an empty axis has no identity")
+        extra = tuple((key, attrs[key]) for key in extra_attrs)
+        dtype = _reduced_dtype(function, source.dtype, extra)
+        return [TensorType(reduced_shape(source.shape, axes, attrs["keepdims"]), dtype)]
+
+    def reference(arrays, attrs):
+        extra = {key: attrs[key] for key in extra_attrs}
+        return [function(arrays[0], axis=attrs["axes"], keepdims=attrs["keepdims"], **extra)]
+
+    return register(Op(name, OpKind.REDUCTION, 1, rule, reference,
+                       attrs={"axes": required(AttrKind.INTS), "keepdims": attr(AttrKind.BOOL, False),
+                              **extra_attrs},
+                       doc=f"numpy.{function.__name__}"))
+
+
+sum_ = _reduction("sum", np.sum)
+prod_ = _reduction("prod", np.prod)
+mean = _reduction("mean", np.mean)
+max_ = _reduction("max", np.max, identity=False)
+min_ = _reduction("min", np.min, identity=False)
+var = _reduction("var", np.var, extra_attrs={"ddof": attr(AttrKind.INT, 0)})
+std = _reduction("std", np.std, extra_attrs={"ddof": attr(AttrKind.INT, 0)})
+
+
+def _arg_reduction(name: str, function) -> Op:
+    def rule(types, attrs):
+        (source,) = types
+        axis, keepdims = attrs["axis"], attrs["keepdims"]
+        if source.size == 0:
+            raise ShapeError(f"{name} of an empty array")
+        if axis is None:
+            shape = (1,) * source.rank if keepdims else ()
+        else:
+            normalize_axis(axis, source.rank)
+            if axis < 0:
+                raise ShapeError(f"axis {axis} must be non-negative")
+            shape = reduced_shape(source.shape, (axis,), keepdims)
+        return [TensorType(shape, np.dtype(np.intp))]
+
+    def reference(arrays, attrs):
+        return [function(arrays[0], axis=attrs["axis"], keepdims=attrs["keepdims"])]
+
+    return register(Op(name, OpKind.REDUCTION, 1, rule, reference,
+                       attrs={"axis": attr(AttrKind.OPTIONAL_INT), "keepdims": attr(AttrKind.BOOL, False)},
+                       doc=f"numpy.{function.__name__}"))
+
+
+argmax = _arg_reduction("argmax", np.argmax)
+argmin = _arg_reduction("argmin", np.argmin)

@@ -1,0 +1,39 @@
+"""Options passed down the pipeline, and the one place environment variables are read."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """How a jitted function is compiled.  Passed down; nothing below reads the environment."""
+
+    passes: tuple[str, ...] | None = None   # None: the default pipeline
+    fastmath: bool = False                  # allow rewrites that change rounding or NaN behaviour
+    fuse: bool = True
+    verify_each: bool = False               # verify the graph after every pass (tests turn it on)
+    dump_after: str | None = None           # regex of pass names whose output is recorded
+    dump_dir: str | None = None             # write one file per pass, in run order
+    fold_size_limit: int = 1 << 16          # largest constant (elements) folding may create
+    max_iterations: int = 8                 # fixed-point rounds of the default pipeline
+
+    def replace(self, **fields) -> "CompileOptions":
+        unknown = set(fields) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise TypeError(f"unknown compile option(s): {', '.join(sorted(unknown))}")
+        return dataclasses.replace(self, **fields)
+
+
+def env_flag(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def options_from_env(options: CompileOptions | None = None) -> CompileOptions:
+    """Options with the ``FLOWJIT_*`` environment switches applied (read by the CLI and jit)."""
+    options = options or CompileOptions()
+    if env_flag("FLOWJIT_VERIFY") == "1":
+        options = options.replace(verify_each=True)
+    return options

@@ -1,0 +1,219 @@
+"""``@flowjit.jit``: trace on first call per signature, then run the compiled program."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from flowjit.compiler.ir.graph import Graph
+from flowjit.compiler.ir.types import TensorType, check_dtype, dtype_from_short_name
+from flowjit.config import CompileOptions
+from flowjit.errors import ArgumentError, TraceError, user_location
+from flowjit.frontend import numpy_api, pytree  # noqa: F401  (numpy_api installs Tracer methods)
+from flowjit.frontend.tracer import Tracer, current_trace, tracing
+
+
+@dataclass(frozen=True)
+class ShapeDtype:
+    """An abstract argument: only its shape and dtype matter (``jax.ShapeDtypeStruct``)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def __init__(self, shape, dtype):
+        object.__setattr__(self, "shape", tuple(int(d) for d in shape))
+        object.__setattr__(self, "dtype", check_dtype(dtype))
+
+    _SPEC = re.compile(r"^\s*([a-z0-9]+)\[([0-9, ]*)\]\s*$")
+
+    @classmethod
+    def parse(cls, text: str) -> "ShapeDtype":
+        """``f32[64,784]`` -> ShapeDtype((64, 784), float32); ``f64[]`` is a scalar."""
+        match = cls._SPEC.match(text)
+        if match is None:
+            raise ValueError(f"'{text}' is not a type such as f32[64,784]")
+        try:
+            dtype = dtype_from_short_name(match.group(1))
+        except KeyError:
+            raise ValueError(f"unknown dtype '{match.group(1)}' in '{text}'") from None
+        dims = [d for d in match.group(2).replace(" ", "").split(",") if d]
+        return cls(tuple(int(d) for d in dims), dtype)
+
+
+def _is_array_leaf(leaf) -> bool:
+    return isinstance(leaf, (np.ndarray, np.generic, ShapeDtype)) and not isinstance(leaf, (bool, int, float))
+
+
+@dataclass
+class TracedProgram:
+    """One trace: the graph, how to flatten arguments into it and rebuild results."""
+
+    graph: Graph
+    out_tree: pytree.TreeDef
+    out_leaves: list            # ("graph", index) or ("const", value)
+    signature: tuple
+
+
+class Jitted:
+    """A function compiled by flowjit; call it like the original."""
+
+    def __init__(self, fun: Callable, *, static_argnums=(), static_argnames=(), options: CompileOptions):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.options = options
+        self.signature = inspect.signature(fun)
+        parameters = list(self.signature.parameters)
+        static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+        names = set(static_argnames)
+        for number in static_argnums:
+            if not -len(parameters) <= number < len(parameters):
+                raise ValueError(f"static_argnums {number} is out of range for {fun.__name__}{self.signature}")
+            names.add(parameters[number])
+        for name in static_argnames:
+            if name not in self.signature.parameters:
+                raise ValueError(f"static_argnames '{name}' is not a parameter of {fun.__name__}{self.signature}")
+        self.static_names = frozenset(names)
+        self._traces: dict[tuple, TracedProgram] = {}
+        self._executables: dict[tuple, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<flowjit.jit {self.fun.__qualname__}>"
+
+    def __get__(self, instance, owner):
+        return self if instance is None else functools.partial(self, instance)
+
+    # -- arguments -------------------------------------------------------------------------------
+    def _flatten_args(self, args: tuple, kwargs: dict):
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise ArgumentError(f"{self.fun.__name__}{self.signature}: {error}", user_location()) from None
+        bound.apply_defaults()
+        dynamic, static = {}, []
+        for name, value in bound.arguments.items():
+            if name in self.static_names:
+                try:
+                    hash(value)
+                except TypeError:
+                    raise ArgumentError(f"static argument '{name}' of {self.fun.__name__} must be hashable, "
+                                        f"got {type(value).__name__}", user_location()) from None
+                static.append((name, value))
+            else:
+                dynamic[name] = value
+        leaves, paths, treedef = pytree.flatten(dynamic)
+        arrays, array_paths, static_leaves = [], [], []
+        for index, (leaf, path) in enumerate(zip(leaves, paths)):
+            if _is_array_leaf(leaf):
+                arrays.append(leaf)
+                array_paths.append(path)
+                static_leaves.append(None)
+            else:
+                if isinstance(leaf, complex):
+                    raise ArgumentError(f"argument '{path}' is complex: complex numbers are not supported yet",
+                                        user_location())
+                try:
+                    hash(leaf)
+                except TypeError:
+                    raise ArgumentError(f"argument '{path}' of type {type(leaf).__name__} is neither an array "
+                                        f"nor a hashable constant", user_location()) from None
+                static_leaves.append((type(leaf), leaf))
+        types = []
+        for array, path in zip(arrays, array_paths):
+            try:
+                dtype = check_dtype(array.dtype, f"argument '{path}'")
+            except TraceError as error:
+                raise type(error)(error.message, user_location()) from None
+            types.append(TensorType(np.shape(array), dtype))
+        signature = (treedef, tuple(static_leaves), tuple(static), tuple(types))
+        return bound, leaves, paths, treedef, arrays, array_paths, types, signature
+
+    # -- tracing ---------------------------------------------------------------------------------
+    def trace(self, *args, **kwargs) -> TracedProgram:
+        bound, leaves, paths, treedef, arrays, array_paths, types, signature = self._flatten_args(args, kwargs)
+        cached = self._traces.get(signature)
+        if cached is not None:
+            return cached
+        graph = Graph(self.fun.__name__)
+        with tracing(graph) as context:
+            tracers = iter(Tracer(context, graph.add_input(_value_name(path), type))
+                           for path, type in zip(array_paths, types))
+            rebuilt = [next(tracers) if _is_array_leaf(leaf) else leaf for leaf in leaves]
+            dynamic = pytree.unflatten(treedef, rebuilt)
+            call_args = dict(dynamic)
+            for name, value in signature[2]:
+                call_args[name] = value
+            bound.arguments.update(call_args)
+            result = self.fun(*bound.args, **bound.kwargs)
+            out_leaves, _, out_tree = pytree.flatten(result)
+            recorded = []
+            for leaf in out_leaves:
+                if isinstance(leaf, Tracer):
+                    value = context.value_of(leaf)
+                    graph.outputs.append(value)
+                    recorded.append(("graph", len(graph.outputs) - 1))
+                elif isinstance(leaf, np.ndarray):
+                    graph.outputs.append(context.constant(leaf)._value)
+                    recorded.append(("graph", len(graph.outputs) - 1))
+                else:
+                    recorded.append(("const", leaf))
+        program = TracedProgram(graph, out_tree, recorded, signature)
+        self._traces[signature] = program
+        return program
+
+    def lower(self, *args, **kwargs) -> "Lowered":
+        """Trace for these arguments (arrays or ``ShapeDtype``s) and return the stages' handle."""
+        from flowjit.compiler.lowered import Lowered
+        return Lowered(self.trace(*args, **kwargs), self.options)
+
+    # -- calling -----------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if current_trace() is not None:
+            return self.fun(*args, **kwargs)        # called inside another trace: inline it
+        program = self.trace(*args, **kwargs)
+        arrays = [leaf for leaf in pytree.flatten(self._bind_dynamic(args, kwargs))[0] if _is_array_leaf(leaf)]
+        for array in arrays:
+            if isinstance(array, ShapeDtype):
+                raise ArgumentError("ShapeDtype arguments can be lowered but not run; pass arrays",
+                                    user_location())
+        executable = self._executables.get(program.signature)
+        if executable is None:
+            from flowjit.compiler.lowered import Lowered
+            executable = Lowered(program, self.options).compile()
+            self._executables[program.signature] = executable
+        outputs = executable(*arrays)
+        leaves = [_as_result(outputs[item]) if kind == "graph" else item for kind, item in program.out_leaves]
+        return pytree.unflatten(program.out_tree, leaves)
+
+    def _bind_dynamic(self, args, kwargs) -> dict:
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return {name: value for name, value in bound.arguments.items() if name not in self.static_names}
+
+
+def _as_result(array: np.ndarray):
+    # numpy returns scalars, not 0-d arrays, from reductions and ufuncs on scalars.
+    return array[()] if array.ndim == 0 else array
+
+
+def _value_name(path: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_]", "_", path) or "arg"
+    return name if not name[0].isdigit() else f"arg{name}"
+
+
+def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), options: CompileOptions | None = None,
+        **option_fields):
+    """Compile ``fun``, a function written against numpy.  Usable as ``@jit`` or ``@jit(...)``.
+
+    ``option_fields`` set fields of ``CompileOptions`` (``fuse=False``, ``fastmath=True``...).
+    """
+    options = (options or CompileOptions()).replace(**option_fields)
+
+    def wrap(f: Callable) -> Jitted:
+        return Jitted(f, static_argnums=static_argnums, static_argnames=static_argnames, options=options)
+    return wrap(fun) if fun is not None else wrap

@@ -1,0 +1,428 @@
+"""The numpy surface flowjit traces: ufuncs, functions and ndarray methods, in one table.
+
+Each entry lowers one numpy call to IR ops with numpy's exact semantics (dtype rules,
+axis normalisation, keepdims).  Anything missing raises an error naming it.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from flowjit.compiler.ir import ops
+from flowjit.compiler.ir.ops.base import normalize_axis
+from flowjit.compiler.ir.ops.shape import slice_length
+from flowjit.compiler.ir.types import check_dtype
+from flowjit.errors import ShapeError, TraceError, UnsupportedFunctionError, user_location
+from flowjit.frontend.tracer import Tracer, TraceContext, current_trace, lift_operands
+
+UFUNCS = {
+    np.add: ops.add, np.subtract: ops.sub, np.multiply: ops.mul, np.divide: ops.div,
+    np.floor_divide: ops.floordiv, np.remainder: ops.mod, np.power: ops.pow,
+    np.negative: ops.neg, np.absolute: ops.abs, np.sqrt: ops.sqrt, np.square: ops.square,
+    np.reciprocal: ops.reciprocal, np.exp: ops.exp, np.exp2: ops.exp2, np.expm1: ops.expm1,
+    np.log: ops.log, np.log2: ops.log2, np.log10: ops.log10, np.log1p: ops.log1p,
+    np.sin: ops.sin, np.cos: ops.cos, np.tan: ops.tan, np.arcsin: ops.arcsin, np.arccos: ops.arccos,
+    np.arctan: ops.arctan, np.arctan2: ops.arctan2, np.sinh: ops.sinh, np.cosh: ops.cosh,
+    np.tanh: ops.tanh, np.floor: ops.floor, np.ceil: ops.ceil, np.trunc: ops.trunc, np.rint: ops.rint,
+    np.sign: ops.sign, np.maximum: ops.maximum, np.minimum: ops.minimum, np.fmax: ops.fmax,
+    np.fmin: ops.fmin, np.equal: ops.eq, np.not_equal: ops.ne, np.less: ops.lt,
+    np.less_equal: ops.le, np.greater: ops.gt, np.greater_equal: ops.ge,
+    np.logical_and: ops.logical_and, np.logical_or: ops.logical_or, np.logical_xor: ops.logical_xor,
+    np.logical_not: ops.logical_not, np.isnan: ops.isnan, np.isinf: ops.isinf,
+    np.isfinite: ops.isfinite, np.bitwise_and: ops.bitwise_and, np.bitwise_or: ops.bitwise_or,
+    np.bitwise_xor: ops.bitwise_xor, np.invert: ops.invert,
+}
+# ufunc.reduce lowered to reductions: np.add.reduce(x, axis=0) is np.sum(x, axis=0).
+UFUNC_REDUCTIONS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min"}
+
+
+def _scipy_ufuncs() -> dict:
+    try:
+        import scipy.special
+    except ImportError:
+        return {}
+    return {scipy.special.erf: ops.erf, scipy.special.expit: ops.sigmoid}
+
+
+UFUNCS.update(_scipy_ufuncs())
+
+
+def _reject_kwargs(name: str, kwargs: dict, allowed=()) -> None:
+    extra = [key for key, value in kwargs.items() if key not in allowed and value is not None]
+    if extra:
+        raise UnsupportedFunctionError(f"{name}: argument(s) {', '.join(extra)} are not supported",
+                                       user_location())
+
+
+def apply_ufunc(trace: TraceContext, ufunc, method: str, inputs: tuple, kwargs: dict):
+    name = f"np.{ufunc.__name__}"
+    if ufunc is np.matmul and method == "__call__":
+        _reject_kwargs(name, kwargs)
+        return matmul(*inputs)
+    if ufunc is np.positive and method == "__call__":
+        return inputs[0]
+    if method == "reduce" and ufunc in UFUNC_REDUCTIONS:
+        _reject_kwargs(f"{name}.reduce", kwargs, ("axis", "keepdims", "dtype"))
+        return REDUCTIONS[UFUNC_REDUCTIONS[ufunc]](inputs[0], axis=kwargs.get("axis", 0),
+                                                    dtype=kwargs.get("dtype"),
+                                                    keepdims=kwargs.get("keepdims", False))
+    op = UFUNCS.get(ufunc)
+    if op is None or method != "__call__":
+        spelled = name if method == "__call__" else f"{name}.{method}"
+        raise UnsupportedFunctionError(f"{spelled} is not supported by flowjit", user_location())
+    dtype = kwargs.pop("dtype", None)
+    _reject_kwargs(name, kwargs)
+    result = trace.emit1(op, lift_operands(trace, list(inputs)), what=name)
+    return astype(result, dtype) if dtype is not None else result
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def _trace_of(*items) -> TraceContext:
+    for item in items:
+        if isinstance(item, Tracer):
+            return item._trace
+    trace = current_trace()
+    if trace is None:
+        raise TraceError("flowjit numpy function called outside a trace", user_location())
+    return trace
+
+
+def _as_tracer(trace: TraceContext, item) -> Tracer:
+    return item if isinstance(item, Tracer) else lift_operands(trace, [item])[0]
+
+
+def _axes(axis, rank: int, what: str) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(rank))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    try:
+        normalized = [normalize_axis(int(a), rank) for a in axes]
+    except ShapeError as error:
+        raise ShapeError(f"{what}: {error.message}", user_location()) from None
+    if len(set(normalized)) != len(normalized):
+        raise ShapeError(f"{what}: repeated axis in {axis}", user_location())
+    return tuple(sorted(normalized))
+
+
+def astype(x, dtype, copy=True, **kwargs):
+    trace = _trace_of(x)
+    x = _as_tracer(trace, x)
+    try:
+        dtype = check_dtype(dtype, "astype target")
+    except TraceError as error:
+        raise type(error)(error.message, user_location()) from None
+    if x.dtype == dtype:
+        return x
+    return trace.emit1(ops.cast, [x], {"dtype": dtype}, what="astype")
+
+
+def _reduction(name: str):
+    op = getattr(ops, name)
+    allowed = ("axis", "keepdims", "dtype", "ddof") if name in ("var", "std") else ("axis", "keepdims", "dtype")
+
+    def reduce(a, axis=None, dtype=None, out=None, keepdims=False, ddof=None, **kwargs):
+        _reject_kwargs(f"np.{name}", {"out": out, **kwargs})
+        trace = _trace_of(a)
+        a = _as_tracer(trace, a)
+        axes = _axes(axis, a.ndim, f"np.{name}")
+        if dtype is not None:
+            a = astype(a, dtype)
+        attrs = {"axes": axes, "keepdims": bool(keepdims)}
+        if ddof is not None:
+            if name not in ("var", "std"):
+                raise UnsupportedFunctionError(f"np.{name}: argument ddof is not supported", user_location())
+            attrs["ddof"] = int(ddof)
+        result = trace.emit1(op, [a], attrs, what=f"np.{name}")
+        if dtype is not None and name in ("sum", "prod"):
+            result = astype(result, dtype)
+        return result
+    reduce.__name__ = name
+    return reduce
+
+
+REDUCTIONS = {name: _reduction(name) for name in ("sum", "prod", "mean", "max", "min", "var", "std")}
+
+
+def _arg_reduction(name: str):
+    op = getattr(ops, name)
+
+    def reduce(a, axis=None, out=None, *, keepdims=False):
+        _reject_kwargs(f"np.{name}", {"out": out})
+        trace = _trace_of(a)
+        a = _as_tracer(trace, a)
+        if axis is not None:
+            axis = _axes(axis, a.ndim, f"np.{name}")[0]
+        return trace.emit1(op, [a], {"axis": axis, "keepdims": bool(keepdims)}, what=f"np.{name}")
+    return reduce
+
+
+def _bool_reduction(name: str):
+    def reduce(a, axis=None, out=None, keepdims=False, **kwargs):
+        _reject_kwargs(f"np.{name}", {"out": out, **kwargs})
+        trace = _trace_of(a)
+        a = astype(_as_tracer(trace, a), np.bool_)
+        axes = _axes(axis, a.ndim, f"np.{name}")
+        reduction = ops.max if name == "any" else ops.min
+        return trace.emit1(reduction, [a], {"axes": axes, "keepdims": bool(keepdims)}, what=f"np.{name}")
+    return reduce
+
+
+def reshape(a, shape=None, *args, order="C", newshape=None, copy=None):
+    shape = shape if shape is not None else newshape
+    if args:
+        shape = (shape, *args)
+    if order != "C":
+        raise UnsupportedFunctionError("reshape: only order='C' is supported", user_location())
+    trace = _trace_of(a)
+    a = _as_tracer(trace, a)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    if shape.count(-1) > 1:
+        raise ShapeError(f"reshape of {a._value.type} to {list(shape)}: only one dimension can be -1",
+                         user_location())
+    if -1 in shape:
+        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        if known == 0 or a.size % known:
+            raise ShapeError(f"reshape: cannot reshape {a._value.type} into shape {list(shape)}",
+                             user_location())
+        shape = tuple(a.size // known if d == -1 else d for d in shape)
+    if shape == a.shape:
+        return a
+    return trace.emit1(ops.reshape, [a], {"shape": shape}, what="reshape")
+
+
+def transpose(a, axes=None, *more):
+    if more:
+        axes = (axes, *more)
+    trace = _trace_of(a)
+    a = _as_tracer(trace, a)
+    if axes is None:
+        perm = tuple(reversed(range(a.ndim)))
+    else:
+        perm = tuple(normalize_axis(int(axis), a.ndim) for axis in axes)
+    if perm == tuple(range(a.ndim)):
+        return a
+    return trace.emit1(ops.transpose, [a], {"perm": perm}, what="transpose")
+
+
+def swapaxes(a, axis1, axis2):
+    perm = list(range(a.ndim))
+    axis1, axis2 = normalize_axis(axis1, a.ndim), normalize_axis(axis2, a.ndim)
+    perm[axis1], perm[axis2] = perm[axis2], perm[axis1]
+    return transpose(a, perm)
+
+
+def expand_dims(a, axis):
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    rank = a.ndim + len(axes)
+    axes = _axes(axes, rank, "np.expand_dims")
+    dims = iter(a.shape)
+    return reshape(a, tuple(1 if i in axes else next(dims) for i in range(rank)))
+
+
+def squeeze(a, axis=None):
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(a.shape) if d == 1)
+    else:
+        axes = _axes(axis, a.ndim, "np.squeeze")
+        for i in axes:
+            if a.shape[i] != 1:
+                raise ShapeError(f"np.squeeze: axis {i} of {a._value.type} has size {a.shape[i]}, not 1",
+                                 user_location())
+    return reshape(a, tuple(d for i, d in enumerate(a.shape) if i not in axes))
+
+
+def ravel(a, order="C"):
+    return reshape(a, (a.size,), order=order)
+
+
+def broadcast_to(array, shape, subok=False):
+    trace = _trace_of(array)
+    array = _as_tracer(trace, array)
+    shape = (shape,) if isinstance(shape, int) else tuple(int(d) for d in shape)
+    if shape == array.shape:
+        return array
+    return trace.emit1(ops.broadcast_to, [array], {"shape": shape}, what="np.broadcast_to")
+
+
+def concatenate(arrays, axis=0, out=None, dtype=None, casting=None):
+    _reject_kwargs("np.concatenate", {"out": out, "casting": casting})
+    trace = _trace_of(*arrays)
+    arrays = [_as_tracer(trace, a) for a in arrays]
+    if axis is None:
+        arrays, axis = [ravel(a) for a in arrays], 0
+    if not arrays:
+        raise ShapeError("np.concatenate needs at least one array", user_location())
+    axis = _axes(axis, arrays[0].ndim, "np.concatenate")[0]
+    result = arrays[0] if len(arrays) == 1 else trace.emit1(ops.concat, arrays, {"axis": axis},
+                                                            what="np.concatenate")
+    return astype(result, dtype) if dtype is not None else result
+
+
+def stack(arrays, axis=0, out=None, dtype=None, casting=None):
+    arrays = list(arrays)
+    if not arrays:
+        raise ShapeError("np.stack needs at least one array", user_location())
+    shapes = {tuple(np.shape(a)) if not isinstance(a, Tracer) else a.shape for a in arrays}
+    if len(shapes) != 1:
+        raise ShapeError(f"np.stack: all arrays must have the same shape, got {sorted(shapes)}",
+                         user_location())
+    trace = _trace_of(*arrays)
+    rank = len(next(iter(shapes))) + 1
+    axis = _axes(axis, rank, "np.stack")[0]
+    return concatenate([expand_dims(_as_tracer(trace, a), axis) for a in arrays], axis=axis, out=out,
+                       dtype=dtype, casting=casting)
+
+
+def where(condition, x=None, y=None):
+    if x is None or y is None:
+        raise UnsupportedFunctionError("np.where(condition) with one argument has a data-dependent shape; "
+                                       "use np.where(condition, x, y)", user_location())
+    trace = _trace_of(condition, x, y)
+    return trace.emit1(ops.where, lift_operands(trace, [condition, x, y]), what="np.where")
+
+
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
+    _reject_kwargs("np.clip", {"out": out, **kwargs})
+    low = a_min if a_min is not None else min
+    high = a_max if a_max is not None else max
+    result = a
+    if low is not None:
+        result = np.maximum(result, low)
+    if high is not None:
+        result = np.minimum(result, high)
+    return result
+
+
+def matmul(a, b):
+    trace = _trace_of(a, b)
+    a, b = (_as_tracer(trace, item) for item in (a, b))
+    return trace.emit1(ops.matmul, [a, b], what="matmul")
+
+
+def dot(a, b, out=None):
+    _reject_kwargs("np.dot", {"out": out})
+    ranks = (np.ndim(a) if not isinstance(a, Tracer) else a.ndim,
+             np.ndim(b) if not isinstance(b, Tracer) else b.ndim)
+    if 0 in ranks:
+        return np.multiply(a, b)
+    if builtins.max(ranks) > 2:
+        raise UnsupportedFunctionError("np.dot of arrays with more than 2 dimensions is not supported; "
+                                       "use np.matmul (@) or np.einsum-free reshapes", user_location())
+    return matmul(a, b)
+
+
+def _full_like(fill):
+    def like(a, *args, dtype=None, shape=None, **kwargs):
+        value = fill if fill is not None else (args[0] if args else kwargs.pop("fill_value"))
+        _reject_kwargs("np.full_like" if fill is None else "np.zeros_like", kwargs, ("order", "subok"))
+        trace = _trace_of(a)
+        dtype = check_dtype(dtype if dtype is not None else a.dtype)
+        shape = a.shape if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
+        if isinstance(value, Tracer):
+            return broadcast_to(astype(value, dtype), shape)
+        return broadcast_to(trace.constant(np.asarray(value).astype(dtype)), shape)
+    return like
+
+
+def round_(a, decimals=0, out=None):
+    _reject_kwargs("np.round", {"out": out})
+    if decimals != 0:
+        raise UnsupportedFunctionError("np.round with decimals != 0 is not supported", user_location())
+    return np.rint(a)
+
+
+def _static_shape(a):
+    return a.shape
+
+
+FUNCTIONS = {
+    np.sum: REDUCTIONS["sum"], np.prod: REDUCTIONS["prod"], np.mean: REDUCTIONS["mean"],
+    np.max: REDUCTIONS["max"], np.amax: REDUCTIONS["max"], np.min: REDUCTIONS["min"],
+    np.amin: REDUCTIONS["min"], np.var: REDUCTIONS["var"], np.std: REDUCTIONS["std"],
+    np.argmax: _arg_reduction("argmax"), np.argmin: _arg_reduction("argmin"),
+    np.any: _bool_reduction("any"), np.all: _bool_reduction("all"),
+    np.where: where, np.clip: clip, np.dot: dot, np.reshape: reshape, np.transpose: transpose,
+    np.swapaxes: swapaxes, np.expand_dims: expand_dims, np.squeeze: squeeze, np.ravel: ravel,
+    np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.stack: stack,
+    np.zeros_like: _full_like(0), np.ones_like: _full_like(1), np.full_like: _full_like(None),
+    np.round: round_, np.around: round_, np.shape: _static_shape, np.ndim: lambda a: a.ndim,
+    np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
+    np.astype: astype,
+}
+
+
+def supported_function_names() -> list[str]:
+    return sorted({f.__name__ for f in FUNCTIONS} | {u.__name__ for u in UFUNCS} | {"matmul"})
+
+
+# -- indexing ----------------------------------------------------------------------------------------
+def getitem(x: Tracer, key):
+    """Basic indexing: integers, slices, None and Ellipsis (no arrays: no data-dependent shapes)."""
+    key = key if isinstance(key, tuple) else (key,)
+    for item in key:
+        if isinstance(item, Tracer) or isinstance(item, (list, np.ndarray)):
+            raise UnsupportedFunctionError(
+                "indexing with arrays (advanced indexing) is not supported; use basic indexing "
+                "(integers, slices, None, ...) or np.where", user_location())
+        if not (item is None or item is Ellipsis or isinstance(item, (int, np.integer, builtins.slice))):
+            raise UnsupportedFunctionError(f"index {item!r} is not supported", user_location())
+    if builtins.sum(1 for item in key if item is Ellipsis) > 1:
+        raise ShapeError("an index can only have a single ellipsis ('...')", user_location())
+    consumed = builtins.sum(1 for item in key if item is not None and item is not Ellipsis)
+    if consumed > x.ndim:
+        raise ShapeError(f"too many indices for {x._value.type}: {consumed} given", user_location())
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        key = key[:at] + (builtins.slice(None),) * (x.ndim - consumed) + key[at + 1:]
+    else:
+        key = key + (builtins.slice(None),) * (x.ndim - consumed)
+    starts, stops, steps, final_shape = [], [], [], []
+    dim_index = 0
+    for item in key:
+        if item is None:
+            final_shape.append(1)
+            continue
+        dim = x.shape[dim_index]
+        if isinstance(item, builtins.slice):
+            start, stop, step = item.indices(dim)
+            final_shape.append(slice_length(start, stop, step))
+        else:
+            index = int(item)
+            if not -dim <= index < dim:
+                raise ShapeError(f"index {index} is out of bounds for axis {dim_index} with size {dim}",
+                                 user_location())
+            start, stop, step = index % dim, index % dim + 1, 1
+        starts.append(start)
+        stops.append(stop)
+        steps.append(step)
+        dim_index += 1
+    result = x
+    identity = all(start == 0 and stop == dim and step == 1
+                   for start, stop, step, dim in zip(starts, stops, steps, x.shape))
+    if not identity:
+        result = x._trace.emit1(ops.slice, [x], {"starts": starts, "stops": stops, "steps": steps},
+                                what="indexing")
+    return reshape(result, tuple(final_shape))
+
+
+def _install_methods():
+    methods = {
+        "sum": REDUCTIONS["sum"], "prod": REDUCTIONS["prod"], "mean": REDUCTIONS["mean"],
+        "max": REDUCTIONS["max"], "min": REDUCTIONS["min"], "var": REDUCTIONS["var"],
+        "std": REDUCTIONS["std"], "argmax": FUNCTIONS[np.argmax], "argmin": FUNCTIONS[np.argmin],
+        "any": FUNCTIONS[np.any], "all": FUNCTIONS[np.all], "astype": astype, "transpose": transpose,
+        "swapaxes": swapaxes, "squeeze": squeeze, "ravel": ravel, "flatten": ravel, "clip": clip,
+        "dot": dot, "round": round_, "__getitem__": getitem,
+    }
+    for name, function in methods.items():
+        setattr(Tracer, name, function)
+    Tracer.reshape = lambda self, *shape, order="C": reshape(
+        self, shape[0] if len(shape) == 1 else shape, order=order)
+    Tracer.T = property(lambda self: transpose(self))
+    Tracer.mT = property(lambda self: swapaxes(self, -1, -2))
+    Tracer.copy = lambda self, order="C": self
+
+
+_install_methods()

@@ -1,0 +1,221 @@
+"""Tracing: a proxy array that records every numpy operation into a Graph.
+
+``Tracer`` stands in for an ndarray while the user's function runs.  Python operators
+route to numpy ufuncs, numpy routes ufuncs to ``__array_ufunc__`` and other functions
+to ``__array_function__``, so one table (``numpy_api``) serves all three.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+
+from flowjit.compiler.ir import ops
+from flowjit.compiler.ir.graph import Graph, Value
+from flowjit.compiler.ir.ops.base import Op
+from flowjit.compiler.ir.types import TensorType, check_dtype
+from flowjit.errors import (TraceError, TracerConversionError, UnsupportedFunctionError,
+                            user_location)
+
+_local = threading.local()
+
+
+class TraceContext:
+    """The graph being built and the scopes that annotate new nodes."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.device_stack: list[str] = []
+        self.control_stack: list[list] = []
+
+    def emit(self, op: Op, inputs: list, attrs: dict | None = None, *, what: str | None = None) -> list["Tracer"]:
+        """Add a node applying ``op``; errors name ``what`` (the numpy spelling) and the user's line."""
+        location = user_location()
+        values = [self.value_of(item) for item in inputs]
+        try:
+            node = self.graph.add_node(op, values, attrs or {}, loc=location,
+                                       requested_device=self.device_stack[-1] if self.device_stack else None,
+                                       control_inputs=[n for group in self.control_stack for n in group])
+        except TraceError as error:
+            operands = ", ".join(str(value.type) for value in values)
+            raise type(error)(f"{what or op.name}({operands}): {error.message}", location) from None
+        return [Tracer(self, value) for value in node.outputs]
+
+    def emit1(self, op: Op, inputs: list, attrs: dict | None = None, *, what: str | None = None) -> "Tracer":
+        return self.emit(op, inputs, attrs, what=what)[0]
+
+    def value_of(self, item) -> Value:
+        if isinstance(item, Tracer):
+            if item._trace is not self:
+                raise TraceError("a value traced by another flowjit function leaked into this one "
+                                 "(return it from that function instead of storing it)", user_location())
+            return item._value
+        return self.constant(item)._value
+
+    def constant(self, value, dtype=None) -> "Tracer":
+        """A constant node for a Python or numpy value (numpy arrays are captured whole)."""
+        array = np.asarray(value, dtype=dtype)
+        check_dtype(array.dtype, "a constant")
+        node = self.graph.add_node(ops.constant, [], {"value": array}, loc=user_location())
+        return Tracer(self, node.output)
+
+
+def current_trace() -> TraceContext | None:
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else None
+
+
+@contextmanager
+def tracing(graph: Graph):
+    context = TraceContext(graph)
+    stack = _local.__dict__.setdefault("stack", [])
+    stack.append(context)
+    try:
+        yield context
+    finally:
+        stack.pop()
+
+
+def weak_constant(trace: TraceContext, scalar, others: list) -> "Tracer":
+    """A Python scalar takes its dtype from the traced operands (numpy 2's NEP 50 rule)."""
+    dtypes = [item.dtype for item in others if isinstance(item, Tracer)]
+    try:
+        dtype = np.result_type(*dtypes, scalar)
+        return trace.constant(np.asarray(scalar, dtype=dtype))
+    except (OverflowError, TypeError, ValueError) as error:
+        names = ", ".join(str(d) for d in dtypes)
+        raise TraceError(f"the Python scalar {scalar!r} does not fit the traced operands ({names}): {error}",
+                         user_location()) from None
+
+
+def lift_operands(trace: TraceContext, operands: list) -> list:
+    """Python scalars become weakly-typed constants; arrays and numpy scalars keep their dtype."""
+    lifted = []
+    for item in operands:
+        if isinstance(item, Tracer):
+            lifted.append(item)
+        elif isinstance(item, (bool, int, float)) and not isinstance(item, np.generic):
+            lifted.append(weak_constant(trace, item, operands))
+        elif isinstance(item, complex):
+            raise TraceError("complex numbers are not supported yet", user_location())
+        else:
+            array = np.asarray(item)
+            try:
+                check_dtype(array.dtype, "an operand")
+            except TraceError as error:
+                raise type(error)(error.message, user_location()) from None
+            lifted.append(trace.constant(array))
+    return lifted
+
+
+def _conversion_error(tracer: "Tracer", what: str) -> TracerConversionError:
+    return TracerConversionError(
+        f"{what} of a traced value ({tracer._value.type}) is not known while tracing: Python control "
+        f"flow cannot depend on array values. Use np.where(cond, a, b) for a per-element choice, or mark "
+        f"the argument static with static_argnums / static_argnames.", user_location())
+
+
+class Tracer:
+    """A traced array: has a static shape and dtype, and records what is done to it."""
+
+    __slots__ = ("_trace", "_value")
+    __array_priority__ = 1000
+    __hash__ = object.__hash__
+
+    def __init__(self, trace: TraceContext, value: Value):
+        self._trace = trace
+        self._value = value
+
+    # -- static facts --------------------------------------------------------------------
+    shape = property(lambda self: self._value.shape)
+    dtype = property(lambda self: self._value.dtype)
+    ndim = property(lambda self: self._value.type.rank)
+    size = property(lambda self: self._value.type.size)
+    itemsize = property(lambda self: self._value.dtype.itemsize)
+    nbytes = property(lambda self: self._value.type.nbytes)
+
+    def __repr__(self) -> str:
+        return f"Tracer<%{self._value.name}: {self._value.type}>"
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TraceError("len() of a 0-d traced array", user_location())
+        return self.shape[0]
+
+    def __iter__(self):
+        for index in range(len(self)):
+            yield self[index]
+
+    # -- what cannot be traced ---------------------------------------------------------------
+    def __bool__(self):
+        raise _conversion_error(self, "the truth value (bool(), if, while, and/or)")
+
+    def __int__(self):
+        raise _conversion_error(self, "int()")
+
+    def __float__(self):
+        raise _conversion_error(self, "float()")
+
+    def __index__(self):
+        raise _conversion_error(self, "use as an index")
+
+    def __complex__(self):
+        raise _conversion_error(self, "complex()")
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracerConversionError(
+            f"a traced value ({self._value.type}) was converted to a concrete numpy array (np.asarray, "
+            f"np.array, or a function that converts its input); inside a jitted function arrays are "
+            f"abstract. Keep it as an array expression, or mark the argument static.", user_location())
+
+    def tolist(self):
+        raise _conversion_error(self, "tolist()")
+
+    def item(self, *args):
+        raise _conversion_error(self, "item()")
+
+    def __setitem__(self, key, value):
+        raise TraceError("traced arrays are immutable: instead of x[i] = v, build the result with "
+                         "np.where or np.concatenate", user_location())
+
+    # -- numpy protocols ---------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from flowjit.frontend import numpy_api
+        return numpy_api.apply_ufunc(self._trace, ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from flowjit.frontend import numpy_api
+        handler = numpy_api.FUNCTIONS.get(func)
+        if handler is None:
+            name = f"{func.__module__.replace('numpy._core', 'numpy')}.{func.__name__}"
+            raise UnsupportedFunctionError(
+                f"{name} is not supported by flowjit (supported numpy functions: "
+                f"{', '.join(sorted(numpy_api.supported_function_names()))})", user_location())
+        return handler(*args, **kwargs)
+
+
+def _install_operators():
+    """Python operators call the ufuncs numpy's ndarray would, so one table handles both."""
+    binary = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.divide,
+              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "matmul": np.matmul,
+              "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
+    for name, ufunc in binary.items():
+        def forward(self, other, ufunc=ufunc):
+            return ufunc(self, other)
+
+        def reflected(self, other, ufunc=ufunc):
+            return ufunc(other, self)
+        setattr(Tracer, f"__{name}__", forward)
+        setattr(Tracer, f"__r{name}__", reflected)
+    for name, ufunc in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+                        "eq": np.equal, "ne": np.not_equal}.items():
+        setattr(Tracer, f"__{name}__", lambda self, other, ufunc=ufunc: ufunc(self, other))
+    Tracer.__neg__ = lambda self: np.negative(self)
+    Tracer.__pos__ = lambda self: self
+    Tracer.__abs__ = lambda self: np.absolute(self)
+    Tracer.__invert__ = lambda self: np.invert(self)
+
+
+_install_operators()
