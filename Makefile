@@ -16,7 +16,7 @@ demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --hypothesis-profile=ci
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -n 2
 
 bench: $(STAMP)
 	$(BIN)/python bench/pipeline_scaling.py

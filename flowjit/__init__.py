@@ -4,7 +4,7 @@ from flowjit import errors
 from flowjit.compiler import ir
 from flowjit.config import CompileOptions
 from flowjit.errors import (ArgumentError, FlowjitError, OpTypeError, ShapeError, TraceError,
-                            TracerConversionError, UnsupportedFunctionError)
+                            TracerConversionError, UnsupportedDTypeError, UnsupportedFunctionError)
 from flowjit.frontend.jit import Jitted, ShapeDtype, jit
 from flowjit.runtime.interpreter import interpret
 
@@ -12,4 +12,4 @@ __version__ = "0.1.0"
 
 __all__ = ["jit", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",
            "TraceError", "ShapeError", "TracerConversionError", "UnsupportedFunctionError",
-           "ArgumentError", "OpTypeError"]
+           "ArgumentError", "OpTypeError", "UnsupportedDTypeError"]

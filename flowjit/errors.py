@@ -83,3 +83,7 @@ class ArgumentError(TraceError, TypeError):
 
 class OpTypeError(TraceError, TypeError):
     """Operands whose dtypes the op does not accept."""
+
+
+class UnsupportedDTypeError(TraceError, TypeError):
+    """A dtype flowjit does not compile (object, str, complex, ...)."""

@@ -63,7 +63,7 @@ class Jitted:
     """A function compiled by flowjit; call it like the original."""
 
     def __init__(self, fun: Callable, *, static_argnums=(), static_argnames=(), options: CompileOptions):
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())
         self.fun = fun
         self.options = options
         self.signature = inspect.signature(fun)
@@ -73,17 +73,17 @@ class Jitted:
         names = set(static_argnames)
         for number in static_argnums:
             if not -len(parameters) <= number < len(parameters):
-                raise ValueError(f"static_argnums {number} is out of range for {fun.__name__}{self.signature}")
+                raise ValueError(f"static_argnums {number} is out of range for {_graph_name(fun)}{self.signature}")
             names.add(parameters[number])
         for name in static_argnames:
             if name not in self.signature.parameters:
-                raise ValueError(f"static_argnames '{name}' is not a parameter of {fun.__name__}{self.signature}")
+                raise ValueError(f"static_argnames '{name}' is not a parameter of {_graph_name(fun)}{self.signature}")
         self.static_names = frozenset(names)
         self._traces: dict[tuple, TracedProgram] = {}
         self._executables: dict[tuple, Any] = {}
 
     def __repr__(self) -> str:
-        return f"<flowjit.jit {self.fun.__qualname__}>"
+        return f"<flowjit.jit {_graph_name(self.fun)}>"
 
     def __get__(self, instance, owner):
         return self if instance is None else functools.partial(self, instance)
@@ -93,7 +93,7 @@ class Jitted:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as error:
-            raise ArgumentError(f"{self.fun.__name__}{self.signature}: {error}", user_location()) from None
+            raise ArgumentError(f"{_graph_name(self.fun)}{self.signature}: {error}", user_location()) from None
         bound.apply_defaults()
         dynamic, static = {}, []
         for name, value in bound.arguments.items():
@@ -101,7 +101,7 @@ class Jitted:
                 try:
                     hash(value)
                 except TypeError:
-                    raise ArgumentError(f"static argument '{name}' of {self.fun.__name__} must be hashable, "
+                    raise ArgumentError(f"static argument '{name}' of {_graph_name(self.fun)} must be hashable, "
                                         f"got {type(value).__name__}", user_location()) from None
                 static.append((name, value))
             else:
@@ -139,7 +139,7 @@ class Jitted:
         cached = self._traces.get(signature)
         if cached is not None:
             return cached
-        graph = Graph(self.fun.__name__)
+        graph = Graph(_graph_name(self.fun))
         with tracing(graph) as context:
             tracers = iter(Tracer(context, graph.add_input(_value_name(path), type))
                            for path, type in zip(array_paths, types))
@@ -199,6 +199,12 @@ class Jitted:
 def _as_result(array: np.ndarray):
     # numpy returns scalars, not 0-d arrays, from reductions and ufuncs on scalars.
     return array[()] if array.ndim == 0 else array
+
+
+def _graph_name(fun) -> str:
+    """A name the text format accepts: ``<lambda>`` becomes ``lambda``."""
+    name = getattr(fun, "__name__", type(fun).__name__)
+    return re.sub(r"[^A-Za-z0-9_.]", "", name) or "main"
 
 
 def _value_name(path: str) -> str:

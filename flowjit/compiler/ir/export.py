@@ -35,13 +35,14 @@ def to_dot(graph: Graph) -> str:
     lines = [f'digraph "{_dot_escape(graph.name)}" {{', "  rankdir=TB;",
              '  node [shape=box, fontname="monospace"];']
     for value in graph.inputs:
-        lines.append(f'  "{_dot_escape(value.name)}" [shape=ellipse, label="%{_dot_escape(value.name)}\\n'
-                     f'{value.type}"];')
+        label = _dot_escape(f"%{value.name}") + "\\n" + str(value.type)
+        lines.append(f'  "{_dot_escape(value.name)}" [shape=ellipse, label="{label}"];')
     for node in graph.nodes:
-        label = f"%{node.name} = {node.op.name}\\n" + ", ".join(str(v.type) for v in node.outputs)
+        parts = [f"%{node.name} = {node.op.name}", ", ".join(str(v.type) for v in node.outputs)]
         if node.device:
-            label += f"\\n{node.device}"
-        lines.append(f'  "{_dot_escape(node.name)}" [label="{_dot_escape(label)}"];')
+            parts.append(node.device)
+        label = "\\n".join(_dot_escape(part) for part in parts)
+        lines.append(f'  "{_dot_escape(node.name)}" [label="{label}"];')
         for value in node.inputs:
             source = value.producer.name if value.producer is not None else value.name
             lines.append(f'  "{_dot_escape(source)}" -> "{_dot_escape(node.name)}" '

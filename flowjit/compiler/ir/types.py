@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flowjit.errors import FlowjitError
+from flowjit.errors import UnsupportedDTypeError
 
 # Short names, in the order the printer and the error messages list them.
 _SHORT_NAMES = {
@@ -26,10 +26,6 @@ _SHORT_NAMES = {
 _BY_SHORT_NAME = {short: np.dtype(long) for long, short in _SHORT_NAMES.items()}
 
 SUPPORTED_DTYPES = tuple(np.dtype(name) for name in _SHORT_NAMES)
-
-
-class UnsupportedDTypeError(FlowjitError, TypeError):
-    """A dtype flowjit does not compile (object, str, complex, ...)."""
 
 
 def check_dtype(dtype, what: str = "value") -> np.dtype:

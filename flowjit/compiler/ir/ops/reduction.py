@@ -7,6 +7,7 @@ result dtype is numpy's (sum of int32 is int64, mean of an integer is float64, .
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
@@ -19,7 +20,8 @@ from flowjit.errors import OpTypeError, ShapeError
 @functools.lru_cache(maxsize=None)
 def _reduced_dtype(function, dtype: np.dtype, extra: tuple) -> np.dtype:
     try:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
             result = function(np.zeros((1,), dtype), axis=0, **dict(extra))
     except TypeError as error:
         raise OpTypeError(f"not defined for dtype {dtype}: {error}") from None

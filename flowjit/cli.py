@@ -1,0 +1,158 @@
+"""The ``flowjit`` command line: look inside every stage, benchmark, manage the cache."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import json
+import os
+import sys
+
+from flowjit.errors import ArgumentError, FlowjitError
+
+
+class CliError(FlowjitError):
+    pass
+
+
+def load_function(target: str):
+    """``FILE.py:FUNC`` -> the function (a plain function or one already jitted)."""
+    path, _, name = target.rpartition(":")
+    if not path or not name:
+        raise CliError(f"'{target}' is not FILE.py:FUNC")
+    if not os.path.exists(path):
+        raise CliError(f"no such file: {path}")
+    module_name = "_flowjit_user_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.pop(0)
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        functions = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_"))
+        raise CliError(f"{path} has no function '{name}' (it has: {', '.join(functions)})") from None
+
+
+def parse_arguments(function, specs: list[str], statics: list[str]):
+    """``--arg x=f32[4,8]`` (or positional ``f32[4,8]``) -> positional and keyword arguments."""
+    from flowjit.frontend.jit import ShapeDtype
+    positional, keywords = [], {}
+    for spec in specs:
+        name, sep, type_text = spec.partition("=")
+        if not sep:
+            name, type_text = None, spec
+        try:
+            value = ShapeDtype.parse(type_text)
+        except ValueError as error:
+            raise CliError(f"--arg {spec}: {error}") from None
+        if name is None:
+            positional.append(value)
+        else:
+            keywords[name] = value
+    for spec in statics:
+        name, sep, literal = spec.partition("=")
+        if not sep:
+            raise CliError(f"--static {spec}: expected NAME=VALUE")
+        try:
+            keywords[name] = ast.literal_eval(literal)
+        except (ValueError, SyntaxError):
+            raise CliError(f"--static {spec}: {literal!r} is not a Python literal") from None
+    return positional, keywords
+
+
+def _jitted(function, statics, options):
+    from flowjit.frontend.jit import Jitted, jit
+    if isinstance(function, Jitted):
+        return jit(function.fun, static_argnames=tuple(function.static_names) + tuple(statics),
+                   options=options)
+    return jit(function, static_argnames=tuple(statics), options=options)
+
+
+def command_dump(args) -> int:
+    from flowjit.compiler.ir.export import to_dot, to_json
+    from flowjit.config import options_from_env
+    function = load_function(args.target)
+    statics = [spec.partition("=")[0] for spec in args.static]
+    options = options_from_env().replace(**_pipeline_options(args))
+    positional, keywords = parse_arguments(function, args.arg, args.static)
+    lowered = _jitted(function, statics, options).lower(*positional, **keywords)
+    if args.stage not in lowered.stages:
+        raise CliError(f"unknown stage '{args.stage}' (stages: {', '.join(lowered.stages)})")
+    graph = lowered.stage_graph(args.stage)
+    if args.format == "dot":
+        text = to_dot(graph)
+    elif args.format == "json":
+        text = to_json(graph)
+    else:
+        text = lowered.as_text(stage=args.stage)
+    text = _pipeline_report(lowered, args) + text
+    if args.output:
+        with open(args.output, "w") as handle:
+            handle.write(text)
+        print(f"wrote {args.format} of stage '{args.stage}' to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _pipeline_options(args) -> dict:
+    fields = {}
+    for name in ("after", "dump_dir", "passes", "fastmath"):
+        value = getattr(args, name, None)
+        if value:
+            key = {"after": "dump_after"}.get(name, name)
+            fields[key] = tuple(value.split(",")) if name == "passes" else value
+    return fields
+
+
+def _pipeline_report(lowered, args) -> str:
+    return ""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="flowjit",
+        description="flowjit: a JIT compiler from numpy functions to fused kernels. "
+                    "Each subcommand inspects or runs one part of the pipeline.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    dump = commands.add_parser(
+        "dump", help="print the IR of a function at a stage of the pipeline",
+        description="Trace FILE.py:FUNC for the given argument types and print its IR.",
+        epilog="example: flowjit dump model.py:predict --arg x=f32[64,784] --arg w=f32[784,10]")
+    dump.add_argument("target", metavar="FILE.py:FUNC", help="the function to trace")
+    dump.add_argument("--arg", action="append", default=[], metavar="NAME=TYPE",
+                      help="an array argument's type, e.g. x=f32[64,784] (repeat per argument; "
+                           "without NAME= it is positional)")
+    dump.add_argument("--static", action="append", default=[], metavar="NAME=VALUE",
+                      help="a static (compile-time) argument given as a Python literal, e.g. n=3")
+    dump.add_argument("--stage", default="traced", help="which stage to print (default: traced)")
+    dump.add_argument("--format", choices=("text", "dot", "json"), default="text",
+                      help="text (parses back), dot (Graphviz) or json (default: text)")
+    dump.add_argument("-o", "--output", metavar="PATH", help="write to PATH instead of standard output")
+    dump.set_defaults(handler=command_dump)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except ArgumentError as error:
+        print(f"flowjit {args.command}: error: {error.message}", file=sys.stderr)
+        return 1
+    except FlowjitError as error:
+        print(f"flowjit {args.command}: error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

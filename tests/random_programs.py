@@ -1,0 +1,135 @@
+"""Random numpy programs for differential tests, drawn with hypothesis.
+
+A program is a list of steps over a pool of arrays; each step applies one numpy
+operation to operands from the pool and appends its result.  ``build`` turns the steps
+into an ordinary numpy function, so the same program runs undecorated (the oracle),
+traced and interpreted, and compiled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+from scipy.special import erf, expit
+
+DTYPES = [np.float32, np.float64, np.int32, np.bool_]
+BASE_SHAPES = [(3, 4), (2, 3, 4), (5,), (4, 1), ()]
+
+
+def _flat(x):
+    return np.reshape(x, (-1,))
+
+
+def _reduce(name):
+    def run(x, axis, keepdims):
+        if np.ndim(x) == 0:
+            return getattr(np, name)(x)
+        return getattr(np, name)(x, axis=axis % np.ndim(x), keepdims=keepdims)
+    return run
+
+
+UNARY = {
+    "negative": np.negative, "abs": np.abs, "exp": lambda x: np.exp(np.clip(x, -20, 20)),
+    "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "sqrt_abs": lambda x: np.sqrt(np.abs(x)),
+    "log1p_abs": lambda x: np.log1p(np.abs(x)), "square": np.square, "floor": np.floor,
+    "sign": np.sign, "expit": expit, "erf": erf, "to_f32": lambda x: x.astype(np.float32),
+    "to_f64": lambda x: x.astype(np.float64), "transpose": lambda x: x.T, "isnan": np.isnan,
+    "flatten": _flat, "stride": lambda x: x[..., ::2], "last": lambda x: x[..., -1:] if np.ndim(x) else x,
+    "times_2_5": lambda x: x * 2.5, "plus_1": lambda x: x + 1, "three_minus": lambda x: 3 - x,
+    "logical_not": lambda x: np.logical_not(x), "reciprocal_f": lambda x: 1.0 / (np.abs(x) + 1),
+}
+BINARY = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+    "maximum": np.maximum, "minimum": np.minimum, "arctan2": np.arctan2, "less": np.less,
+    "equal": np.equal, "where_greater": lambda a, b: np.where(a > b, a, b), "hypot_like":
+    lambda a, b: np.sqrt(a * a + b * b), "fmax": np.fmax,
+}
+REDUCTIONS = {name: _reduce(name) for name in ("sum", "mean", "max", "min", "prod")}
+
+
+@dataclass(frozen=True)
+class RandomProgram:
+    inputs: tuple[tuple[tuple[int, ...], type], ...]
+    steps: tuple[tuple, ...]
+    outputs: tuple[int, ...]
+
+    def make_args(self, rng: np.random.Generator) -> list[np.ndarray]:
+        args = []
+        for shape, dtype in self.inputs:
+            if dtype is np.bool_:
+                args.append(rng.random(shape) > 0.5)
+            elif np.issubdtype(dtype, np.integer):
+                args.append(rng.integers(-5, 6, shape).astype(dtype))
+            else:
+                args.append(rng.uniform(-3, 3, shape).astype(dtype))
+        return args
+
+    def __call__(self, *arrays):
+        pool = list(arrays)
+        for kind, name, operands, params in self.steps:
+            values = [pool[i] for i in operands]
+            if kind == "unary":
+                pool.append(UNARY[name](*values))
+            elif kind == "binary":
+                pool.append(BINARY[name](*values))
+            else:
+                pool.append(REDUCTIONS[name](*values, *params))
+        return tuple(pool[i] for i in self.outputs)
+
+    def describe(self) -> str:
+        lines = [f"inputs: {[(s, np.dtype(d).name) for s, d in self.inputs]}"]
+        for index, (kind, name, operands, params) in enumerate(self.steps, start=len(self.inputs)):
+            lines.append(f"  v{index} = {name}({', '.join(f'v{i}' for i in operands)}{', ' if params else ''}"
+                         f"{', '.join(map(str, params))})")
+        lines.append(f"  return {', '.join(f'v{i}' for i in self.outputs)}")
+        return "\n".join(lines)
+
+
+def _shape_of(program_pool_shapes, index):
+    return program_pool_shapes[index]
+
+
+@st.composite
+def random_programs(draw, max_steps: int = 10) -> RandomProgram:
+    base = draw(st.sampled_from(BASE_SHAPES))
+    # Input shapes broadcast against the base: the base itself, a suffix, or 1s in place of dims.
+    def variant():
+        choice = draw(st.integers(0, 2))
+        if choice == 0 or not base:
+            return base
+        if choice == 1:
+            return base[draw(st.integers(0, len(base))):]
+        return tuple(1 if draw(st.booleans()) else d for d in base)
+    inputs = tuple((variant(), draw(st.sampled_from(DTYPES))) for _ in range(draw(st.integers(1, 3))))
+    shapes = [np.empty(s, d) for s, d in inputs]   # abstract pool to keep steps well-formed
+    steps = []
+    for _ in range(draw(st.integers(1, max_steps))):
+        kind = draw(st.sampled_from(["unary", "unary", "binary", "binary", "reduce"]))
+        if kind == "unary":
+            name = draw(st.sampled_from(sorted(UNARY)))
+            operands = (draw(st.integers(0, len(shapes) - 1)),)
+            params = ()
+        elif kind == "binary":
+            name = draw(st.sampled_from(sorted(BINARY)))
+            operands = (draw(st.integers(0, len(shapes) - 1)), draw(st.integers(0, len(shapes) - 1)))
+            params = ()
+        else:
+            name = draw(st.sampled_from(sorted(REDUCTIONS)))
+            operands = (draw(st.integers(0, len(shapes) - 1)),)
+            params = (draw(st.integers(0, 3)), draw(st.booleans()))
+        probe = RandomProgram((), ((kind, name, tuple(range(len(operands))), params),), (len(operands),))
+        try:
+            with np.errstate(all="ignore"):
+                result = probe(*[shapes[i] for i in operands])[0]
+        except (ValueError, TypeError, IndexError):
+            continue                      # shapes that do not broadcast, dtypes an op rejects
+        if np.asarray(result).dtype.kind not in "biuf" or np.asarray(result).dtype == np.float16:
+            continue
+        steps.append((kind, name, operands, params))
+        shapes.append(np.empty(np.shape(result), np.asarray(result).dtype))
+    count = len(shapes)
+    outputs = tuple(sorted(set(draw(st.lists(st.integers(len(inputs) if count > len(inputs) else 0, count - 1),
+                                             min_size=1, max_size=3)))))
+    return RandomProgram(inputs, tuple(steps), outputs)

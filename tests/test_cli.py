@@ -1,0 +1,70 @@
+"""The flowjit command line, run as a user runs it."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from flowjit.compiler import ir
+
+ROOT = pathlib.Path(__file__).parent.parent
+MODELS = ROOT / "examples" / "models.py"
+
+
+def flowjit(*args, check=True):
+    result = subprocess.run([sys.executable, "-m", "flowjit.cli", *args], capture_output=True, text=True,
+                            cwd=ROOT)
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_help_explains_every_flag():
+    top = flowjit("--help").stdout
+    assert "dump" in top
+    dump = flowjit("dump", "--help").stdout
+    for flag in ("--arg", "--static", "--stage", "--format", "--output"):
+        assert flag in dump
+
+
+def test_dump_text_parses_back():
+    out = flowjit("dump", f"{MODELS}:softmax", "--arg", "x=f32[4,8]").stdout
+    graph = ir.parse(out)
+    ir.verify(graph)
+    assert ir.print_graph(graph) == out
+    assert [node.op.name for node in graph.nodes] == ["max", "sub", "exp", "sum", "div"]
+    assert 'loc("examples/models.py":8)' in out
+
+
+def test_dump_positional_and_static_arguments():
+    out = flowjit("dump", f"{MODELS}:black_scholes", "--arg", "f64[16]", "--arg", "X=f64[16]", "--arg",
+                  "T=f64[16]", "--static", "r=0.05").stdout
+    assert out.startswith("graph @black_scholes(%S: f64[16], %X: f64[16], %T: f64[16]) -> (f64[16])")
+
+
+def test_dump_formats_and_output_file(tmp_path):
+    dot = flowjit("dump", f"{MODELS}:mlp", "--arg", "x=f32[2,4]", "--arg", "w1=f32[4,8]", "--arg", "b1=f32[8]",
+                  "--arg", "w2=f32[8,3]", "--arg", "b2=f32[3]", "--format", "dot").stdout
+    assert dot.startswith('digraph "mlp" {') and '"matmul" -> "add"' in dot
+    path = tmp_path / "g.json"
+    result = flowjit("dump", f"{MODELS}:softmax", "--arg", "x=f32[4,8]", "--format", "json", "-o", str(path))
+    assert "wrote json" in result.stderr
+    data = json.loads(path.read_text())
+    assert [node["op"] for node in data["nodes"]] == ["max", "sub", "exp", "sum", "div"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nofile.py:f"], "no such file: nofile.py"),
+    ([f"{MODELS}:nothing"], "has no function 'nothing'"),
+    ([f"{MODELS}:softmax", "--arg", "x=f32[4,8"], "is not a type such as f32[64,784]"),
+    ([f"{MODELS}:softmax", "--arg", "x=c64[4]"], "unknown dtype 'c64'"),
+    ([f"{MODELS}:mlp", "--arg", "x=f32[4]"], "mlp(x, w1, b1, w2, b2): missing a required argument: 'w1'"),
+    ([f"{MODELS}:softmax", "--arg", "x=f32[4,8]", "--stage", "nope"], "unknown stage 'nope'"),
+])
+def test_dump_errors_are_clear(args, message):
+    result = flowjit("dump", *args, check=False)
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr

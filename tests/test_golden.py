@@ -1,0 +1,78 @@
+"""Golden IR files: each ``tests/golden/**/*.fj`` holds a ``# RUN:`` line, its input IR and
+``# CHECK:`` lines that filecheck matches against the output.
+
+    # RUN: print                      parse, verify, print
+    # RUN: passes cse,dce             parse, run those passes (verifying after each), print
+    # RUN: pipeline                   parse, run the default pipeline, print
+    # RUN: parse-error                parsing must fail; the message is checked
+    # RUN: verify-error               verifying must fail; the message is checked
+
+Every file that parses also round-trips: print -> parse -> print is identical.
+"""
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from flowjit.compiler import ir
+from flowjit.compiler.ir import ParseError, VerificationError
+
+GOLDEN = pathlib.Path(__file__).parent / "golden"
+FILES = sorted(GOLDEN.rglob("*.fj"))
+FILECHECK = pathlib.Path(sys.executable).parent / "filecheck"
+
+
+def run_directive(path: pathlib.Path) -> str:
+    text = path.read_text()
+    run_lines = [line.split("RUN:", 1)[1].split() for line in text.splitlines() if line.startswith("# RUN:")]
+    assert len(run_lines) == 1, f"{path}: needs exactly one '# RUN:' line"
+    mode, *arguments = run_lines[0]
+    name = str(path.relative_to(GOLDEN.parent))
+    if mode == "parse-error":
+        with pytest.raises(ParseError) as info:
+            ir.parse_all(text, name)
+        return str(info.value)
+    graphs = ir.parse_all(text, name)
+    for graph in graphs:
+        assert_round_trips(graph)
+    if mode == "verify-error":
+        with pytest.raises(VerificationError) as info:
+            for graph in graphs:
+                ir.verify(graph)
+        return str(info.value)
+    for graph in graphs:
+        ir.verify(graph)
+    if mode == "print":
+        outputs = graphs
+    elif mode in ("passes", "pipeline"):
+        from flowjit.compiler.passes.pipeline import Pipeline
+        names = arguments[0].split(",") if mode == "passes" else None
+        options = dict(argument.split("=", 1) for argument in arguments[1:])
+        outputs = [Pipeline.from_names(names, verify_each=True,
+                                       fastmath=options.get("fastmath") == "true").run(graph)
+                   for graph in graphs]
+    else:
+        raise AssertionError(f"{path}: unknown RUN mode '{mode}'")
+    for graph in outputs:
+        ir.verify(graph)
+        assert_round_trips(graph)
+    return "".join(ir.print_graph(graph) for graph in outputs)
+
+
+def assert_round_trips(graph) -> None:
+    text = ir.print_graph(graph)
+    assert ir.print_graph(ir.parse_all(text)[0]) == text
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(GOLDEN)))
+def test_golden(path):
+    output = run_directive(path)
+    result = subprocess.run([str(FILECHECK), str(path)], input=output, text=True, capture_output=True)
+    assert result.returncode == 0, f"filecheck failed on {path.name}:\n{result.stdout}{result.stderr}\n" \
+                                   f"--- output ---\n{output}"
+
+
+def test_there_are_golden_files():
+    assert len(FILES) >= 5
