@@ -7,6 +7,7 @@ import ast
 import importlib.util
 import json
 import os
+import re
 import sys
 
 from flowjit.errors import ArgumentError, FlowjitError
@@ -91,7 +92,10 @@ def command_dump(args) -> int:
         text = to_json(graph)
     else:
         text = lowered.as_text(stage=args.stage)
-    text = _pipeline_report(lowered, args) + text
+    if args.after:
+        text = _pipeline_report(lowered, args)
+    else:
+        _pipeline_report(lowered, args)
     if args.output:
         with open(args.output, "w") as handle:
             handle.write(text)
@@ -112,7 +116,19 @@ def _pipeline_options(args) -> dict:
 
 
 def _pipeline_report(lowered, args) -> str:
-    return ""
+    """With --after: the IR after each matching pass, each under a comment saying what it did."""
+    if args.timings:
+        print(lowered.pass_report(), file=sys.stderr)
+    if not args.after:
+        return ""
+    parts = []
+    for record in lowered.pass_records:
+        if record.text is None or not re.search(args.after, record.name):
+            continue
+        parts.append(f"# after pass '{record.name}' (iteration {record.iteration}): "
+                     f"{record.nodes_before} -> {record.nodes_after} nodes, {record.seconds * 1e3:.2f} ms\n"
+                     + record.text)
+    return "".join(parts)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -137,6 +153,17 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--format", choices=("text", "dot", "json"), default="text",
                       help="text (parses back), dot (Graphviz) or json (default: text)")
     dump.add_argument("-o", "--output", metavar="PATH", help="write to PATH instead of standard output")
+    dump.add_argument("--after", metavar="REGEX",
+                      help="print the IR after every pass whose name matches REGEX ('.' for all), "
+                           "each under a comment with its node counts and time")
+    dump.add_argument("--dump-dir", metavar="DIR", help="write the IR after each pass to DIR, one file "
+                                                        "per pass in run order (01-prune.fj, ...)")
+    dump.add_argument("--passes", metavar="P1,P2", help="run these passes instead of the default pipeline "
+                                                        "(prune, simplify, fold-constants, cse, dce)")
+    dump.add_argument("--fastmath", action="store_true",
+                      help="allow rewrites that change rounding or NaN behaviour (x*0 -> 0, ...)")
+    dump.add_argument("--timings", action="store_true", help="print each pass's node counts and time "
+                                                             "to standard error")
     dump.set_defaults(handler=command_dump)
     return parser
 

@@ -39,6 +39,14 @@ UNARY = {
     "flatten": _flat, "stride": lambda x: x[..., ::2], "last": lambda x: x[..., -1:] if np.ndim(x) else x,
     "times_2_5": lambda x: x * 2.5, "plus_1": lambda x: x + 1, "three_minus": lambda x: 3 - x,
     "logical_not": lambda x: np.logical_not(x), "reciprocal_f": lambda x: 1.0 / (np.abs(x) + 1),
+    # shapes the passes rewrite: identities, repeats, in-graph constant arithmetic
+    "times_1": lambda x: x * 1, "plus_0": lambda x: x + 0, "plus_neg_zero": lambda x: x + -0.0,
+    "minus_0": lambda x: x - 0.0, "div_1": lambda x: x / 1, "pow_1": lambda x: x ** 1,
+    "pow_2": lambda x: x ** 2, "double_neg": lambda x: -(-x), "transpose_twice": lambda x: x.T.T,
+    "reshape_twice": lambda x: x.reshape(-1).reshape(np.shape(x)), "repeat": lambda x: np.tanh(x) + np.tanh(x),
+    "ones_scale": lambda x: x * (np.ones_like(x) * 3 - 2), "zeros_add": lambda x: np.zeros_like(x) + x,
+    "full_exp": lambda x: np.exp(np.full_like(x, 0.5)) * x, "times_zero": lambda x: x * 0,
+    "minus_self": lambda x: x - x,
 }
 BINARY = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,

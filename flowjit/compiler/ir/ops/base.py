@@ -150,9 +150,9 @@ def _convert_attr(op_name: str, name: str, kind: AttrKind, value):
                 fail("a dtype such as f32")
         return check_dtype(value, f"attribute '{name}'")
     if kind is AttrKind.ARRAY:
-        if not isinstance(value, np.ndarray):
+        if not isinstance(value, (np.ndarray, np.generic)):
             fail("a numpy array")
-        return value
+        return np.asarray(value)
     return value
 
 
