@@ -19,6 +19,9 @@ class CompileOptions:
     dump_dir: str | None = None             # write one file per pass, in run order
     fold_size_limit: int = 1 << 16          # largest constant (elements) folding may create
     max_iterations: int = 8                 # fixed-point rounds of the default pipeline
+    cache_dir: str | None = "default"       # kernel cache directory; None: memory only
+    log_recompiles: bool | None = None      # log why each retrace happened (None: FLOWJIT_LOG)
+    recompile_warning_limit: int = 8        # warn once a function has been traced this often
 
     def replace(self, **fields) -> "CompileOptions":
         unknown = set(fields) - {f.name for f in dataclasses.fields(self)}
@@ -29,6 +32,23 @@ class CompileOptions:
 
 def env_flag(name: str, default: str = "") -> str:
     return os.environ.get(name, default)
+
+
+def cache_directory(option: str | None) -> str | None:
+    """The kernel cache directory: ``FLOWJIT_CACHE_DIR`` (``none`` turns the disk cache off),
+    else ``~/.cache/flowjit``."""
+    if option != "default":
+        return option
+    configured = env_flag("FLOWJIT_CACHE_DIR")
+    if configured.lower() in ("none", "off", "0"):
+        return None
+    return configured or os.path.join(os.path.expanduser("~"), ".cache", "flowjit")
+
+
+def log_recompiles(option: bool | None) -> bool:
+    if option is not None:
+        return option
+    return "recompiles" in env_flag("FLOWJIT_LOG").split(",")
 
 
 def options_from_env(options: CompileOptions | None = None) -> CompileOptions:

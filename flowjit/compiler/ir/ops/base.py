@@ -103,7 +103,7 @@ class Op:
     def infer_types(self, input_types: list[TensorType], attrs: dict) -> list[TensorType]:
         if self.num_inputs is not None and len(input_types) != self.num_inputs:
             raise OpTypeError(f"op '{self.name}' takes {self.num_inputs} inputs, got {len(input_types)}")
-        if self.num_inputs is None and not input_types:
+        if self.num_inputs is None and not input_types and self.kind is not OpKind.FUSED:
             raise OpTypeError(f"op '{self.name}' takes at least one input")
         return self.type_rule(input_types, attrs)
 

@@ -1,0 +1,232 @@
+"""The kernel cache: in memory by source, on disk across processes.
+
+A kernel module is keyed by a hash of its source (with the kernel's name left out, so
+the same loop generated for two programs is compiled once) plus the numba and llvmlite
+versions and the CPU's name and features.  On disk it is an ordinary Python file whose
+functions are jitted with ``cache=True``, so numba keeps the object code beside it in
+``__pycache__``; a manifest with the sha256 of every file of the entry lets a later
+process detect a corrupted or truncated entry, warn once, and rebuild it.  Files are
+written to a temporary name and renamed, so a reader never sees half a file, and two
+processes compiling one kernel both succeed.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import importlib.util
+import json
+import linecache
+import os
+import re
+import sys
+import tempfile
+import threading
+import warnings
+from dataclasses import dataclass, field
+
+import llvmlite
+import llvmlite.binding as llvm
+import numba
+from numba import njit
+
+from flowjit.compiler.codegen.kernel import KernelSource, module_source
+
+_PLACEHOLDER = "__kernel__"
+
+
+class KernelCacheWarning(UserWarning):
+    pass
+
+
+def toolchain_key() -> str:
+    features = llvm.get_host_cpu_features().flatten()
+    return f"numba={numba.__version__};llvmlite={llvmlite.__version__};cpu={llvm.get_host_cpu_name()};{features}"
+
+
+@dataclass
+class CompiledKernel:
+    name: str
+    key: str
+    source: str
+    serial: object
+    parallel: object
+    path: str | None = None
+    recorded: int = field(default=0)         # cache files listed in the manifest so far
+
+
+class Stats:
+    """Counters the tests and ``flowjit.stats()`` read."""
+
+    def __init__(self):
+        self.traces = 0
+        self.executables = 0
+        self.dispatchers: list = []
+
+    def snapshot(self) -> dict:
+        compiles = hits = 0
+        for dispatcher in self.dispatchers:
+            compiles += sum(dispatcher.stats.cache_misses.values())
+            hits += sum(dispatcher.stats.cache_hits.values())
+        return {"traces": self.traces, "executables": self.executables, "kernel_compiles": compiles,
+                "disk_hits": hits, "disk_misses": compiles, "kernels": len(self.dispatchers) // 2}
+
+
+STATS = Stats()
+
+
+def _write_atomic(path: str, text: str) -> None:
+    directory = os.path.dirname(path)
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def _sha256(path: str) -> str:
+    with open(path, "rb") as stream:
+        return hashlib.sha256(stream.read()).hexdigest()
+
+
+class KernelCache:
+    """Compiled kernels by key; ``directory=None`` keeps them in memory only."""
+
+    def __init__(self, directory: str | None):
+        self.directory = os.path.join(directory, "kernels") if directory else None
+        self.memory: dict[str, CompiledKernel] = {}
+        self.lock = threading.Lock()
+        self.warned: set[str] = set()
+        self.toolchain = toolchain_key()
+        if self.directory:
+            os.makedirs(self.directory, exist_ok=True)
+
+    def key_of(self, kernel: KernelSource) -> str:
+        canonical = re.sub(rf"\b{re.escape(kernel.name)}\b", _PLACEHOLDER, kernel.source)
+        return hashlib.sha256((canonical + self.toolchain).encode()).hexdigest()[:24]
+
+    def get(self, kernel: KernelSource) -> CompiledKernel:
+        key = self.key_of(kernel)
+        with self.lock:
+            compiled = self.memory.get(key)
+            if compiled is None:
+                compiled = self._load(kernel, key)
+                self.memory[key] = compiled
+        return compiled
+
+    # -- loading ---------------------------------------------------------------------------------
+    def _load(self, kernel: KernelSource, key: str) -> CompiledKernel:
+        text = module_source(kernel)
+        if self.directory is None:
+            filename = f"<flowjit kernel {kernel.name} {key}>"
+            linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+            namespace: dict = {"__name__": f"flowjit_kernel_{key}"}
+            exec(compile(text, filename, "exec"), namespace)
+            return self._wrap(kernel.name, key, text, namespace, cache=False, path=None)
+        stem = f"k_{key}"
+        path = os.path.join(self.directory, stem + ".py")
+        self._check_entry(stem, path, text)
+        if not os.path.exists(path):
+            _write_atomic(path, text)
+        module_name = f"flowjit_kernels.{stem}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        return self._wrap(kernel.name, key, text, vars(module), cache=True, path=path)
+
+    def _wrap(self, name, key, text, namespace, *, cache: bool, path: str | None) -> CompiledKernel:
+        serial = njit(error_model="numpy", cache=cache)(namespace[name])
+        parallel = njit(error_model="numpy", cache=cache, parallel=True)(namespace[name + "_parallel"])
+        STATS.dispatchers.extend([serial, parallel])
+        return CompiledKernel(name, key, text, serial, parallel, path)
+
+    # -- integrity ---------------------------------------------------------------------------------
+    def _entry_files(self, stem: str) -> list[str]:
+        return sorted(glob.glob(os.path.join(self.directory, "__pycache__", f"{stem}.*")))
+
+    def _check_entry(self, stem: str, path: str, text: str) -> None:
+        """Remove an entry whose source or cached code does not match its manifest."""
+        manifest_path = os.path.join(self.directory, stem + ".json")
+        problem = None
+        if os.path.exists(path):
+            with open(path, encoding="utf-8", errors="replace") as stream:
+                if stream.read() != text:
+                    problem = "its source file differs from the kernel's source (truncated or edited)"
+        if problem is None and os.path.exists(manifest_path):
+            try:
+                with open(manifest_path) as stream:
+                    manifest = json.load(stream)
+                for filename, digest in manifest["files"].items():
+                    full = os.path.join(self.directory, "__pycache__", filename)
+                    if not os.path.exists(full):
+                        problem = f"{filename} is missing"
+                    elif _sha256(full) != digest:
+                        problem = f"{filename} does not match its checksum"
+                    if problem:
+                        break
+            except (OSError, ValueError, KeyError, TypeError) as error:
+                problem = f"its manifest is unreadable ({error})"
+        if problem is None:
+            return
+        if stem not in self.warned:
+            self.warned.add(stem)
+            warnings.warn(f"flowjit: kernel cache entry {stem} is corrupted: {problem}; rebuilding it",
+                          KernelCacheWarning, stacklevel=4)
+        for file in [path, manifest_path] + self._entry_files(stem):
+            try:
+                os.unlink(file)
+            except FileNotFoundError:
+                pass
+
+    def record(self, compiled: CompiledKernel) -> None:
+        """List the entry's cache files in its manifest (after numba wrote them)."""
+        if compiled.path is None:
+            return
+        stem = os.path.splitext(os.path.basename(compiled.path))[0]
+        files = self._entry_files(stem)
+        if len(files) <= compiled.recorded:
+            return
+        digests = {}
+        for file in files:
+            try:
+                digests[os.path.basename(file)] = _sha256(file)
+            except FileNotFoundError:
+                continue
+        manifest = {"source_sha256": hashlib.sha256(compiled.source.encode()).hexdigest(), "files": digests}
+        _write_atomic(os.path.join(self.directory, stem + ".json"), json.dumps(manifest, indent=1))
+        compiled.recorded = len(files)
+
+    # -- management ---------------------------------------------------------------------------------
+    def info(self) -> dict:
+        if not self.directory or not os.path.isdir(self.directory):
+            return {"directory": self.directory, "entries": 0, "bytes": 0}
+        total, entries = 0, 0
+        for root, _, files in os.walk(self.directory):
+            for file in files:
+                total += os.path.getsize(os.path.join(root, file))
+                entries += file.endswith(".py")
+        return {"directory": self.directory, "entries": entries, "bytes": total}
+
+    def clear(self) -> int:
+        removed = 0
+        if self.directory and os.path.isdir(self.directory):
+            for root, _, files in os.walk(self.directory):
+                for file in files:
+                    os.unlink(os.path.join(root, file))
+                    removed += 1
+        self.memory.clear()
+        return removed
+
+
+_CACHES: dict = {}
+
+
+def kernel_cache(directory: str | None) -> KernelCache:
+    if directory not in _CACHES:
+        _CACHES[directory] = KernelCache(directory)
+    return _CACHES[directory]

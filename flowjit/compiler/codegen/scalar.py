@@ -1,0 +1,243 @@
+"""Scalar expressions for elementwise ops, in numba-compilable Python with numpy semantics.
+
+An op computes at its ufunc's loop dtypes (``ufunc.resolve_dtypes``): operands are
+cast to them first, the result is cast to the node's dtype.  float16 computes in float32
+(numba has no CPU float16); the kernel stores round to the array's dtype.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from flowjit.compiler.codegen.mathlib import VECTORIZED
+from flowjit.compiler.ir import ops
+from flowjit.errors import FlowjitError
+
+
+class CodegenError(FlowjitError):
+    pass
+
+
+def compute_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype a kernel computes a value in."""
+    return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
+
+
+def constructor(dtype: np.dtype) -> str:
+    dtype = compute_dtype(dtype)
+    return "np.bool_" if dtype == np.bool_ else f"np.{dtype.name}"
+
+
+def cast(expr: str, source: np.dtype, target: np.dtype) -> str:
+    source, target = compute_dtype(source), compute_dtype(target)
+    if source == target:
+        return expr
+    if target == np.bool_:
+        return f"({expr} != 0)"
+    return f"{constructor(target)}({expr})"
+
+
+def literal(value, dtype: np.dtype) -> str:
+    dtype = compute_dtype(dtype)
+    value = np.asarray(value).reshape(()).item()
+    if dtype == np.bool_:
+        return "True" if value else "False"
+    if dtype.kind == "f":
+        if value != value:
+            text = "np.nan"
+        elif value in (float("inf"), float("-inf")):
+            text = "np.inf" if value > 0 else "-np.inf"
+        else:
+            text = repr(float(value))
+        return f"{constructor(dtype)}({text})"
+    return f"{constructor(dtype)}({int(value)})"
+
+
+# Helpers the kernels import: numpy's integer and float division semantics.
+HELPERS = '''
+@njit(inline="always", error_model="numpy")
+def fj_floordiv_int(a, b):
+    if b == 0:
+        return a - a
+    q = a // b
+    return q
+
+@njit(inline="always", error_model="numpy")
+def fj_mod_int(a, b):
+    if b == 0:
+        return a - a
+    return a % b
+
+@njit(inline="always", error_model="numpy")
+def fj_divmod_float(a, b):
+    mod = math.fmod(a, b)
+    if b == 0:
+        return a / b, mod
+    div = (a - mod) / b
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            mod += b
+            div -= 1.0
+    else:
+        mod = math.copysign(0.0, b)
+    if div != 0:
+        floordiv = math.floor(div)
+        if div - floordiv > 0.5:
+            floordiv += 1.0
+    else:
+        floordiv = math.copysign(0.0, a / b)
+    return floordiv, mod
+
+@njit(inline="always", error_model="numpy")
+def fj_power_int(a, b):
+    if b < 0:
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    result = a - a + 1
+    base = a
+    while b > 0:
+        if b & 1:
+            result = result * base
+        base = base * base
+        b >>= 1
+    return result
+
+@njit(inline="always", error_model="numpy")
+def fj_sign_float(a):
+    if a != a:
+        return a
+    return (a > 0) - (a < 0) + a - a
+'''
+
+
+def _float(dtype) -> bool:
+    return compute_dtype(dtype).kind == "f"
+
+
+def _binary(symbol: str, bool_symbol: str | None = None):
+    def emit(a, b, dtype):
+        if compute_dtype(dtype) == np.bool_ and bool_symbol:
+            return f"({a} {bool_symbol} {b})"
+        return f"({a} {symbol} {b})"
+    return emit
+
+
+def _math(function: str):
+    return lambda a, dtype: f"math.{function}({a})"
+
+
+def _vectorized(name: str, fallback: str | None):
+    def emit(a, dtype):
+        key = (name, compute_dtype(dtype).name)
+        if key in VECTORIZED:
+            return f"{VECTORIZED[key]}({a})"
+        return f"math.{fallback}({a})"
+    return emit
+
+
+def _maximum(nan_from_first: bool, larger: bool):
+    compare = ">=" if larger else "<="
+
+    def emit(a, b, dtype):
+        if not _float(dtype):
+            return f"({a} if {a} {compare} {b} else {b})"
+        nan_check = f"{a} != {a}" if nan_from_first else f"{b} != {b}"
+        return f"({a} if ({a} {compare} {b} or {nan_check}) else {b})"
+    return emit
+
+
+def _floordiv(a, b, dtype):
+    return f"fj_divmod_float({a}, {b})[0]" if _float(dtype) else f"fj_floordiv_int({a}, {b})"
+
+
+def _mod(a, b, dtype):
+    return f"fj_divmod_float({a}, {b})[1]" if _float(dtype) else f"fj_mod_int({a}, {b})"
+
+
+def _power(a, b, dtype):
+    return f"({a} ** {b})" if _float(dtype) else f"fj_power_int({a}, {b})"
+
+
+def _sign(a, dtype):
+    return f"fj_sign_float({a})" if _float(dtype) else f"(({a} > 0) - ({a} < 0))"
+
+
+def _isnan(a, dtype):
+    return f"({a} != {a})" if _float(dtype) else "False"
+
+
+def _isinf(a, dtype):
+    return f"(abs({a}) == np.inf)" if _float(dtype) else "False"
+
+
+def _isfinite(a, dtype):
+    return f"(abs({a}) < np.inf)" if _float(dtype) else "True"
+
+
+def _invert(a, dtype):
+    return f"(not {a})" if compute_dtype(dtype) == np.bool_ else f"(~{a})"
+
+
+def _reciprocal(a, dtype):
+    one = literal(1, dtype)
+    return f"({one} / {a})" if _float(dtype) else f"fj_floordiv_int({one}, {a})"
+
+
+def _exp2(a, dtype):
+    return f"({literal(2, dtype)} ** {a})"
+
+
+UNARY = {
+    ops.neg: lambda a, dtype: f"(-{a})",
+    ops.abs: lambda a, dtype: a if compute_dtype(dtype) == np.bool_ else f"abs({a})",
+    ops.sqrt: _math("sqrt"), ops.square: lambda a, dtype: f"({a} * {a})",
+    ops.reciprocal: _reciprocal, ops.exp: _vectorized("exp", "exp"), ops.exp2: _exp2,
+    ops.expm1: _math("expm1"), ops.log: _vectorized("log", "log"), ops.log2: _math("log2"),
+    ops.log10: _math("log10"), ops.log1p: _math("log1p"), ops.sin: _math("sin"), ops.cos: _math("cos"),
+    ops.tan: _math("tan"), ops.arcsin: _math("asin"), ops.arccos: _math("acos"), ops.arctan: _math("atan"),
+    ops.sinh: _math("sinh"), ops.cosh: _math("cosh"), ops.tanh: _vectorized("tanh", "tanh"),
+    ops.floor: lambda a, dtype: f"np.floor({a})", ops.ceil: lambda a, dtype: f"np.ceil({a})",
+    ops.trunc: lambda a, dtype: f"np.trunc({a})", ops.rint: lambda a, dtype: f"np.rint({a})",
+    ops.sign: _sign, ops.logical_not: lambda a, dtype: f"(not {a})", ops.invert: _invert,
+    ops.isnan: _isnan, ops.isinf: _isinf, ops.isfinite: _isfinite, ops.erf: _math("erf"),
+    ops.sigmoid: _vectorized("sigmoid", None),
+}
+
+BINARY = {
+    ops.add: _binary("+", "|"), ops.sub: _binary("-"), ops.mul: _binary("*", "&"), ops.div: _binary("/"),
+    ops.floordiv: _floordiv, ops.mod: _mod, ops.pow: _power,
+    ops.maximum: _maximum(True, True), ops.minimum: _maximum(True, False),
+    ops.fmax: _maximum(False, True), ops.fmin: _maximum(False, False),
+    ops.arctan2: lambda a, b, dtype: f"math.atan2({a}, {b})",
+    ops.eq: _binary("=="), ops.ne: _binary("!="), ops.lt: _binary("<"), ops.le: _binary("<="),
+    ops.gt: _binary(">"), ops.ge: _binary(">="),
+    ops.logical_and: _binary("&"), ops.logical_or: _binary("|"), ops.logical_xor: _binary("^"),
+    ops.bitwise_and: _binary("&"), ops.bitwise_or: _binary("|"), ops.bitwise_xor: _binary("^"),
+}
+
+
+def loop_dtypes(op, input_dtypes) -> tuple[list[np.dtype], np.dtype]:
+    """The dtypes the op's inner loop runs at (numpy's ufunc type resolution)."""
+    resolved = op.ufunc.resolve_dtypes(tuple(input_dtypes) + (None,))
+    return [np.dtype(d) for d in resolved[:-1]], np.dtype(resolved[-1])
+
+
+def expression(node, operands: list[str]) -> str:
+    """The scalar expression computing ``node`` from operand expressions, in its dtype."""
+    op = node.op
+    in_dtypes = [value.dtype for value in node.inputs]
+    out_dtype = node.output.dtype
+    if op is ops.cast:
+        return cast(operands[0], in_dtypes[0], out_dtype)
+    if op is ops.where:
+        condition = cast(operands[0], in_dtypes[0], np.dtype(np.bool_))
+        a = cast(operands[1], in_dtypes[1], out_dtype)
+        b = cast(operands[2], in_dtypes[2], out_dtype)
+        return f"({a} if {condition} else {b})"
+    table = UNARY if len(operands) == 1 else BINARY
+    if op not in table:
+        raise CodegenError(f"op '{op.name}' has no CPU kernel code (no fallback: report it)")
+    loop_in, loop_out = loop_dtypes(op, in_dtypes)
+    cast_operands = [cast(expr, dtype, loop) for expr, dtype, loop in zip(operands, in_dtypes, loop_in)]
+    text = table[op](*cast_operands, loop_in[0])
+    return cast(text, loop_out, out_dtype) if loop_out != out_dtype else \
+        (text if compute_dtype(out_dtype) == np.bool_ else f"{constructor(out_dtype)}({text})")

@@ -1,0 +1,407 @@
+"""fuse: group nodes into kernels; each group becomes one ``fused`` node with its body.
+
+Kernels (XLA's and Inductor's shapes):
+
+- ``loop``: elementwise nodes over one iteration domain; broadcast inputs are read with
+  stride 0.  Siblings over the same domain that share an input merge into one
+  multi-output kernel.
+- ``reduce``: reductions over one set of domain axes with the elementwise work before,
+  between and after them.  Softmax (max, sub, exp, sum, div) and layernorm are one
+  kernel each: an outer loop over the kept axes, one pass over the reduced axes per
+  dependent reduction.
+- ``matmul``: a BLAS call and the elementwise epilogue on its result.
+
+Every value in a group has an *embedding*: for each of its dimensions, the domain axis
+it runs along (None for a broadcast dimension of size 1).  A node joins a group when its
+embedding is consistent and no cycle between groups would form.  Shape ops, constants
+and stateful ops stay outside kernels (the runtime runs views with numpy), and fusion
+never crosses a device.  Each boundary left between two nodes is recorded with why.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from flowjit.compiler.ir import ops
+from flowjit.compiler.ir.graph import Graph, Node, Value
+from flowjit.compiler.ir.ops.base import OpKind
+from flowjit.compiler.passes.base import Pass
+
+MAX_NAME_OPS = 6
+
+
+@dataclass(eq=False)
+class Group:
+    index: int
+    kind: str                                  # loop | reduce | matmul | extern (runs outside kernels)
+    domain: tuple[int, ...]
+    axes: tuple[int, ...] = ()                 # reduced domain axes (reduce kernels)
+    device: str | None = None
+    nodes: list[Node] = field(default_factory=list)
+    embed: dict[Value, tuple] = field(default_factory=dict)
+    ancestors: set = field(default_factory=set)
+
+    def __repr__(self) -> str:
+        return f"k{self.index}"
+
+
+def reduction_axes(node: Node) -> tuple[int, ...]:
+    if node.op in (ops.argmax, ops.argmin):
+        axis = node.attrs["axis"]
+        return tuple(range(node.inputs[0].type.rank)) if axis is None else (axis,)
+    return tuple(node.attrs["axes"])
+
+
+def is_fusible_elementwise(node: Node) -> bool:
+    return node.op.kind is OpKind.ELEMENTWISE and len(node.outputs) == 1
+
+
+def is_scalar_constant(value: Value) -> bool:
+    return value.producer is not None and value.producer.op is ops.constant and value.type.size == 1
+
+
+class Fuser:
+    def __init__(self, graph: Graph, enabled: bool):
+        self.graph = graph
+        self.enabled = enabled
+        self.groups: list[Group] = []
+        self.group_of: dict[Node, Group] = {}
+        self.position = {node: index for index, node in enumerate(graph.nodes)}
+        self.boundaries: list[str] = []
+
+    # -- embeddings --------------------------------------------------------------------------
+    def embedding_in(self, group: Group, node: Node) -> tuple | None:
+        """The embedding of ``node``'s output in ``group``, or None when it does not fit."""
+        out_shape = node.output.shape
+        rank = len(out_shape)
+        entries: list = [None] * rank
+        for value in node.inputs:
+            if value not in group.embed:
+                continue
+            offset = rank - value.type.rank
+            for dim, entry in enumerate(group.embed[value]):
+                if value.shape[dim] == 1 or entry is None:
+                    continue
+                current = entries[offset + dim]
+                if current is not None and current != entry:
+                    return None
+                entries[offset + dim] = entry
+        if out_shape == group.domain and rank == len(group.domain):
+            identity = tuple(range(rank))
+            if any(e is not None and e != i for i, e in enumerate(entries)):
+                return None
+            return tuple(None if out_shape[i] == 1 else i for i in identity)
+        if group.kind != "reduce":
+            return None
+        for dim, size in enumerate(out_shape):
+            if size != 1 and entries[dim] is None:
+                return None
+            if entries[dim] is not None and group.domain[entries[dim]] != size:
+                return None
+        return tuple(entries)
+
+    # -- legality ------------------------------------------------------------------------------
+    def input_groups(self, node: Node) -> list[Group]:
+        seen = []
+        for value in node.inputs:
+            producer = value.producer
+            group = self.group_of.get(producer) if producer is not None else None
+            if group is not None and group not in seen:
+                seen.append(group)
+        return seen
+
+    def creates_cycle(self, node: Node, group: Group) -> bool:
+        return any(group in other.ancestors for other in self.input_groups(node) if other is not group)
+
+    def why_not(self, node: Node, group: Group) -> str | None:
+        """None if ``node`` may join ``group``, else the reason it may not."""
+        if group.kind == "extern":
+            return f"producer {group.nodes[0].op.name} runs outside kernels"
+        if node.device != group.device or node.requested_device != group.nodes[0].requested_device:
+            return "different devices"
+        if self.creates_cycle(node, group):
+            return f"joining {group!r} would create a cycle between kernels"
+        if is_fusible_elementwise(node):
+            if group.kind in ("loop", "matmul") and node.output.shape != group.domain:
+                return (f"different iteration domains: {node.output.type} vs "
+                        f"{group.domain} of {group!r}")
+            if self.embedding_in(group, node) is None:
+                return f"its dimensions do not line up with the loops of {group!r}"
+            return None
+        if node.op.kind is OpKind.REDUCTION:
+            source = node.inputs[0]
+            if group.kind == "matmul":
+                return "a reduction of a matmul result runs as its own kernel"
+            if source.shape != group.domain or group.embed.get(source) != tuple(
+                    None if d == 1 else i for i, d in enumerate(source.shape)):
+                return f"reduction input {source.type} is not the domain {list(group.domain)} of {group!r}"
+            if group.kind == "reduce" and reduction_axes(node) != group.axes:
+                return f"reduces axes {list(reduction_axes(node))}, {group!r} reduces {list(group.axes)}"
+            return None
+        return f"{node.op.name} runs outside kernels"
+
+    # -- building groups ---------------------------------------------------------------------------
+    def new_group(self, node: Node, kind: str, domain, axes=()) -> Group:
+        group = Group(len(self.groups), kind, tuple(domain), tuple(axes), node.device)
+        self.groups.append(group)
+        self.add(node, group)
+        return group
+
+    def add_ancestors(self, group: Group, new: set) -> None:
+        """``group`` now depends on ``new``: so does every group that depends on ``group``."""
+        new = new - group.ancestors - {group}
+        if not new:
+            return
+        group.ancestors |= new
+        for other in self.groups:
+            if group in other.ancestors:
+                other.ancestors |= new
+
+    def add(self, node: Node, group: Group) -> None:
+        for other in self.input_groups(node):
+            if other is not group:
+                self.add_ancestors(group, other.ancestors | {other})
+        group.nodes.append(node)
+        self.group_of[node] = group
+        if group.kind == "extern":
+            return
+        if node.op is ops.matmul:
+            group.embed[node.output] = tuple(None if d == 1 else i for i, d in enumerate(node.output.shape))
+        elif node.op.kind is OpKind.REDUCTION:
+            source = node.inputs[0]
+            axes = reduction_axes(node)
+            if group.kind == "loop":
+                group.kind, group.axes = "reduce", axes
+            source_embed = group.embed.get(source) or tuple(None if d == 1 else i for i, d in enumerate(source.shape))
+            keepdims = node.attrs["keepdims"]
+            entries = [None if dim in axes else entry for dim, entry in enumerate(source_embed)]
+            if not keepdims:
+                entries = [entry for dim, entry in enumerate(entries) if dim not in axes]
+            group.embed[node.output] = tuple(entries)
+        else:
+            embedding = self.embedding_in(group, node)
+            group.embed[node.output] = embedding
+
+    def merge(self, into: Group, other: Group) -> None:
+        for node in other.nodes:
+            self.group_of[node] = into
+        into.nodes.extend(other.nodes)
+        into.embed.update(other.embed)
+        self.add_ancestors(into, other.ancestors - {into})
+        for group in self.groups:
+            if other in group.ancestors:
+                group.ancestors.discard(other)
+                group.ancestors |= {into} | into.ancestors
+                group.ancestors.discard(group)
+        into.ancestors.discard(other)
+        other.nodes = []
+
+    def same_loop(self, a: Group, b: Group) -> bool:
+        return (a is not b and a.nodes and b.nodes and a.kind == b.kind == "loop" and a.domain == b.domain
+                and a.device == b.device
+                and {node.requested_device for node in a.nodes + b.nodes} == {a.nodes[0].requested_device})
+
+    def can_merge_siblings(self, a: Group, b: Group) -> bool:
+        """Independent loops over one domain."""
+        return self.same_loop(a, b) and a not in b.ancestors and b not in a.ancestors
+
+    def can_merge_producer(self, consumer: Group, producer: Group) -> bool:
+        """A loop feeding ``consumer`` directly, with no path through a third kernel."""
+        return (self.same_loop(consumer, producer) and consumer not in producer.ancestors
+                and not any(producer in g.ancestors for g in consumer.ancestors if g is not producer))
+
+    def run(self) -> None:
+        for node in self.graph.nodes:
+            kind = node.op.kind
+            if kind not in (OpKind.ELEMENTWISE, OpKind.REDUCTION, OpKind.MATMUL) or len(node.outputs) != 1:
+                self.note_boundaries(node, f"{node.op.name} runs outside kernels")
+                self.new_group(node, "extern", ())
+                continue
+            if node.op is ops.matmul:
+                self.note_boundaries(node, "matmul is a BLAS call; it starts its own kernel")
+                self.new_group(node, "matmul", node.output.shape)
+                continue
+            joined = None
+            if self.enabled:
+                for group in reversed(self.input_groups(node)):
+                    reason = self.why_not(node, group)
+                    if reason is None:
+                        joined = group
+                        break
+            if joined is None:
+                if node.op.kind is OpKind.REDUCTION:
+                    self.new_group(node, "reduce", node.inputs[0].shape, reduction_axes(node))
+                else:
+                    self.new_group(node, "loop", node.output.shape)
+                self.note_boundaries(node, None)
+                continue
+            self.add(node, joined)
+            for other in self.input_groups(node):
+                if self.can_merge_producer(joined, other):
+                    self.merge(joined, other)
+            self.note_boundaries(node, None)
+        if self.enabled:
+            self.merge_siblings()
+
+    def merge_siblings(self) -> None:
+        """Loops over one domain that read a common input become one multi-output kernel."""
+        readers: dict[Value, list[Group]] = {}
+        for group in self.groups:
+            for node in group.nodes:
+                for value in node.inputs:
+                    if self.group_of.get(value.producer) is not group:
+                        readers.setdefault(value, []).append(group)
+        for groups in readers.values():
+            for i, a in enumerate(groups):
+                for b in groups[i + 1:]:
+                    if self.can_merge_siblings(a, b):
+                        self.merge(a, b)
+
+    def note_boundaries(self, node: Node, reason: str | None) -> None:
+        for value in node.inputs:
+            producer = value.producer
+            if producer is None or is_scalar_constant(value):
+                continue
+            mine = self.group_of.get(node)
+            theirs = self.group_of.get(producer)
+            if mine is theirs:
+                continue
+            if not self.enabled:
+                why = "fusion is off (fuse=False)"
+            elif reason is not None:
+                why = reason
+            elif theirs.kind == "extern":
+                why = f"producer {producer.op.name} runs outside kernels"
+            else:
+                why = self.why_not(node, theirs) if mine is not theirs else None
+                why = why or "a better-fitting kernel was joined"
+            self.boundaries.append(f"%{producer.name} -> %{node.name}: {why}")
+
+    # -- output ------------------------------------------------------------------------------------
+    def build(self) -> Graph:
+        groups = [g for g in self.groups if g.nodes and g.kind != "extern"]
+        for group in groups:
+            group.nodes.sort(key=self.position.__getitem__)
+        externs = [g.nodes[0] for g in self.groups if g.kind == "extern"]
+        units: list = externs + groups
+        first = {unit: (self.position[unit] if isinstance(unit, Node) else self.position[unit.nodes[0]])
+                 for unit in units}
+        unit_of = {}
+        for unit in units:
+            for node in ([unit] if isinstance(unit, Node) else unit.nodes):
+                unit_of[node] = unit
+        predecessors = {unit: set() for unit in units}
+        for unit in units:
+            for node in ([unit] if isinstance(unit, Node) else unit.nodes):
+                for value in node.inputs:
+                    if value.producer is not None and unit_of[value.producer] is not unit:
+                        predecessors[unit].add(unit_of[value.producer])
+                for before in node.control_inputs:
+                    if unit_of[before] is not unit:
+                        predecessors[unit].add(unit_of[before])
+        successors = {unit: [] for unit in units}
+        for unit, preds in predecessors.items():
+            for pred in preds:
+                successors[pred].append(unit)
+        waiting = {unit: len(preds) for unit, preds in predecessors.items()}
+        ready = [(first[u], id(u), u) for u in units if waiting[u] == 0]
+        heapq.heapify(ready)
+        order = []
+        while ready:
+            _, _, unit = heapq.heappop(ready)
+            order.append(unit)
+            for successor in successors[unit]:
+                waiting[successor] -= 1
+                if waiting[successor] == 0:
+                    heapq.heappush(ready, (first[successor], id(successor), successor))
+        assert len(order) == len(units), "fusion formed a cycle"
+
+        users: dict[Value, set] = {}
+        for node in self.graph.nodes:
+            for value in node.inputs:
+                users.setdefault(value, set()).add(unit_of[node])
+        result = Graph(self.graph.name, [], [], [], self.graph.attrs)
+        mapping: dict[Value, Value] = {}
+        for value in self.graph.inputs:
+            mapping[value] = result.add_input(value.name, value.type)
+        graph_outputs = set(self.graph.outputs)
+        kernel_index = 0
+        node_map: dict[Node, Node] = {}
+        for unit in order:
+            if isinstance(unit, Node):
+                copy = result.add_node(unit.op, [mapping[v] for v in unit.inputs], unit.attrs,
+                                       [v.type for v in unit.outputs], name=unit.name,
+                                       requested_device=unit.requested_device, device=unit.device,
+                                       control_inputs=[node_map[b] for b in unit.control_inputs], loc=unit.loc)
+                node_map[unit] = copy
+                for old, new in zip(unit.outputs, copy.outputs):
+                    mapping[old] = new
+                continue
+            body, outer_inputs, exported = self.body_of(unit, users, graph_outputs, kernel_index)
+            controls = sorted({node_map[b] for n in unit.nodes for b in n.control_inputs
+                               if unit_of[b] is not unit}, key=lambda n: result.nodes.index(n))
+            fused = result.add_node(ops.fused, [mapping[v] for v in outer_inputs],
+                                    {"body": body, "kind": unit.kind}, [v.type for v in exported],
+                                    name=body.name, requested_device=unit.nodes[0].requested_device,
+                                    device=unit.device, control_inputs=controls, loc=unit.nodes[-1].loc)
+            for node in unit.nodes:
+                node_map[node] = fused
+            for old, new in zip(exported, fused.outputs):
+                mapping[old] = new
+            kernel_index += 1
+        result.outputs = [mapping[v] for v in self.graph.outputs]
+        return result
+
+    def body_of(self, group: Group, users, graph_outputs, index: int):
+        members = set(group.nodes)
+        names = []
+        for node in group.nodes:
+            if not names or names[-1] != node.op.name:
+                names.append(node.op.name)
+        name = f"k{index}_" + "_".join(names[:MAX_NAME_OPS])
+        body = Graph(name)
+        mapping: dict[Value, Value] = {}
+        outer_inputs: list[Value] = []
+        for node in group.nodes:
+            for value in node.inputs:
+                if value in mapping or (value.producer in members):
+                    continue
+                if is_scalar_constant(value):
+                    constant = body.add_node(ops.constant, [], {"value": value.producer.attrs["value"]},
+                                             name=value.name)
+                    mapping[value] = constant.output
+                else:
+                    mapping[value] = body.add_input(value.name.replace(":", "_"), value.type)
+                    outer_inputs.append(value)
+            copy = body.add_node(node.op, [mapping[v] for v in node.inputs], node.attrs,
+                                 [v.type for v in node.outputs], name=node.name, loc=node.loc)
+            for old, new in zip(node.outputs, copy.outputs):
+                mapping[old] = new
+        exported = [value for node in group.nodes for value in node.outputs
+                    if value in graph_outputs or any(unit is not group for unit in users.get(value, ()))]
+        body.outputs = [mapping[value] for value in exported]
+        return body, outer_inputs, exported
+
+
+@dataclass(frozen=True)
+class Fuse(Pass):
+    """Rewrite the graph into kernels (fused nodes); ``enabled=False`` gives one kernel per op."""
+
+    name = "fuse"
+    enabled: bool = True
+
+    def run(self, graph: Graph) -> bool:
+        result, _ = fuse(graph, self.enabled)
+        graph.inputs, graph.nodes, graph.outputs = result.inputs, result.nodes, result.outputs
+        graph._names = result._names
+        return True
+
+
+def fuse(graph: Graph, enabled: bool = True) -> tuple[Graph, list[str]]:
+    """The fused graph, and why each remaining edge between kernels was not fused."""
+    fuser = Fuser(graph, enabled)
+    fuser.run()
+    return fuser.build(), fuser.boundaries
