@@ -14,11 +14,16 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
+	$(BIN)/flowjit bench --quick
 
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -n 2
 
+fuzz: $(STAMP)
+	$(BIN)/python tests/fuzz.py --count $(or $(N),2000)
+
 bench: $(STAMP)
+	$(BIN)/flowjit bench --json bench-results.json --plot bench-results.png
 	$(BIN)/python bench/pipeline_scaling.py
 
 clean:

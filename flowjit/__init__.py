@@ -10,6 +10,12 @@ from flowjit.runtime.interpreter import interpret
 
 __version__ = "0.1.0"
 
-__all__ = ["jit", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",
+
+def stats() -> dict:
+    """Counters since start: traces, executables, kernel compiles, disk cache hits and misses."""
+    from flowjit.compiler.codegen.cache import STATS
+    return STATS.snapshot()
+
+__all__ = ["stats", "jit", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",
            "TraceError", "ShapeError", "TracerConversionError", "UnsupportedFunctionError",
            "ArgumentError", "OpTypeError", "UnsupportedDTypeError"]

@@ -86,6 +86,8 @@ def command_dump(args) -> int:
     if args.stage not in lowered.stages:
         raise CliError(f"unknown stage '{args.stage}' (stages: {', '.join(lowered.stages)})")
     graph = lowered.stage_graph(args.stage)
+    if args.stage == "kernels" and args.format != "text":
+        raise CliError("--stage kernels prints Python source: use --format text")
     if args.format == "dot":
         text = to_dot(graph)
     elif args.format == "json":
@@ -96,6 +98,10 @@ def command_dump(args) -> int:
         text = _pipeline_report(lowered, args)
     else:
         _pipeline_report(lowered, args)
+    if args.explain_fusion:
+        reasons = lowered.explain_fusion()
+        text += "# fusion boundaries (producer -> consumer: why they are in different kernels)\n"
+        text += "".join(f"#   {reason}\n" for reason in reasons) or "#   none: every edge is inside a kernel\n"
     if args.output:
         with open(args.output, "w") as handle:
             handle.write(text)
@@ -107,6 +113,8 @@ def command_dump(args) -> int:
 
 def _pipeline_options(args) -> dict:
     fields = {}
+    if getattr(args, "fuse", True) is False:
+        fields["fuse"] = False
     for name in ("after", "dump_dir", "passes", "fastmath"):
         value = getattr(args, name, None)
         if value:
@@ -149,7 +157,13 @@ def build_parser() -> argparse.ArgumentParser:
                            "without NAME= it is positional)")
     dump.add_argument("--static", action="append", default=[], metavar="NAME=VALUE",
                       help="a static (compile-time) argument given as a Python literal, e.g. n=3")
-    dump.add_argument("--stage", default="traced", help="which stage to print (default: traced)")
+    dump.add_argument("--stage", default="traced",
+                      help="traced, optimized (after the passes), fused (kernels as fused nodes) or kernels "
+                           "(their generated Numba source) (default: traced)")
+    dump.add_argument("--explain-fusion", action="store_true",
+                      help="after the IR, say for each edge between kernels why it was not fused")
+    dump.add_argument("--no-fuse", dest="fuse", action="store_false",
+                      help="one kernel per op (the unfused baseline)")
     dump.add_argument("--format", choices=("text", "dot", "json"), default="text",
                       help="text (parses back), dot (Graphviz) or json (default: text)")
     dump.add_argument("-o", "--output", metavar="PATH", help="write to PATH instead of standard output")
@@ -165,10 +179,47 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--timings", action="store_true", help="print each pass's node counts and time "
                                                              "to standard error")
     dump.set_defaults(handler=command_dump)
+
+    bench = commands.add_parser("bench", help="benchmark fused vs unfused vs numpy and its peers",
+                                add_help=False, description="Run `flowjit bench --help` for its flags.")
+    bench.add_argument("rest", nargs=argparse.REMAINDER)
+    bench.set_defaults(handler=lambda args: _bench(args.rest))
+
+    cache = commands.add_parser("cache", help="show or clear the on-disk kernel cache",
+                                description="The kernel cache lives in FLOWJIT_CACHE_DIR (default "
+                                            "~/.cache/flowjit).")
+    cache.add_argument("action", choices=("info", "clear"), help="info: where it is and how big; "
+                                                                   "clear: delete every entry")
+    cache.set_defaults(handler=command_cache)
     return parser
 
 
+def _bench(rest: list[str]) -> int:
+    from bench.harness import main as bench_main
+    return bench_main(rest)
+
+
+def command_cache(args) -> int:
+    from flowjit.compiler.codegen.cache import kernel_cache
+    from flowjit.config import cache_directory
+    directory = cache_directory("default")
+    if directory is None:
+        print("the disk cache is off (FLOWJIT_CACHE_DIR=none)")
+        return 0
+    cache = kernel_cache(directory)
+    if args.action == "clear":
+        print(f"removed {cache.clear()} files from {cache.directory}")
+    else:
+        info = cache.info()
+        print(f"directory: {info['directory']}\nkernels:   {info['entries']}\nsize:      "
+              f"{info['bytes'] / 1e6:.1f} MB")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:                 # the harness parses its own flags (and --help)
+        return _bench(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

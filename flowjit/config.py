@@ -14,6 +14,7 @@ class CompileOptions:
     passes: tuple[str, ...] | None = None   # None: the default pipeline
     fastmath: bool = False                  # allow rewrites that change rounding or NaN behaviour
     fuse: bool = True
+    backend: str = "kernels"                # "kernels": Numba code; "interpreter": the numpy oracle
     verify_each: bool = False               # verify the graph after every pass (tests turn it on)
     dump_after: str | None = None           # regex of pass names whose output is recorded
     dump_dir: str | None = None             # write one file per pass, in run order

@@ -87,4 +87,10 @@ class Lowered:
 
     def compile(self):
         """A callable taking the flat input arrays and returning the flat outputs."""
+        if self.options.backend == "interpreter":
+            from flowjit.runtime.interpreter import interpret
+            graph = self.optimized
+            return lambda *arrays: interpret(graph, *arrays, check_types=False)
+        if self.options.backend != "kernels":
+            raise ValueError(f"unknown backend '{self.options.backend}' (backends: kernels, interpreter)")
         return self.executable

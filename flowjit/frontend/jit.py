@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -16,6 +18,8 @@ from flowjit.config import CompileOptions
 from flowjit.errors import ArgumentError, TraceError, user_location
 from flowjit.frontend import numpy_api, pytree  # noqa: F401  (numpy_api installs Tracer methods)
 from flowjit.frontend.tracer import Tracer, current_trace, tracing
+
+logger = logging.getLogger("flowjit.recompiles")
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,14 @@ class Jitted:
         self.static_names = frozenset(names)
         self._traces: dict[tuple, TracedProgram] = {}
         self._executables: dict[tuple, Any] = {}
+        # Calls with only positional ndarray arguments: (shape, dtype) per argument ->
+        # (executable, program).  Skips signature binding and pytree work (dispatch cost).
+        self._fast: dict[tuple, tuple] = {}
+        parameters = list(self.signature.parameters.values())
+        variadic = len(parameters) == 1 and parameters[0].kind is parameters[0].VAR_POSITIONAL
+        self._fast_ok = not self.static_names and (variadic or all(
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in parameters))
+        self._arity = None if variadic else len(parameters)
 
     def __repr__(self) -> str:
         return f"<flowjit.jit {_graph_name(self.fun)}>"
@@ -139,6 +151,7 @@ class Jitted:
         cached = self._traces.get(signature)
         if cached is not None:
             return cached
+        self._note_retrace(signature, array_paths)
         graph = Graph(_graph_name(self.fun))
         with tracing(graph) as context:
             tracers = iter(Tracer(context, graph.add_input(_value_name(path), type))
@@ -166,6 +179,24 @@ class Jitted:
         self._traces[signature] = program
         return program
 
+    def _note_retrace(self, signature: tuple, array_paths: list[str]) -> None:
+        """Count the trace; say why it happened when asked (FLOWJIT_LOG=recompiles)."""
+        from flowjit.compiler.codegen.cache import STATS
+        from flowjit.config import log_recompiles
+        STATS.traces += 1
+        self._trace_count = getattr(self, "_trace_count", 0) + 1
+        previous = getattr(self, "_last_signature", None)
+        self._last_signature, self._last_paths = signature, array_paths
+        if previous is None:
+            return
+        if log_recompiles(self.options.log_recompiles):
+            logger.warning("flowjit: retracing %s: %s", _graph_name(self.fun),
+                           explain_retrace(previous, signature, array_paths))
+        if self._trace_count == self.options.recompile_warning_limit + 1:
+            warnings.warn(f"flowjit: {_graph_name(self.fun)} has been traced {self._trace_count} times; "
+                          f"each new argument shape, dtype or static value traces again (set "
+                          f"FLOWJIT_LOG=recompiles to see why)", RuntimeWarning, stacklevel=4)
+
     def lower(self, *args, **kwargs) -> "Lowered":
         """Trace for these arguments (arrays or ``ShapeDtype``s) and return the stages' handle."""
         from flowjit.compiler.lowered import Lowered
@@ -173,6 +204,23 @@ class Jitted:
 
     # -- calling -----------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if self._fast_ok and not kwargs and (self._arity is None or len(args) == self._arity):
+            try:
+                key = tuple([(a.shape, a.dtype) for a in args if type(a) is np.ndarray])
+            except AttributeError:
+                key = None
+            if key is not None and len(key) == len(args):
+                entry = self._fast.get(key)
+                if entry is not None:
+                    executable, program, single = entry
+                    outputs = executable(*args)
+                    if single:
+                        result = outputs[0]
+                        return result[()] if result.ndim == 0 else result
+                    leaves = [_as_result(outputs[i]) if kind == "graph" else i for kind, i in program.out_leaves]
+                    return pytree.unflatten(program.out_tree, leaves)
+        else:
+            key = None
         if current_trace() is not None:
             return self.fun(*args, **kwargs)        # called inside another trace: inline it
         program = self.trace(*args, **kwargs)
@@ -186,6 +234,9 @@ class Jitted:
             from flowjit.compiler.lowered import Lowered
             executable = Lowered(program, self.options).compile()
             self._executables[program.signature] = executable
+        if key is not None and len(key) == len(arrays) and current_trace() is None:
+            single = program.out_tree.kind == "leaf" and program.out_leaves[0][0] == "graph"
+            self._fast[key] = (executable, program, single)
         outputs = executable(*arrays)
         leaves = [_as_result(outputs[item]) if kind == "graph" else item for kind, item in program.out_leaves]
         return pytree.unflatten(program.out_tree, leaves)
@@ -194,6 +245,31 @@ class Jitted:
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return {name: value for name, value in bound.arguments.items() if name not in self.static_names}
+
+
+def explain_retrace(old: tuple, new: tuple, paths: list[str]) -> str:
+    """Which argument changed between two trace signatures, and how."""
+    old_tree, old_static_leaves, old_static, old_types = old
+    new_tree, new_static_leaves, new_static, new_types = new
+    if old_tree != new_tree:
+        return "the structure of the arguments changed"
+    if old_static != new_static:
+        changed = [f"{name}={value!r} (was {dict(old_static).get(name)!r})"
+                   for name, value in new_static if dict(old_static).get(name) != value]
+        return "static argument " + ", ".join(changed) + " changed"
+    if old_static_leaves != new_static_leaves:
+        return "a Python scalar argument changed value (scalars are compile-time constants)"
+    reasons = []
+    for path, before, after in zip(paths, old_types, new_types):
+        if before.dtype != after.dtype:
+            reasons.append(f"argument '{path}' dtype {before.dtype} -> {after.dtype}")
+        elif before.rank != after.rank:
+            reasons.append(f"argument '{path}' rank {before.rank} -> {after.rank} ({before} -> {after})")
+        elif [d == 1 for d in before.shape] != [d == 1 for d in after.shape]:
+            reasons.append(f"argument '{path}' broadcast pattern {before} -> {after} (which dims are 1)")
+        elif before.shape != after.shape:
+            reasons.append(f"argument '{path}' shape {before} -> {after} (kernels are reused: no compile)")
+    return "; ".join(reasons) or "new argument types"
 
 
 def _as_result(array: np.ndarray):

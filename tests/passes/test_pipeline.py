@@ -36,9 +36,9 @@ def test_jitted_functions_run_the_optimized_graph():
         return (x * 1 + np.tanh(x) * np.tanh(x)).sum()
     lowered = flowjit.jit(f).lower(np.ones(4))
     assert len(lowered.optimized.nodes) < len(lowered.graph.nodes)
-    assert lowered.stages == ("traced", "optimized")
+    assert lowered.stages[:2] == ("traced", "optimized")
     x = np.linspace(-1, 1, 4)
-    assert flowjit.jit(f)(x) == f(x)
+    assert flowjit.jit(f, backend="interpreter")(x) == f(x)
 
 
 def test_pass_failure_names_the_pass_and_what_ran_before():
@@ -57,7 +57,8 @@ def test_pass_failure_names_the_pass_and_what_ran_before():
 
 
 def test_unknown_pass_lists_the_known_ones():
-    with pytest.raises(PassError, match="unknown pass 'cse2' \\(passes: cse, dce, fold-constants, prune, simplify\\)"):
+    with pytest.raises(PassError, match="unknown pass 'cse2' \\(passes: cse, dce, expand-composites, fold-constants, fuse, prune, "
+                                        "simplify\\)"):
         Pipeline.from_names(["cse2"])
 
 

@@ -75,6 +75,28 @@ class Stats:
 STATS = Stats()
 
 
+def kernel_function_name(text: str) -> str:
+    """The serial kernel defined in a module (helpers are ``fj_*``, the other is ``*_parallel``)."""
+    for name in re.findall(r"^def (\w+)\(", text, re.MULTILINE):
+        if not name.startswith("fj_") and not name.endswith("_parallel"):
+            return name
+    raise ValueError("no kernel function in module")
+
+
+def canonical(text: str) -> str:
+    """The code without comments and with the kernel's name replaced: what the key hashes.
+
+    Comments carry the IR lines with the traced shapes, and the name says where in the
+    program the kernel sits; neither changes the compiled code, so new sizes and other
+    programs reuse it."""
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    try:
+        name = kernel_function_name(code)
+    except ValueError:
+        return code
+    return re.sub(rf"\b{re.escape(name)}(_parallel)?\b", lambda m: _PLACEHOLDER + (m.group(1) or ""), code)
+
+
 def _write_atomic(path: str, text: str) -> None:
     directory = os.path.dirname(path)
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
@@ -106,8 +128,7 @@ class KernelCache:
             os.makedirs(self.directory, exist_ok=True)
 
     def key_of(self, kernel: KernelSource) -> str:
-        canonical = re.sub(rf"\b{re.escape(kernel.name)}\b", _PLACEHOLDER, kernel.source)
-        return hashlib.sha256((canonical + self.toolchain).encode()).hexdigest()[:24]
+        return hashlib.sha256((canonical(kernel.source) + self.toolchain).encode()).hexdigest()[:24]
 
     def get(self, kernel: KernelSource) -> CompiledKernel:
         key = self.key_of(kernel)
@@ -132,6 +153,9 @@ class KernelCache:
         self._check_entry(stem, path, text)
         if not os.path.exists(path):
             _write_atomic(path, text)
+        else:
+            with open(path, encoding="utf-8") as stream:
+                text = stream.read()           # the same code, first written for another program
         module_name = f"flowjit_kernels.{stem}"
         spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(spec)
@@ -140,8 +164,9 @@ class KernelCache:
         return self._wrap(kernel.name, key, text, vars(module), cache=True, path=path)
 
     def _wrap(self, name, key, text, namespace, *, cache: bool, path: str | None) -> CompiledKernel:
-        serial = njit(error_model="numpy", cache=cache)(namespace[name])
-        parallel = njit(error_model="numpy", cache=cache, parallel=True)(namespace[name + "_parallel"])
+        function = kernel_function_name(text)
+        serial = njit(error_model="numpy", cache=cache)(namespace[function])
+        parallel = njit(error_model="numpy", cache=cache, parallel=True)(namespace[function + "_parallel"])
         STATS.dispatchers.extend([serial, parallel])
         return CompiledKernel(name, key, text, serial, parallel, path)
 
@@ -155,7 +180,7 @@ class KernelCache:
         problem = None
         if os.path.exists(path):
             with open(path, encoding="utf-8", errors="replace") as stream:
-                if stream.read() != text:
+                if canonical(stream.read()) != canonical(text):
                     problem = "its source file differs from the kernel's source (truncated or edited)"
         if problem is None and os.path.exists(manifest_path):
             try:

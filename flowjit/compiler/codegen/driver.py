@@ -20,7 +20,7 @@ import threading
 import numpy as np
 
 from flowjit.compiler.codegen.cache import STATS, KernelCache
-from flowjit.compiler.codegen.kernel import KernelSource, kernel_source
+from flowjit.compiler.codegen.kernel import KernelSource, kernel_source, module_source
 from flowjit.compiler.codegen.scalar import CodegenError, compute_dtype
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
@@ -40,8 +40,9 @@ class OutputPool:
         self.shape, self.dtype, self.buffers = shape, dtype, []
 
     def take(self) -> np.ndarray:
-        for index, buffer in enumerate(self.buffers):
-            # 3 references: the list, ``buffer`` here, and getrefcount's argument.
+        for buffer in self.buffers:
+            # 3 references: the list, ``buffer`` here, and getrefcount's argument (no
+            # enumerate: its reused result tuple would hold a fourth).
             if sys.getrefcount(buffer) == 3:
                 return buffer
         buffer = np.empty(self.shape, self.dtype)
@@ -195,7 +196,8 @@ class DriverBuilder:
             dying = None
         compiled = self.cache.get(kernel)
         self.compiled.append(compiled)
-        self.sources[node.name] = compiled.source
+        self.sources[node.name] = module_source(kernel)     # this program's lines, even when the
+                                                             # compiled module is shared with another
         outputs = []
         for value in kernel.outputs:
             reuse = None

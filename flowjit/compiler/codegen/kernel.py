@@ -43,6 +43,10 @@ class KernelSource:
     kind: str
 
 
+def _identifier(value: Value) -> str:
+    return value.name.replace(":", "_").replace(".", "_")
+
+
 def _identity(shape) -> tuple:
     return tuple(None if size == 1 else axis for axis, size in enumerate(shape))
 
@@ -116,8 +120,9 @@ class KernelWriter:
 
     # -- names ------------------------------------------------------------------------------------
     def var(self, value: Value) -> str:
+        """The local variable holding ``value`` (from here on it counts as computed)."""
         if value not in self.names:
-            self.names[value] = "v_" + value.name.replace(":", "_").replace(".", "_")
+            self.names[value] = "v_" + _identifier(value)
         return self.names[value]
 
     def arguments(self) -> tuple[list[Value], list[Value]]:
@@ -225,12 +230,18 @@ class KernelWriter:
         return self.lines[start:]
 
     def write_reduce(self, outputs: list[Value]) -> list[str]:
+        """Loops over the kept axes outside; per row, one pass per dependent reduction.
+
+        Each pass runs an elementwise loop over the reduced axes (which LLVM vectorises)
+        that writes what later steps need into per-row scratch arrays, then reduces the
+        scratch rows with several independent accumulators (no serial dependency chain).
+        """
         start = len(self.lines)
-        reduced = set(self.axes)
+        reduced = sorted(set(self.axes))
         kept = [axis for axis in range(len(self.domain)) if axis not in reduced]
+        members = [n for n in self.body.nodes if n.op is not ops.constant]
         level: dict[Value, int] = {}
         pass_of: dict[Node, int] = {}
-        members = [n for n in self.body.nodes if n.op is not ops.constant]
         for node in self.body.nodes:
             inputs_level = max((level.get(v, 0) for v in node.inputs), default=0)
             if node.op.kind is OpKind.REDUCTION:
@@ -239,15 +250,41 @@ class KernelWriter:
             else:
                 level[node.output] = inputs_level
         full = {n.output for n in members if any(e in reduced for e in self.embed[n.output] if e is not None)}
-        outputs_set = set(outputs)
         full_outputs = [v for v in outputs if v in full]
-        passes = max([p for p in pass_of.values()] + [level[v] for v in full_outputs] + [0]) + 1
+        passes = max(list(pass_of.values()) + [level[v] for v in full_outputs] + [0]) + 1
+        reductions_in = {p: [n for n in members if pass_of.get(n) == p] for p in range(passes)}
+        stores_in = {p: [v for v in full_outputs if level[v] == p] for p in range(passes)}
+
+        # Which values each pass computes, and which a later pass reads back from scratch.
+        first: dict[Value, int] = {}
+        scratch = {n.inputs[0] for n in members if n.op.kind is OpKind.REDUCTION}
+        for p in range(passes):
+            stack = [v for v in [n.inputs[0] for n in reductions_in[p]] + stores_in[p] if v in full]
+            seen = set()
+            while stack:
+                value = stack.pop()
+                if value in seen:
+                    continue
+                seen.add(value)
+                if value in first and first[value] < p:
+                    scratch.add(value)          # computed in an earlier pass: read it back
+                    continue
+                first.setdefault(value, p)
+                stack.extend(v for v in value.producer.inputs if v in full)
+        for value in scratch:
+            first.setdefault(value, 0)
+        scratch_name = {value: "s_" + _identifier(value) for value in scratch}
+
         self.constants(1)
+        inner = " * ".join(f"n{axis}" for axis in reduced) or "1"
+        self.emit(1, f"ninner = {inner}")
         depth = 1
         for axis in kept:
             self.emit(depth, f"for i{axis} in range(n{axis}):")
             depth += 1
-        outer_depth = depth
+        outer = depth
+        for value in sorted(scratch, key=lambda v: scratch_name[v]):
+            self.emit(outer, f"{scratch_name[value]} = np.empty(ninner, {constructor(value.dtype)})")
         computed_outer: set[Value] = set()
 
         def compute_outer(upto: int) -> None:
@@ -256,64 +293,121 @@ class KernelWriter:
                 if value in full or node.op.kind is OpKind.REDUCTION or value in computed_outer:
                     continue
                 if level[value] <= upto:
-                    self.compute(outer_depth, node)
+                    self.compute(outer, node)
                     computed_outer.add(value)
 
-        stored_full: dict[Value, int] = {}
         compute_outer(0)
-        count = " * ".join(f"np.float64(n{axis})" for axis in sorted(reduced)) or "np.float64(1)"
+        count = "np.float64(ninner)"
         for current in range(passes):
-            reductions = [n for n in members if pass_of.get(n) == current]
-            stores = [v for v in full_outputs if level[v] == current]
+            reductions, stores = reductions_in[current], stores_in[current]
             if not reductions and not stores:
                 continue
-            arg_reduction = any(n.op in (ops.argmax, ops.argmin) for n in reductions)
-            for node in reductions:
-                self.init_accumulator(outer_depth, node)
-            if arg_reduction:
-                self.emit(outer_depth, "t = 0")
-            depth = outer_depth
-            for axis in sorted(reduced):
+            wanted = [n.inputs[0] for n in reductions] + stores
+            wanted += [v for v in scratch if first.get(v) == current and v not in wanted]
+            # the elementwise loop of this pass
+            saved = dict(self.names)
+            self.emit(outer, "t = 0")
+            depth = outer
+            for axis in reduced:
                 self.emit(depth, f"for i{axis} in range(n{axis}):")
                 depth += 1
-            needed = self.needed_full([n.inputs[0] for n in reductions] + stores, full, stored_full)
-            saved = dict(self.names)
-            for node in members:
-                if node.output in needed:
-                    if node.output in stored_full:
-                        self.emit(depth, f"{self.var(node.output)} = "
-                                         f"{self.argument[node.output]}[{index_text(self.embed[node.output])}]")
-                    else:
-                        self.compute(depth, node)
-            for node in reductions:
-                self.update_accumulator(depth, node)
+            order = {node.output: index for index, node in enumerate(self.body.nodes)}
+            available = {v for v in scratch if first.get(v, current) < current}
+            todo = set()
+            stack = [v for v in wanted if v in full]
+            while stack:
+                value = stack.pop()
+                if value in todo:
+                    continue
+                todo.add(value)
+                if value not in available:
+                    stack.extend(v for v in value.producer.inputs if v in full)
+            for value in sorted(todo, key=order.__getitem__):
+                if value in available:
+                    self.emit(depth, f"{self.var(value)} = {scratch_name[value]}[t]")
+                else:
+                    self.compute(depth, value.producer)
+            for value in wanted:
+                if value in scratch and value not in available:
+                    source = self.names.get(value) or self.load(value, _identity(value.shape))
+                    self.emit(depth, f"{scratch_name[value]}[t] = {source}")
             for value in stores:
                 self.store(depth, value)
-                stored_full[value] = current
-            if arg_reduction:
-                self.emit(depth, "t += 1")
-            self.names = {k: v for k, v in saved.items()}
-            for value in full:
-                self.names.pop(value, None)
+            self.emit(depth, "t += 1")
+            self.names = {k: v for k, v in saved.items() if k not in full}
+            # the reductions of this pass, over the scratch rows
             for node in reductions:
-                self.finish_accumulator(outer_depth, node, count)
+                self.reduce_row(outer, node, scratch_name[node.inputs[0]], count)
             compute_outer(current + 1)
         for value in outputs:
             if value not in full:
-                self.store(outer_depth, value)
+                self.store(outer, value)
         return self.lines[start:]
 
-    def needed_full(self, roots: list[Value], full: set, stored: dict) -> set:
-        needed, stack = set(), [v for v in roots if v in full]
-        while stack:
-            value = stack.pop()
-            if value in needed:
-                continue
-            needed.add(value)
-            if value in stored:
-                continue
-            stack.extend(v for v in value.producer.inputs if v in full)
-        return needed
+    def reduce_row(self, depth: int, node: Node, row: str, count: str, lanes: int = 8) -> None:
+        """Reduce a contiguous scratch row with ``lanes`` independent accumulators."""
+        self.comment(depth, node)
+        out = node.output
+        source = node.inputs[0]
+        result = self.var(out)
+        if node.op in (ops.argmax, ops.argmin):
+            better = ">" if node.op is ops.argmax else "<"
+            dtype = compute_dtype(source.dtype)
+            self.emit(depth, f"best = {_extreme(dtype, lowest=node.op is ops.argmax)}")
+            self.emit(depth, "best_index = 0")
+            self.emit(depth, "for t in range(ninner):")
+            self.emit(depth + 1, f"x = {row}[t]")
+            nan_rule = " or (x != x and best == best)" if dtype.kind == "f" else ""
+            self.emit(depth + 1, f"if x {better} best{nan_rule}:")
+            self.emit(depth + 2, "best = x")
+            self.emit(depth + 2, "best_index = t")
+            self.emit(depth, f"{result} = {constructor(out.dtype)}(best_index)")
+            return
+        dtype = self.accumulator_dtype(node)
+        accumulators = [f"a{lane}" for lane in range(lanes)]
+        if node.op in (ops.sum, ops.mean):
+            start = literal(0, dtype)
+            combine = (lambda a, b: f"({a} | {b})") if dtype == np.bool_ else (lambda a, b: f"({a} + {b})")
+        elif node.op is ops.prod:
+            start = literal(1, dtype)
+            combine = (lambda a, b: f"({a} & {b})") if dtype == np.bool_ else (lambda a, b: f"({a} * {b})")
+        else:
+            larger = node.op is ops.max
+            start = _extreme(dtype, lowest=larger)
+            if dtype == np.bool_:
+                combine = (lambda a, b: f"({a} | {b})") if larger else (lambda a, b: f"({a} & {b})")
+            else:
+                compare = ">" if larger else "<"
+                combine = (lambda a, b, c=compare: f"({b} if {b} {c} {a} else {a})")
+        floats_max = node.op in (ops.max, ops.min) and dtype.kind == "f"
+        self.emit(depth, " = ".join(accumulators) + f" = {start}")
+        if floats_max:
+            self.emit(depth, "nan = False")
+        self.emit(depth, f"whole = ninner - ninner % {lanes}")
+        self.emit(depth, f"for t in range(0, whole, {lanes}):")
+        for lane, acc in enumerate(accumulators):
+            element = cast(f"{row}[t + {lane}]", source.dtype, dtype)
+            self.emit(depth + 1, f"x{lane} = {element}")
+            self.emit(depth + 1, f"{acc} = {combine(acc, f'x{lane}')}")
+            if floats_max:
+                self.emit(depth + 1, f"nan |= x{lane} != x{lane}")
+        self.emit(depth, "for t in range(whole, ninner):")
+        self.emit(depth + 1, f"x0 = {cast(f'{row}[t]', source.dtype, dtype)}")
+        self.emit(depth + 1, f"a0 = {combine('a0', 'x0')}")
+        if floats_max:
+            self.emit(depth + 1, "nan |= x0 != x0")
+        while len(accumulators) > 1:
+            pairs = [combine(accumulators[i], accumulators[i + 1]) for i in range(0, len(accumulators), 2)]
+            names = [f"a{i}" for i in range(len(pairs))]
+            self.emit(depth, ", ".join(names) + " = " + ", ".join(pairs))
+            accumulators = names
+        total = accumulators[0]
+        if floats_max:
+            total = f"(np.nan if nan else {total})"
+        if node.op is ops.mean:
+            self.emit(depth, f"{result} = {cast(f'({total} / {count})', np.dtype(np.float64), out.dtype)}")
+        else:
+            self.emit(depth, f"{result} = {cast(total, dtype, out.dtype)}")
 
     # -- reductions --------------------------------------------------------------------------------------
     def accumulator_dtype(self, node: Node) -> np.dtype:
@@ -321,64 +415,6 @@ class KernelWriter:
         if node.op in (ops.sum, ops.prod, ops.mean) and out.kind == "f":
             return np.dtype(np.float64)
         return out
-
-    def init_accumulator(self, depth: int, node: Node) -> None:
-        acc = f"acc_{self.var(node.output)}"
-        self.comment(depth, node)
-        if node.op in (ops.argmax, ops.argmin):
-            dtype = compute_dtype(node.inputs[0].dtype)
-            start = _extreme(dtype, lowest=node.op is ops.argmax)
-            self.emit(depth, f"{acc} = {start}")
-            self.emit(depth, f"{acc}_index = 0")
-            return
-        dtype = self.accumulator_dtype(node)
-        if node.op in (ops.sum, ops.mean):
-            start = literal(0, dtype)
-        elif node.op is ops.prod:
-            start = literal(1, dtype)
-        else:
-            start = _extreme(dtype, lowest=node.op is ops.max)
-        self.emit(depth, f"{acc} = {start}")
-
-    def update_accumulator(self, depth: int, node: Node) -> None:
-        acc = f"acc_{self.var(node.output)}"
-        source = node.inputs[0]
-        value = self.operand(node, source, self.embed.get(source, _identity(source.shape)), source.type.rank) \
-            if source not in self.names else self.names[source]
-        if node.op in (ops.argmax, ops.argmin):
-            better = ">" if node.op is ops.argmax else "<"
-            self.emit(depth, f"x = {value}")
-            nan_rule = f" or (x != x and {acc} == {acc})" if compute_dtype(source.dtype).kind == "f" else ""
-            self.emit(depth, f"if x {better} {acc}{nan_rule}:")
-            self.emit(depth + 1, f"{acc} = x")
-            self.emit(depth + 1, f"{acc}_index = t")
-            return
-        dtype = self.accumulator_dtype(node)
-        term = cast(value, source.dtype, dtype)
-        if node.op in (ops.sum, ops.mean):
-            self.emit(depth, f"{acc} = {acc} + {term}" if dtype != np.bool_ else f"{acc} = {acc} | {term}")
-        elif node.op is ops.prod:
-            self.emit(depth, f"{acc} = {acc} * {term}" if dtype != np.bool_ else f"{acc} = {acc} & {term}")
-        else:
-            compare = ">" if node.op is ops.max else "<"
-            if dtype == np.bool_:
-                self.emit(depth, f"{acc} = {acc} | {term}" if node.op is ops.max else f"{acc} = {acc} & {term}")
-            elif dtype.kind == "f":
-                self.emit(depth, f"x = {term}")
-                self.emit(depth, f"{acc} = x if (x {compare} {acc} or x != x) else {acc}")
-            else:
-                self.emit(depth, f"x = {term}")
-                self.emit(depth, f"{acc} = x if x {compare} {acc} else {acc}")
-
-    def finish_accumulator(self, depth: int, node: Node, count: str) -> None:
-        acc = f"acc_{self.var(node.output)}"
-        out = node.output
-        if node.op in (ops.argmax, ops.argmin):
-            self.emit(depth, f"{self.var(out)} = {constructor(out.dtype)}({acc}_index)")
-        elif node.op is ops.mean:
-            self.emit(depth, f"{self.var(out)} = {cast(f'({acc} / {count})', np.dtype(np.float64), out.dtype)}")
-        else:
-            self.emit(depth, f"{self.var(out)} = {cast(acc, self.accumulator_dtype(node), out.dtype)}")
 
 
 def _extreme(dtype: np.dtype, lowest: bool) -> str:

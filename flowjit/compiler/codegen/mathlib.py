@@ -12,8 +12,9 @@ in plain arithmetic, bit casts and selects, inlined into the kernels:
 - ``tanh``: an odd Taylor polynomial below 0.55, 1 - 2 / (exp(2|x|) + 1) above.
 - ``sigmoid``: 1 / (1 + e) or e / (1 + e) with e = exp(-|x|).
 
-float32 versions evaluate the float64 core and round once, so they are within one ulp
-of the correctly rounded result.  ``tests/codegen/test_mathlib.py`` measures the error
+float32 exp, tanh and sigmoid compute in float32 (8 lanes per AVX2 vector; a float32
+Cody-Waite reduction and a degree-7 polynomial); float32 log evaluates the float64 core
+and rounds once.  ``tests/codegen/test_mathlib.py`` measures the error
 against numpy on 10**6 points per function and dtype (the table is in docs/math.md).
 """
 
@@ -46,6 +47,16 @@ def bits_float64(typingctx, value):
         def codegen(context, builder, signature, args):
             return builder.bitcast(args[0], llvm_ir.DoubleType())
         return types.float64(types.int64), codegen
+    return None
+
+
+@intrinsic
+def bits_float32(typingctx, value):
+    """The float32 whose IEEE bits are the given int32."""
+    if value == types.int32:
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], llvm_ir.FloatType())
+        return types.float32(types.int32), codegen
     return None
 
 
@@ -88,9 +99,30 @@ def exp_f64(x):
     return x if x != x else result
 
 
+F_LOG2E = np.float32(1.44269504)
+F_LN2_HI = np.float32(0.693359375)            # 8 significant bits: k * F_LN2_HI is exact
+F_LN2_LO = np.float32(-2.12194440e-4)
+F_E = tuple(np.float32(c) for c in _taylor_exp_coefficients(7))
+F_E0, F_E1, F_E2, F_E3, F_E4, F_E5, F_E6, F_E7 = F_E
+F_EXP_OVERFLOW = np.float32(88.72283935546875)
+F_EXP_UNDERFLOW = np.float32(-103.97208)
+
+
 @njit(**INLINE)
 def exp_f32(x):
-    return np.float32(exp_f64(np.float64(x)))
+    """float32 throughout, so the loop runs 8 lanes wide: |r| <= ln2/2, degree-7 Taylor."""
+    clamped = min(max(x, np.float32(-104.0)), np.float32(89.0))
+    k = np.rint(clamped * F_LOG2E)
+    r = (clamped - k * F_LN2_HI) - k * F_LN2_LO
+    p = F_E0 + r * (F_E1 + r * (F_E2 + r * (F_E3 + r * (F_E4 + r * (F_E5 + r * (F_E6 + r * F_E7))))))
+    ki = np.int32(k)
+    half = ki >> 1
+    scale1 = bits_float32(np.int32((half + 127) << 23))
+    scale2 = bits_float32(np.int32((ki - half + 127) << 23))
+    result = p * scale1 * scale2
+    result = np.float32(np.inf) if x > F_EXP_OVERFLOW else result
+    result = np.float32(0.0) if x < F_EXP_UNDERFLOW else result
+    return x if x != x else result
 
 
 def _atanh_series(terms: int) -> tuple[float, ...]:
@@ -154,13 +186,23 @@ def tanh_f64(x):
             T16 + z * (T17 + z * (T18 + z * T19)))))))))))))))))))
     large = 1.0 - 2.0 / (exp_f64(2.0 * min(a, 40.0)) + 1.0)
     result = small if a < TANH_SMALL else large
-    result = -result if x < 0.0 else result
-    return x if x != x else result
+    return math.copysign(result, x)            # keeps -0.0; copysign of NaN is NaN
+
+
+F_T = tuple(np.float32(c) for c in _tanh_taylor(10))
+F_T0, F_T1, F_T2, F_T3, F_T4, F_T5, F_T6, F_T7, F_T8, F_T9 = F_T
 
 
 @njit(**INLINE)
 def tanh_f32(x):
-    return np.float32(tanh_f64(np.float64(x)))
+    a = abs(x)
+    z = a * a
+    small = a * (F_T0 + z * (F_T1 + z * (F_T2 + z * (F_T3 + z * (F_T4 + z * (F_T5 + z * (
+        F_T6 + z * (F_T7 + z * (F_T8 + z * F_T9)))))))))
+    large = np.float32(1.0) - np.float32(2.0) / (exp_f32(np.float32(2.0) * min(a, np.float32(20.0)))
+                                                 + np.float32(1.0))
+    result = small if a < np.float32(TANH_SMALL) else large
+    return np.float32(math.copysign(result, x))
 
 
 @njit(**INLINE)
@@ -183,7 +225,11 @@ FLOAT32_EXP_OVERFLOW = 88.72283935546875     # log(float32 max), rounded to floa
 
 @njit(**INLINE)
 def sigmoid_f32(x):
-    return np.float32(_sigmoid(np.float64(x), -FLOAT32_EXP_OVERFLOW))
+    e = exp_f32(-abs(x))
+    r = np.float32(1.0) / (np.float32(1.0) + e)
+    result = r if x >= np.float32(0.0) else e * r
+    result = np.float32(0.0) if x < -F_EXP_OVERFLOW else result
+    return x if x != x else result
 
 
 # What the code generator calls for an op at a loop dtype.

@@ -29,6 +29,8 @@ def constructor(dtype: np.dtype) -> str:
 
 
 def cast(expr: str, source: np.dtype, target: np.dtype) -> str:
+    if np.dtype(target) == np.float16 and np.dtype(source) != np.float16:
+        return f"fj_round_float16(np.float32({expr}))"
     source, target = compute_dtype(source), compute_dtype(target)
     if source == target:
         return expr
@@ -100,6 +102,20 @@ def fj_power_int(a, b):
         base = base * base
         b >>= 1
     return result
+
+@njit(inline="always", error_model="numpy")
+def fj_round_float16(x):
+    # float16 values live in float32; round to the nearest float16, ties to even, as numpy does.
+    a = abs(x)
+    if a != a or a == np.inf:
+        return x
+    if a >= 65520.0:
+        return np.float32(math.copysign(np.inf, x))
+    if a < 6.103515625e-05:
+        quantum = 5.960464477539063e-08
+    else:
+        quantum = math.ldexp(1.0, math.frexp(a)[1] - 11)
+    return np.float32(np.rint(np.float64(x) / quantum) * quantum)
 
 @njit(inline="always", error_model="numpy")
 def fj_sign_float(a):
@@ -239,5 +255,8 @@ def expression(node, operands: list[str]) -> str:
     loop_in, loop_out = loop_dtypes(op, in_dtypes)
     cast_operands = [cast(expr, dtype, loop) for expr, dtype, loop in zip(operands, in_dtypes, loop_in)]
     text = table[op](*cast_operands, loop_in[0])
-    return cast(text, loop_out, out_dtype) if loop_out != out_dtype else \
-        (text if compute_dtype(out_dtype) == np.bool_ else f"{constructor(out_dtype)}({text})")
+    if loop_out != out_dtype:
+        return cast(text, loop_out, out_dtype)
+    if out_dtype == np.float16:                  # numpy computes float16 in float32 and rounds
+        return f"fj_round_float16(np.float32({text}))"
+    return text if compute_dtype(out_dtype) == np.bool_ else f"{constructor(out_dtype)}({text})"

@@ -1,0 +1,385 @@
+"""`flowjit bench`: fused vs unfused vs numpy and its peers, checked before timed.
+
+For each workload, size and mode: the result is checked against numpy first (a wrong
+answer is reported as wrong and never timed), the first call is timed on its own (it
+compiles), then the median of ``--repeat`` calls after a warm-up.  A STREAM-style triad
+in the same run measures memory bandwidth, which gives each elementwise workload a
+lower bound (bytes that must move / bandwidth).  A dispatch row times the chain on 16
+elements; compile rows time the first call in a fresh process, with an empty and with a
+warm kernel cache, import included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bench.workloads import WORKLOADS, JaxOps, NumpyOps, TorchOps
+
+MODES = ("numpy", "unfused", "fused", "numexpr", "jax", "torch")
+SIZES = {"1M": 1 << 20, "16M": 1 << 24, "64K": 1 << 16}
+
+
+@dataclass
+class Row:
+    workload: str
+    size: str
+    mode: str
+    status: str = "ok"               # ok | wrong | skipped | error
+    detail: str = ""
+    first_call_s: float | None = None
+    median_s: float | None = None
+    times_s: list = field(default_factory=list)
+
+
+def tolerance(dtype: str) -> float:
+    return 1e-9 if dtype == "float64" else 2e-4
+
+
+def check(result, expected, dtype: str) -> str | None:
+    result = np.asarray(result)
+    if result.shape != expected.shape:
+        return f"shape {result.shape} != {expected.shape}"
+    scale = float(np.max(np.abs(expected))) or 1.0
+    error = float(np.max(np.abs(result.astype(np.float64) - expected)))
+    if not error <= tolerance(dtype) * scale:
+        return f"max error {error:.3g} > {tolerance(dtype):g} x {scale:.3g}"
+    return None
+
+
+# -- modes: each returns a callable over the numpy arguments ------------------------------------------
+def make_callable(mode: str, workload, args):
+    if mode == "numpy":
+        ops = NumpyOps()
+        return lambda: workload.function(ops, *args)
+    if mode in ("fused", "unfused"):
+        import flowjit
+        ops = NumpyOps()
+        jitted = flowjit.jit(lambda *a: workload.function(ops, *a), fuse=(mode == "fused"))
+        return lambda: jitted(*args)
+    if mode == "numexpr":
+        if workload.numexpr is None:
+            raise LookupError("not expressible as one numexpr expression")
+        import numexpr
+        expression = workload.numexpr
+        return lambda: numexpr.evaluate(expression, local_dict={"x": args[0]})
+    if mode == "jax":
+        import jax
+        ops = JaxOps()
+        device_args = [jax.device_put(a) for a in args]
+        compiled = jax.jit(lambda *a: workload.function(ops, *a))
+        return lambda: compiled(*device_args).block_until_ready()
+    if mode == "torch":
+        import torch
+        ops = TorchOps()
+        tensors = [torch.from_numpy(a) for a in args]
+        compiled = torch.compile(lambda *a: workload.function(ops, *a))
+        return lambda: compiled(*tensors)
+    raise ValueError(mode)
+
+
+def available(mode: str) -> str | None:
+    """None if the mode can run here, else why not."""
+    module = {"numexpr": "numexpr", "jax": "jax", "torch": "torch"}.get(mode)
+    if module is None:
+        return None
+    try:
+        __import__(module)
+    except ImportError:
+        return f"{module} is not installed (pip install -e '.[bench]')"
+    return None
+
+
+def to_numpy(value):
+    if hasattr(value, "detach"):
+        return value.detach().numpy()
+    return np.asarray(value)
+
+
+def measure(row: Row, call, expected, dtype: str, repeat: int) -> None:
+    start = time.perf_counter()
+    result = call()
+    row.first_call_s = time.perf_counter() - start
+    problem = check(to_numpy(result), expected, dtype)
+    if problem:
+        row.status, row.detail = "wrong", problem
+        return
+    del result
+    for _ in range(2):
+        call()
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        row.times_s.append(time.perf_counter() - start)
+    row.median_s = statistics.median(row.times_s)
+
+
+# -- the bandwidth probe ----------------------------------------------------------------------------
+def stream_triad(elements: int = 1 << 25, repeat: int = 7) -> float:
+    """Bytes per second of a = b + s * c over float32 arrays far larger than the caches."""
+    from numba import njit, prange
+
+    @njit(parallel=True, error_model="numpy")
+    def triad(a, b, c, s):
+        for i in prange(a.shape[0]):
+            a[i] = b[i] + s * c[i]
+
+    a, b, c = (np.ones(elements, np.float32) for _ in range(3))
+    triad(a, b, c, np.float32(3))
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        triad(a, b, c, np.float32(3))
+        times.append(time.perf_counter() - start)
+    return 3 * a.nbytes / statistics.median(times)
+
+
+def bytes_moved(args, expected) -> int:
+    return sum(np.asarray(a).nbytes for a in args) + np.asarray(expected).nbytes
+
+
+# -- compile rows: a fresh process per measurement -----------------------------------------------------
+COMPILE_SCRIPT = """
+import numpy as np
+import flowjit
+from bench.workloads import WORKLOADS, NumpyOps
+ops = NumpyOps()
+workload = WORKLOADS[{name!r}]
+args = workload.make({elements}, np.random.default_rng(0))
+flowjit.jit(lambda *a: workload.function(ops, *a))(*args)
+"""
+
+
+def compile_time(name: str, cache_dir: str) -> float:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, FLOWJIT_CACHE_DIR=cache_dir, PYTHONPATH=root)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", COMPILE_SCRIPT.format(name=name, elements=4096)], check=True, env=env,
+                   cwd=root)
+    return time.perf_counter() - start
+
+
+# -- the run ----------------------------------------------------------------------------------------
+def machine() -> dict:
+    import numba
+    info = {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
+            "machine": platform.machine(), "processor": platform.processor(), "cpus": os.cpu_count()}
+    try:
+        with open("/proc/cpuinfo") as stream:
+            for line in stream:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    for module in ("jax", "torch", "numexpr"):
+        try:
+            info[module] = __import__(module).__version__
+        except ImportError:
+            info[module] = None
+    return info
+
+
+def run(workloads, sizes, modes, repeat, progress=print) -> dict:
+    rng = np.random.default_rng(0)
+    progress("measuring memory bandwidth (STREAM triad)...")
+    bandwidth = stream_triad()
+    progress(f"  {bandwidth / 1e9:.1f} GB/s")
+    rows: list[Row] = []
+    bounds: dict = {}
+    for name in workloads:
+        workload = WORKLOADS[name]
+        for size in (sizes if workload.sized else sizes[-1:]):
+            label = size if workload.sized else "fixed"
+            args = workload.make(SIZES[size], rng)
+            expected = np.asarray(workload.function(NumpyOps(), *args), dtype=np.float64)
+            if workload.elementwise:
+                bounds[(name, label)] = bytes_moved(args, np.asarray(workload.function(NumpyOps(), *args))) / bandwidth
+            for mode in modes:
+                row = Row(name, label, mode)
+                reason = available(mode)
+                if reason:
+                    row.status, row.detail = "skipped", reason
+                else:
+                    try:
+                        measure(row, make_callable(mode, workload, args), expected, workload.dtype, repeat)
+                    except LookupError as error:
+                        row.status, row.detail = "skipped", str(error)
+                    except Exception as error:             # a peer that fails is reported, not fatal
+                        row.status, row.detail = "error", f"{type(error).__name__}: {error}"[:200]
+                rows.append(row)
+                shown = f"{row.median_s * 1e3:9.2f} ms" if row.median_s is not None else f"{row.status}: {row.detail}"
+                progress(f"  {name:<14}{label:>6}  {mode:<8} {shown}")
+    dispatch = []
+    chain = WORKLOADS["chain"]
+    small = chain.make(16, rng)
+    expected = np.asarray(chain.function(NumpyOps(), *small), dtype=np.float64)
+    for mode in modes:
+        row = Row("dispatch", "16", mode)
+        reason = available(mode)
+        if reason:
+            row.status, row.detail = "skipped", reason
+        else:
+            try:
+                call = make_callable(mode, chain, small)
+                measure(row, call, expected, "float32", 3)
+                if row.status == "ok":
+                    start = time.perf_counter()
+                    for _ in range(2000):
+                        call()
+                    row.median_s = (time.perf_counter() - start) / 2000
+            except LookupError as error:
+                row.status, row.detail = "skipped", str(error)
+        dispatch.append(row)
+        progress(f"  dispatch, 16 elements  {mode:<8} "
+                 + (f"{row.median_s * 1e6:8.2f} us" if row.median_s is not None else row.status))
+    compiles = []
+    for name in ("chain", "softmax"):
+        with tempfile.TemporaryDirectory() as directory:
+            cold = compile_time(name, directory)
+            warm = compile_time(name, directory)
+        compiles.append({"workload": name, "empty_cache_s": cold, "warm_cache_s": warm})
+        progress(f"  first call in a fresh process, {name}: empty cache {cold:.2f} s, warm cache {warm:.2f} s")
+    return {"machine": machine(), "bandwidth_bytes_per_s": bandwidth,
+            "bounds_s": {f"{k[0]}@{k[1]}": v for k, v in bounds.items()},
+            "rows": [row.__dict__ for row in rows], "dispatch": [row.__dict__ for row in dispatch],
+            "compile": compiles}
+
+
+def format_table(report: dict, modes) -> str:
+    rows = [r for r in report["rows"]]
+    lines = []
+    header = f"{'workload':<14}{'size':>6}  " + "".join(f"{m:>12}" for m in modes) + \
+        f"{'bound':>10}{'fused/bound':>12}{'unfused/fused':>14}"
+    lines.append("median ms per call (first call in brackets: compile), checked against numpy")
+    lines.append(header)
+    lines.append("-" * len(header))
+    keys = []
+    for r in rows:
+        if (r["workload"], r["size"]) not in keys:
+            keys.append((r["workload"], r["size"]))
+    for workload, size in keys:
+        cells = {r["mode"]: r for r in rows if r["workload"] == workload and r["size"] == size}
+        line = f"{workload:<14}{size:>6}  "
+        for mode in modes:
+            cell = cells.get(mode)
+            if cell is None or cell["status"] == "skipped":
+                line += f"{'skipped':>12}"
+            elif cell["status"] != "ok":
+                line += f"{cell['status'].upper():>12}"
+            else:
+                line += f"{cell['median_s'] * 1e3:>12.2f}"
+        bound = report["bounds_s"].get(f"{workload}@{size}")
+        fused, unfused = cells.get("fused"), cells.get("unfused")
+        line += f"{bound * 1e3:>10.2f}" if bound else f"{'-':>10}"
+        line += f"{fused['median_s'] / bound:>12.2f}" if bound and fused and fused["median_s"] else f"{'-':>12}"
+        ratio = (unfused["median_s"] / fused["median_s"]) if fused and unfused and fused["median_s"] and \
+            unfused["median_s"] else None
+        line += f"{ratio:>14.2f}" if ratio else f"{'-':>14}"
+        lines.append(line)
+    lines.append("")
+    lines.append("ratios of flowjit fused to each peer (< 1: flowjit is faster)")
+    for workload, size in keys:
+        cells = {r["mode"]: r for r in rows if r["workload"] == workload and r["size"] == size}
+        fused = cells.get("fused")
+        if not fused or not fused["median_s"]:
+            continue
+        ratios = [f"{mode} {fused['median_s'] / cells[mode]['median_s']:.2f}x" for mode in modes
+                  if mode not in ("fused",) and mode in cells and cells[mode]["median_s"]]
+        lines.append(f"  {workload:<14}{size:>6}  " + ", ".join(ratios))
+    lines.append("")
+    lines.append("dispatch, chain on 16 elements (us per call): " + ", ".join(
+        f"{r['mode']} {r['median_s'] * 1e6:.2f}" if r["median_s"] else f"{r['mode']} {r['status']}"
+        for r in report["dispatch"]))
+    for row in report["compile"]:
+        lines.append(f"first call, fresh process ({row['workload']}): empty cache {row['empty_cache_s']:.2f} s, "
+                     f"warm cache {row['warm_cache_s']:.2f} s (import included)")
+    skipped = {(r["mode"], r["detail"]) for r in report["rows"] if r["status"] == "skipped"}
+    for mode, detail in sorted(skipped):
+        lines.append(f"skipped {mode}: {detail}")
+    wrong = [r for r in report["rows"] if r["status"] in ("wrong", "error")]
+    for r in wrong:
+        lines.append(f"{r['status'].upper()}: {r['workload']}@{r['size']} {r['mode']}: {r['detail']}")
+    lines.append(f"memory bandwidth (STREAM triad): {report['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s")
+    return "\n".join(lines)
+
+
+def plot(report: dict, modes, path: str) -> str:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "plot skipped: matplotlib is not installed (pip install -e '.[bench]')"
+    keys = []
+    for r in report["rows"]:
+        if (r["workload"], r["size"]) not in keys:
+            keys.append((r["workload"], r["size"]))
+    shown = [m for m in modes if m != "numpy"]
+    figure, axis = plt.subplots(figsize=(max(8, len(keys) * 1.2), 4.5))
+    width = 0.8 / max(1, len(shown))
+    for index, mode in enumerate(shown):
+        speedups = []
+        for workload, size in keys:
+            cells = {r["mode"]: r for r in report["rows"] if r["workload"] == workload and r["size"] == size}
+            base, cell = cells.get("numpy"), cells.get(mode)
+            speedups.append(base["median_s"] / cell["median_s"] if base and cell and cell["median_s"]
+                            and base["median_s"] else 0)
+        axis.bar([k + index * width for k in range(len(keys))], speedups, width, label=mode)
+    axis.set_xticks([k + width * (len(shown) - 1) / 2 for k in range(len(keys))])
+    axis.set_xticklabels([f"{w}\n{s}" for w, s in keys], fontsize=8)
+    axis.set_ylabel("speedup over numpy")
+    axis.axhline(1.0, color="grey", linewidth=0.8)
+    axis.legend()
+    axis.set_title("flowjit bench")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    return f"wrote {path}"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="flowjit bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="sizes 64K and 1M instead of 1M and 16M")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated (default: all)")
+    parser.add_argument("--sizes", help="comma-separated among 64K, 1M, 16M (default: 1M,16M)")
+    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated among {', '.join(MODES)}")
+    parser.add_argument("--repeat", type=int, default=7, help="timed calls per cell, median reported (>= 7)")
+    parser.add_argument("--json", metavar="PATH", help="write every figure and the machine description")
+    parser.add_argument("--plot", metavar="PATH.png", help="bar chart of speedups over numpy")
+    args = parser.parse_args(argv)
+    sizes = args.sizes.split(",") if args.sizes else (["64K", "1M"] if args.quick else ["1M", "16M"])
+    workloads, modes = args.workloads.split(","), args.modes.split(",")
+    for name in workloads:
+        if name not in WORKLOADS:
+            parser.error(f"unknown workload '{name}' (workloads: {', '.join(WORKLOADS)})")
+    for mode in modes:
+        if mode not in MODES:
+            parser.error(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
+    for size in sizes:
+        if size not in SIZES:
+            parser.error(f"unknown size '{size}' (sizes: {', '.join(SIZES)})")
+    report = run(workloads, sizes, modes, max(1, args.repeat), progress=lambda text: print(text, flush=True))
+    print()
+    print(format_table(report, modes))
+    if args.json:
+        with open(args.json, "w") as stream:
+            json.dump(report, stream, indent=2, default=str)
+        print(f"wrote {args.json}")
+    if args.plot:
+        print(plot(report, modes, args.plot))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""Compiled programs (fused and unfused) against numpy and the reference interpreter.
+
+Tolerances: float64 results within rtol 1e-9, float32 within 2e-5 and float16 within 2e-3
+of the expected value, relative to each element and to the result's largest magnitude
+(sums and differences cancel); integers and booleans exactly.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import flowjit
+from helpers import assert_same_result
+from programs import PROGRAMS
+from random_programs import random_programs
+
+TOLERANCE = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 2e-5, np.dtype(np.float16): 2e-3}
+
+
+def assert_close(actual, expected):
+    leaves = flowjit.frontend.pytree.flatten(expected)[0]
+    dtypes = {np.asarray(leaf).dtype for leaf in leaves if isinstance(leaf, (np.ndarray, np.generic))}
+    rtol = max([TOLERANCE.get(dtype, 0.0) for dtype in dtypes] + [0.0])
+    assert_same_result(actual, expected, exact=rtol == 0.0, rtol=rtol)
+
+
+@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.name)
+def test_program_compiled_matches_numpy(program, fuse):
+    jitted = flowjit.jit(program.fun, static_argnums=program.static_argnums, fuse=fuse)
+    for seed in (3, 4):
+        args = program.make_args(np.random.default_rng(seed))
+        with np.errstate(all="ignore"):
+            expected = program.fun(*args)
+        assert_close(jitted(*args), expected)
+
+
+@settings(max_examples=200)
+@given(random_programs(max_steps=8))
+def test_random_programs_compiled_match_the_interpreter(program):
+    args = program.make_args(np.random.default_rng(2))
+    lowered = flowjit.jit(program).lower(*args)
+    expected = flowjit.interpret(lowered.graph, *args)
+    for fuse in (True, False):
+        got = flowjit.jit(program, fuse=fuse)(*args)
+        got = got if isinstance(got, tuple) else (got,)
+        for value, want in zip(got, expected):
+            value = np.asarray(value)
+            assert value.dtype == want.dtype and value.shape == want.shape, program.describe()
+            rtol = TOLERANCE.get(want.dtype, 0.0)
+            if rtol == 0.0:
+                np.testing.assert_array_equal(value, want, err_msg=program.describe())
+            else:
+                finite = np.abs(want[np.isfinite(want)])
+                scale = float(finite.max(initial=1.0))
+                np.testing.assert_allclose(value, want, rtol=rtol, atol=rtol * scale, equal_nan=True,
+                                           err_msg=program.describe())

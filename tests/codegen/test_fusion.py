@@ -1,0 +1,134 @@
+"""What fuses with what: kernel counts, kinds, boundaries and the fused stage's text."""
+
+import numpy as np
+import pytest
+
+import flowjit
+from flowjit.compiler import ir
+from flowjit.compiler.ir import ops
+
+
+def kernels(function, *args, **options):
+    fused = flowjit.jit(function, **options).lower(*args).fused
+    return [node for node in fused.nodes if node.op is ops.fused]
+
+
+def chain(x):
+    return ((x * 2 + 1) * x - 3) / (x * x + 1)
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layernorm(x, gamma, beta):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-5) * gamma + beta
+
+
+def mlp(x, w1, b1, w2, b2):
+    return np.maximum(x @ w1 + b1, 0) @ w2 + b2
+
+
+X = np.ones((4, 16), np.float32)
+
+
+def test_elementwise_chain_is_one_kernel():
+    (kernel,) = kernels(chain, np.ones(64, np.float32))
+    assert kernel.attrs["kind"] == "loop"
+    assert kernel.name == "k0_mul_add_mul_sub_mul_add"
+    assert len(kernel.attrs["body"].nodes) >= 7
+
+
+def test_softmax_is_one_row_kernel():
+    (kernel,) = kernels(softmax, X)
+    assert kernel.attrs["kind"] == "reduce"
+    assert kernel.name == "k0_max_sub_exp_sum_div"
+
+
+def test_layernorm_is_one_kernel():
+    (kernel,) = kernels(layernorm, X, np.ones(16, np.float32), np.zeros(16, np.float32))
+    assert kernel.attrs["kind"] == "reduce"
+    names = [node.op.name for node in kernel.attrs["body"].nodes]
+    assert names.count("mean") == 2 and "sqrt" in names and "div" in names
+
+
+def test_mlp_epilogue_is_fused_after_each_matmul():
+    args = (np.ones((8, 16), np.float32), np.ones((16, 32), np.float32), np.ones(32, np.float32),
+            np.ones((32, 4), np.float32), np.ones(4, np.float32))
+    first, second = kernels(mlp, *args)
+    assert first.attrs["kind"] == second.attrs["kind"] == "matmul"
+    assert [n.op.name for n in first.attrs["body"].nodes if n.op is not ops.constant] == ["matmul", "add", "maximum"]
+    assert [n.op.name for n in second.attrs["body"].nodes] == ["matmul", "add"]
+
+
+def test_siblings_share_one_multi_output_kernel():
+    def siblings(x):
+        return np.exp(x), np.sin(x) * 2
+    (kernel,) = kernels(siblings, np.ones(8))
+    assert len(kernel.outputs) == 2
+
+
+def test_reduction_fuses_its_producers():
+    def sum_of_squares(x, y):
+        return np.sum((x - y) ** 2, axis=1)
+    (kernel,) = kernels(sum_of_squares, np.ones((4, 5)), np.ones(5))
+    assert kernel.attrs["kind"] == "reduce"
+
+
+def test_unfused_is_one_kernel_per_op():
+    assert len(kernels(chain, np.ones(8, np.float32), fuse=False)) == 7
+    assert len(kernels(softmax, X, fuse=False)) == 5
+
+
+def test_no_fusion_across_requested_devices():
+    graph = ir.parse("""graph @g(%x: f32[4]) -> (f32[4]) {
+  %a = exp %x : f32[4] device("/device:cpu:0")
+  %b = neg %a : f32[4] device("/device:cpu:1")
+  return %b
+}""")
+    from flowjit.compiler.passes.fuse import fuse
+    fused, reasons = fuse(graph)
+    assert len([n for n in fused.nodes if n.op is ops.fused]) == 2
+    assert reasons == ["%a -> %b: different devices"]
+
+
+def test_never_through_a_stateful_op():
+    graph = ir.parse("""graph @g(%x: f32[4]) -> (f32[4]) {
+  %a = exp %x : f32[4]
+  %r = random_uniform {shape=[4], dtype=f32} : f32[4]
+  %b = add %a, %r : f32[4]
+  return %b
+}""")
+    from flowjit.compiler.passes.fuse import fuse
+    fused, reasons = fuse(graph)
+    assert [n.op.name for n in fused.nodes] == ["fused", "random_uniform", "fused"] or \
+        [n.op.name for n in fused.nodes] == ["random_uniform", "fused"]
+    assert any("random_uniform runs outside kernels" in reason for reason in reasons)
+
+
+@pytest.mark.parametrize("function, args", [
+    (softmax, (X,)), (chain, (np.ones(8, np.float32),)),
+    (mlp, (np.ones((2, 3), np.float32), np.ones((3, 4), np.float32), np.ones(4, np.float32),
+           np.ones((4, 2), np.float32), np.ones(2, np.float32))),
+])
+def test_fused_stage_round_trips_and_interprets(function, args):
+    lowered = flowjit.jit(function).lower(*args)
+    text = lowered.as_text("fused")
+    graph = ir.parse(text)
+    ir.verify(graph)
+    assert ir.print_graph(graph) == text
+    for got, want in zip(flowjit.interpret(graph, *args), flowjit.interpret(lowered.graph, *args)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_explain_fusion_says_why():
+    def logsumexp(x):
+        m = np.max(x, axis=1, keepdims=True)
+        return np.log(np.sum(np.exp(x - m), axis=1)) + m[:, 0]
+    reasons = flowjit.jit(logsumexp).lower(X).explain_fusion()
+    assert reasons == ["%max -> %reshape: reshape runs outside kernels",
+                       "%log -> %add: joining k0 would create a cycle between kernels",
+                       "%reshape -> %add: producer reshape runs outside kernels"]

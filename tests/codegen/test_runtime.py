@@ -1,0 +1,183 @@
+"""Kernels at run time: sources, size-generic reuse, memory safety, the disk cache."""
+
+import gc
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+import traceback
+
+import numpy as np
+import pytest
+
+import flowjit
+
+ROOT = pathlib.Path(__file__).parent.parent.parent
+
+
+def chain(x):
+    return ((x * 2 + 1) * x - 3) / (x * x + 1)
+
+
+def test_kernel_sources_are_named_readable_and_commented():
+    def softmax(x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    sources = flowjit.jit(softmax).lower(np.ones((2, 8), np.float32)).kernel_sources()
+    assert list(sources) == ["k0_max_sub_exp_sum_div"]
+    source = sources["k0_max_sub_exp_sum_div"]
+    assert "def k0_max_sub_exp_sum_div(in0_x, out0):" in source
+    assert "# %exp = exp %sub : f32[2,8]" in source
+    assert "exp_f32(" in source and "math.exp" not in source      # the vectorisable exp
+
+
+def test_new_sizes_compile_no_kernels():
+    jitted = flowjit.jit(chain)
+    jitted(np.ones(16, np.float32))
+    before = flowjit.stats()
+    for size in (3, 100, 1000):
+        x = np.linspace(-1, 1, size, dtype=np.float32)
+        np.testing.assert_allclose(jitted(x), chain(x), rtol=2e-6)
+    after = flowjit.stats()
+    assert after["traces"] == before["traces"] + 3          # re-traced (cheap) ...
+    assert after["kernel_compiles"] == before["kernel_compiles"]   # ... but nothing compiled
+
+
+def test_outputs_held_by_the_user_are_never_reused():
+    jitted = flowjit.jit(chain)
+    held, expected = [], []
+    for step in range(20):
+        x = np.full(32, float(step), np.float32)
+        result = jitted(x)
+        # keep every other result whole, and of the rest only a view: both pin the buffer
+        held.append(result if step % 2 == 0 else result[::2])
+        expected.append(chain(x) if step % 2 == 0 else chain(x)[::2])
+        del result
+        gc.collect()
+    for got, want in zip(held, expected):
+        np.testing.assert_allclose(got, want, rtol=2e-6)
+
+
+def test_released_outputs_are_recycled():
+    jitted = flowjit.jit(chain)
+    x = np.ones(64, np.float32)
+    first = jitted(x)
+    address = first.__array_interface__["data"][0]
+    del first
+    gc.collect()
+    second = jitted(x)
+    assert second.__array_interface__["data"][0] == address
+    third = jitted(x)                                       # ``second`` is still held
+    assert third.__array_interface__["data"][0] != address
+
+
+def test_intermediates_reuse_workspace_and_write_in_place():
+    def two_kernels(x, y):
+        a = np.exp(x) + y                  # loop kernel
+        s = a.sum(axis=1, keepdims=True)   # reduce kernel: a dies here
+        b = (a / s) * 2                    # joins the reduce kernel
+        return np.tanh(b @ y.T)            # matmul, epilogue in place into the BLAS result
+    x, y = np.random.default_rng(0).random((2, 8, 8))
+    jitted = flowjit.jit(two_kernels)
+    np.testing.assert_allclose(jitted(x, y), two_kernels(x, y), rtol=1e-12)
+    executable = jitted.lower(x, y).executable
+    assert "np.matmul(" in executable.driver_source
+    # the epilogue writes into the matmul's buffer, which it reads
+    call = [line for line in executable.driver_source.splitlines() if "_matmul_" in line and "(t_mm" in line]
+    assert call and call[0].split("(")[1].split(",")[0] == "t_mm"
+
+
+def test_inputs_are_never_written():
+    def f(x):
+        return np.exp(x) * 2
+    x = np.linspace(0, 1, 16)
+    original = x.copy()
+    flowjit.jit(f)(x)
+    np.testing.assert_array_equal(x, original)
+
+
+def test_kernel_traceback_shows_the_generated_line():
+    def power(x, n):
+        return x ** n
+    with pytest.raises(ValueError) as info:
+        flowjit.jit(power, static_argnums=())(np.arange(4), np.array([-1, 1, 1, 1]))
+    assert "Integers to negative integer powers are not allowed" in str(info.value)
+
+
+def test_recompile_log_says_what_changed(caplog):
+    jitted = flowjit.jit(chain, log_recompiles=True)
+    jitted(np.ones(4, np.float32))
+    with caplog.at_level("WARNING", logger="flowjit.recompiles"):
+        jitted(np.ones(4, np.float64))
+        jitted(np.ones((4, 1), np.float64))
+    assert "argument 'x' dtype float32 -> float64" in caplog.text
+    assert "argument 'x' rank 1 -> 2" in caplog.text
+
+
+def test_too_many_retraces_warn_once():
+    jitted = flowjit.jit(lambda x: x + 1, recompile_warning_limit=3)
+    with pytest.warns(RuntimeWarning, match="has been traced 4 times"):
+        for size in range(1, 6):
+            jitted(np.ones(size))
+
+
+SCRIPT = textwrap.dedent("""
+    import json, sys, warnings
+    import numpy as np
+    sys.path.insert(0, "examples")
+    import flowjit
+    from models import softmax, black_scholes
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        x = np.random.default_rng(0).random((4, 8)).astype(np.float32)
+        ok = np.allclose(flowjit.jit(softmax)(x), softmax(x), rtol=1e-5)
+        S = np.linspace(10, 20, 8)
+        ok &= np.allclose(flowjit.jit(black_scholes)(S, S * 1.1, S / 10), black_scholes(S, S * 1.1, S / 10))
+    print(json.dumps({"stats": flowjit.stats(), "ok": bool(ok), "warnings": [str(w.message) for w in caught]}))
+""")
+
+
+def run_process(cache_dir):
+    env = dict(os.environ, FLOWJIT_CACHE_DIR=str(cache_dir))
+    result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_second_process_loads_every_kernel_from_disk_and_corruption_is_rebuilt(tmp_path):
+    first = run_process(tmp_path)
+    assert first["ok"] and first["stats"]["kernel_compiles"] == 2 and first["stats"]["disk_hits"] == 0
+    second = run_process(tmp_path)
+    assert second["ok"] and second["stats"]["kernel_compiles"] == 0 and second["stats"]["disk_hits"] == 2
+    assert second["warnings"] == []
+    cached = sorted((tmp_path / "kernels" / "__pycache__").glob("*.nbc"))
+    cached[0].write_bytes(cached[0].read_bytes()[:50])                # truncate one entry
+    third = run_process(tmp_path)
+    assert third["ok"] and third["stats"]["kernel_compiles"] == 1
+    assert len(third["warnings"]) == 1 and "is corrupted" in third["warnings"][0]
+    assert "rebuilding it" in third["warnings"][0]
+    fourth = run_process(tmp_path)
+    assert fourth["ok"] and fourth["stats"]["kernel_compiles"] == 0 and fourth["warnings"] == []
+
+
+def test_two_processes_compiling_one_kernel_both_succeed(tmp_path):
+    env = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path))
+    processes = [subprocess.Popen([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for process in processes:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+        assert json.loads(out.splitlines()[-1])["ok"]
+    assert run_process(tmp_path)["stats"]["kernel_compiles"] == 0
+
+
+def test_cache_can_be_turned_off_and_cleared(tmp_path):
+    jitted = flowjit.jit(chain, cache_dir=None)
+    np.testing.assert_allclose(jitted(np.ones(4)), chain(np.ones(4)))
+    from flowjit.compiler.codegen.cache import kernel_cache
+    cache = kernel_cache(str(tmp_path))
+    flowjit.jit(chain, cache_dir=str(tmp_path))(np.ones(4, np.int16))
+    assert cache.info()["entries"] == 1
+    assert cache.clear() >= 1 and cache.info()["entries"] == 0
