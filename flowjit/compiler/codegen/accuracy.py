@@ -18,7 +18,7 @@ from numba import njit
 
 from flowjit.compiler.codegen import mathlib
 
-FUNCTIONS = ("exp", "log", "tanh", "sigmoid")
+FUNCTIONS = ("exp", "log", "tanh", "sigmoid", "erf")
 DTYPES = (np.float32, np.float64)
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, -1e-310, 5e-324, 1e-45, 1.0, -1.0, 0.5,
             709.782712893384, 709.7827128933841, -745.1332191019411, -745.1332191019412, 88.72283, 88.72284,
@@ -26,8 +26,8 @@ SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, -1e-310, 5e-324, 1e-45, 
 
 
 def reference(name: str):
-    from scipy.special import expit
-    return {"exp": np.exp, "log": np.log, "tanh": np.tanh, "sigmoid": expit}[name]
+    from scipy.special import erf, expit
+    return {"exp": np.exp, "log": np.log, "tanh": np.tanh, "sigmoid": expit, "erf": erf}[name]
 
 
 def _runner(function):
@@ -52,7 +52,7 @@ def inputs(name: str, dtype, points: int, rng: np.random.Generator) -> np.ndarra
         top = 0x7FF0000000000000 if dtype == np.float64 else 0x7F800000
         bits = rng.integers(0, top, points, dtype=np.int64)
         return bits.view(np.float64) if dtype == np.float64 else bits.astype(np.int32).view(np.float32)
-    limit = {"exp": (746.0, 104.0), "tanh": (25.0, 12.0), "sigmoid": (746.0, 104.0)}[name]
+    limit = {"exp": (746.0, 104.0), "tanh": (25.0, 12.0), "sigmoid": (746.0, 104.0), "erf": (7.0, 5.0)}[name]
     limit = limit[0] if dtype == np.float64 else limit[1]
     return np.concatenate([rng.uniform(-limit, limit, points // 2), rng.uniform(-1, 1, points // 4),
                            rng.standard_normal(points - points // 2 - points // 4) * 1e-3]).astype(dtype)

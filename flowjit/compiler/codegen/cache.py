@@ -25,12 +25,16 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 
-import llvmlite
-import llvmlite.binding as llvm
-import numba
-from numba import njit
+from flowjit.config import prepare_threads
 
-from flowjit.compiler.codegen.kernel import KernelSource, module_source
+prepare_threads()                     # before numba's threading layer starts
+
+import llvmlite  # noqa: E402
+import llvmlite.binding as llvm  # noqa: E402
+import numba  # noqa: E402
+from numba import njit  # noqa: E402
+
+from flowjit.compiler.codegen.kernel import KernelSource, module_source  # noqa: E402
 
 _PLACEHOLDER = "__kernel__"
 

@@ -257,7 +257,9 @@ class KernelWriter:
 
         # Which values each pass computes, and which a later pass reads back from scratch.
         first: dict[Value, int] = {}
-        scratch = {n.inputs[0] for n in members if n.op.kind is OpKind.REDUCTION}
+        direct = {n.inputs[0] for n in members if n.op.kind is OpKind.REDUCTION and n.inputs[0] in self.argument
+                  and len(reduced) == 1}        # read straight from the input row, no copy
+        scratch = {n.inputs[0] for n in members if n.op.kind is OpKind.REDUCTION} - direct
         for p in range(passes):
             stack = [v for v in [n.inputs[0] for n in reductions_in[p]] + stores_in[p] if v in full]
             seen = set()
@@ -302,10 +304,15 @@ class KernelWriter:
             reductions, stores = reductions_in[current], stores_in[current]
             if not reductions and not stores:
                 continue
-            wanted = [n.inputs[0] for n in reductions] + stores
+            wanted = [n.inputs[0] for n in reductions if n.inputs[0] not in direct] + stores
             wanted += [v for v in scratch if first.get(v) == current and v not in wanted]
             # the elementwise loop of this pass
             saved = dict(self.names)
+            if not wanted:
+                for node in reductions:
+                    self.reduce_row(outer, node, self.row_reader(node.inputs[0], reduced[0]), count)
+                compute_outer(current + 1)
+                continue
             self.emit(outer, "t = 0")
             depth = outer
             for axis in reduced:
@@ -337,15 +344,30 @@ class KernelWriter:
             self.names = {k: v for k, v in saved.items() if k not in full}
             # the reductions of this pass, over the scratch rows
             for node in reductions:
-                self.reduce_row(outer, node, scratch_name[node.inputs[0]], count)
+                source = node.inputs[0]
+                row = self.row_reader(source, reduced[0]) if source in direct else \
+                    (lambda index, name=scratch_name[source]: f"{name}[{index}]")
+                self.reduce_row(outer, node, row, count)
             compute_outer(current + 1)
         for value in outputs:
             if value not in full:
                 self.store(outer, value)
         return self.lines[start:]
 
-    def reduce_row(self, depth: int, node: Node, row: str, count: str, lanes: int = 8) -> None:
-        """Reduce a contiguous scratch row with ``lanes`` independent accumulators."""
+    def row_reader(self, value: Value, axis: int):
+        """Index expressions into an input along the reduced ``axis`` (the row position)."""
+        embedding = _identity(value.shape)
+        array = self.argument[value]
+        self.note_extent(array, embedding, value.shape)
+
+        def read(index: str) -> str:
+            parts = [index if entry == axis else ("0" if entry is None else f"i{entry}") for entry in embedding]
+            return f"{array}[{', '.join(parts)}]"
+        return read
+
+    def reduce_row(self, depth: int, node: Node, row, count: str, lanes: int = 8) -> None:
+        """Reduce a row (``row(index)`` reads element ``index``) with ``lanes`` independent
+        accumulators."""
         self.comment(depth, node)
         out = node.output
         source = node.inputs[0]
@@ -356,7 +378,7 @@ class KernelWriter:
             self.emit(depth, f"best = {_extreme(dtype, lowest=node.op is ops.argmax)}")
             self.emit(depth, "best_index = 0")
             self.emit(depth, "for t in range(ninner):")
-            self.emit(depth + 1, f"x = {row}[t]")
+            self.emit(depth + 1, f"x = {row('t')}")
             nan_rule = " or (x != x and best == best)" if dtype.kind == "f" else ""
             self.emit(depth + 1, f"if x {better} best{nan_rule}:")
             self.emit(depth + 2, "best = x")
@@ -386,13 +408,13 @@ class KernelWriter:
         self.emit(depth, f"whole = ninner - ninner % {lanes}")
         self.emit(depth, f"for t in range(0, whole, {lanes}):")
         for lane, acc in enumerate(accumulators):
-            element = cast(f"{row}[t + {lane}]", source.dtype, dtype)
+            element = cast(row(f"t + {lane}"), source.dtype, dtype)
             self.emit(depth + 1, f"x{lane} = {element}")
             self.emit(depth + 1, f"{acc} = {combine(acc, f'x{lane}')}")
             if floats_max:
                 self.emit(depth + 1, f"nan |= x{lane} != x{lane}")
         self.emit(depth, "for t in range(whole, ninner):")
-        self.emit(depth + 1, f"x0 = {cast(f'{row}[t]', source.dtype, dtype)}")
+        self.emit(depth + 1, f"x0 = {cast(row('t'), source.dtype, dtype)}")
         self.emit(depth + 1, f"a0 = {combine('a0', 'x0')}")
         if floats_max:
             self.emit(depth + 1, "nan |= x0 != x0")
@@ -433,8 +455,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from flowjit.compiler.codegen.mathlib import (exp_f32, exp_f64, log_f32, log_f64, sigmoid_f32,
-                                              sigmoid_f64, tanh_f32, tanh_f64)
+from flowjit.compiler.codegen.mathlib import (erf_f32, erf_f64, exp_f32, exp_f64, log_f32, log_f64,
+                                              sigmoid_f32, sigmoid_f64, tanh_f32, tanh_f64)
 '''
 
 

@@ -214,7 +214,7 @@ UNARY = {
     ops.floor: lambda a, dtype: f"np.floor({a})", ops.ceil: lambda a, dtype: f"np.ceil({a})",
     ops.trunc: lambda a, dtype: f"np.trunc({a})", ops.rint: lambda a, dtype: f"np.rint({a})",
     ops.sign: _sign, ops.logical_not: lambda a, dtype: f"(not {a})", ops.invert: _invert,
-    ops.isnan: _isnan, ops.isinf: _isinf, ops.isfinite: _isfinite, ops.erf: _math("erf"),
+    ops.isnan: _isnan, ops.isinf: _isinf, ops.isfinite: _isfinite, ops.erf: _vectorized("erf", "erf"),
     ops.sigmoid: _vectorized("sigmoid", None),
 }
 
