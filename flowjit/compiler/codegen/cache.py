@@ -1,8 +1,9 @@
 """The kernel cache: in memory by source, on disk across processes.
 
-A kernel module is keyed by a hash of its source (with the kernel's name left out, so
-the same loop generated for two programs is compiled once) plus the numba and llvmlite
-versions and the CPU's name and features.  On disk it is an ordinary Python file whose
+A kernel module is keyed by a hash of its source (without comments and with the
+kernel's name left out, so the same loop generated for two programs or two sizes is
+compiled once) plus the numba and llvmlite versions, the CPU's name and features, and
+the source of the math library the kernels inline.  On disk it is an ordinary Python file whose
 functions are jitted with ``cache=True``, so numba keeps the object code beside it in
 ``__pycache__``; a manifest with the sha256 of every file of the entry lets a later
 process detect a corrupted or truncated entry, warn once, and rebuild it.  Files are
@@ -44,8 +45,14 @@ class KernelCacheWarning(UserWarning):
 
 
 def toolchain_key() -> str:
+    """What besides a kernel's own text decides its machine code: the toolchain, the CPU,
+    and the source of the math library that kernels inline."""
+    from flowjit.compiler.codegen import mathlib
+    with open(mathlib.__file__, "rb") as stream:
+        library = hashlib.sha256(stream.read()).hexdigest()[:16]
     features = llvm.get_host_cpu_features().flatten()
-    return f"numba={numba.__version__};llvmlite={llvmlite.__version__};cpu={llvm.get_host_cpu_name()};{features}"
+    return (f"numba={numba.__version__};llvmlite={llvmlite.__version__};cpu={llvm.get_host_cpu_name()};"
+            f"{features};mathlib={library}")
 
 
 @dataclass
@@ -132,7 +139,8 @@ class KernelCache:
             os.makedirs(self.directory, exist_ok=True)
 
     def key_of(self, kernel: KernelSource) -> str:
-        return hashlib.sha256((canonical(kernel.source) + self.toolchain).encode()).hexdigest()[:24]
+        text = canonical(module_source(kernel))          # header and helpers included
+        return hashlib.sha256((text + self.toolchain).encode()).hexdigest()[:24]
 
     def get(self, kernel: KernelSource) -> CompiledKernel:
         key = self.key_of(kernel)
