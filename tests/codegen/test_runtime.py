@@ -181,3 +181,23 @@ def test_cache_can_be_turned_off_and_cleared(tmp_path):
     flowjit.jit(chain, cache_dir=str(tmp_path))(np.ones(4, np.int16))
     assert cache.info()["entries"] == 1
     assert cache.clear() >= 1 and cache.info()["entries"] == 0
+
+
+def test_parallel_variants_are_correct():
+    """Inputs above the parallel threshold run the prange twins: loops, row and full
+    reductions, arg-reductions and a matmul epilogue all match numpy."""
+    from flowjit.compiler.codegen.driver import PARALLEL_MIN_ELEMENTS
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(PARALLEL_MIN_ELEMENTS + 1000).astype(np.float32)
+    rows = rng.standard_normal((PARALLEL_MIN_ELEMENTS // 256 + 3, 256))
+    w = rng.standard_normal((256, 8))
+
+    def program(x, rows, w):
+        return (np.tanh(x) * 2 + 1, np.sum(x * 2), np.max(x - 1), np.argmax(x), x.mean(),
+                rows.sum(axis=0), rows.max(axis=1), np.argmin(rows, axis=1),
+                (rows - rows.mean(axis=1, keepdims=True)).std(axis=1), np.maximum(rows @ w + 1, 0))
+    got = flowjit.jit(program)(x, rows, w)
+    expected = program(x, rows, w)
+    for index, (value, want) in enumerate(zip(got, expected)):
+        np.testing.assert_allclose(value, want, rtol=1e-5 if np.asarray(want).dtype == np.float32 else 1e-9,
+                                   atol=1e-4, err_msg=f"output {index}")

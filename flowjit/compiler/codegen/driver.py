@@ -216,7 +216,8 @@ class DriverBuilder:
             self.emit(f"{self.name(value)} = {buffer}")
             outputs.append(self.name(value))
         size = max([int(np.prod(v.shape, dtype=np.int64)) for v in kernel.inputs + kernel.outputs] + [0])
-        function = compiled.parallel if size >= PARALLEL_MIN_ELEMENTS else compiled.serial
+        parallel = kernel.parallel and size >= PARALLEL_MIN_ELEMENTS
+        function = compiled.parallel if parallel else compiled.serial
         symbol = self.global_(f"{node.name}_", function)
         self.emit(f"{symbol}({', '.join(inputs + outputs)})")
 

@@ -32,6 +32,8 @@ from flowjit.compiler.ir.printer import format_node
 from flowjit.compiler.passes.fuse import reduction_axes
 
 INDENT = "    "
+PARALLEL_MARK = "  # parallel loop"
+ROW_CHUNK = 64                  # rows per parallel task in reduce kernels
 
 
 @dataclass
@@ -41,6 +43,7 @@ class KernelSource:
     inputs: list[Value]         # outer values, in argument order (for matmul: the BLAS result first)
     outputs: list[Value]        # outer values written by the kernel
     kind: str
+    parallel: bool = True       # False: no loop can run in parallel (the ``_parallel`` twin is serial)
 
 
 def _identifier(value: Value) -> str:
@@ -189,16 +192,15 @@ class KernelWriter:
             raise CodegenError(f"kernel {self.name}: no argument gives the extent of domain axis {missing[0]}")
         header = [f"{INDENT}n{axis} = {self.extents.get(axis, '1')}" for axis in range(rank)]
         parameters = ", ".join(self.argument[v] for v in inputs + outputs)
-        serial = [f"def {self.name}({parameters}):"] + header + body_lines
-        parallel_lines = [line.replace("for i", "for i", 1) for line in body_lines]
-        for index, line in enumerate(parallel_lines):
-            if line.lstrip().startswith("for i") and "range(" in line:
-                parallel_lines[index] = line.replace("range(", "prange(", 1)
-                break
+        serial_lines = [line.replace(PARALLEL_MARK, "") for line in body_lines]
+        parallel_lines = [line.replace(PARALLEL_MARK, "").replace("range(", "prange(", 1)
+                          if line.endswith(PARALLEL_MARK) else line for line in body_lines]
+        can_parallel = any(line.endswith(PARALLEL_MARK) for line in body_lines)
+        serial = [f"def {self.name}({parameters}):"] + header + serial_lines
         parallel = [f"def {self.name}_parallel({parameters}):"] + header + parallel_lines
         source = "\n".join(serial) + "\n\n\n" + "\n".join(parallel) + "\n"
         return KernelSource(self.name, source, [self.outer_value(v) for v in inputs],
-                            [self.exported[v] for v in outputs], self.kind)
+                            [self.exported[v] for v in outputs], self.kind, can_parallel)
 
     def outer_value(self, value: Value) -> Value:
         if value in self.outer_of:
@@ -215,10 +217,8 @@ class KernelWriter:
         self.constants(1)
         depth = 1
         for axis in range(len(self.domain)):
-            self.emit(depth, f"for i{axis} in range(n{axis}):")
+            self.emit(depth, f"for i{axis} in range(n{axis}):" + (PARALLEL_MARK if axis == 0 else ""))
             depth += 1
-        if not self.domain:
-            pass
         for node in self.body.nodes:
             if node.op is ops.constant or node is self.matmul:
                 continue
@@ -281,12 +281,26 @@ class KernelWriter:
         inner = " * ".join(f"n{axis}" for axis in reduced) or "1"
         self.emit(1, f"ninner = {inner}")
         depth = 1
-        for axis in kept:
-            self.emit(depth, f"for i{axis} in range(n{axis}):")
+        allocations = [f"{scratch_name[v]} = np.empty(ninner, {constructor(v.dtype)})"
+                       for v in sorted(scratch, key=lambda v: scratch_name[v])]
+        if kept:
+            # Rows in chunks: the chunk loop runs in parallel, scratch rows are allocated per chunk.
+            first_axis = kept[0]
+            self.emit(depth, f"for chunk in range((n{first_axis} + {ROW_CHUNK - 1}) // {ROW_CHUNK}):"
+                      + PARALLEL_MARK)
             depth += 1
+            for line in allocations:
+                self.emit(depth, line)
+            self.emit(depth, f"for i{first_axis} in range(chunk * {ROW_CHUNK}, "
+                             f"min(n{first_axis}, (chunk + 1) * {ROW_CHUNK})):")
+            depth += 1
+            for axis in kept[1:]:
+                self.emit(depth, f"for i{axis} in range(n{axis}):")
+                depth += 1
+        else:
+            for line in allocations:
+                self.emit(depth, line)
         outer = depth
-        for value in sorted(scratch, key=lambda v: scratch_name[v]):
-            self.emit(outer, f"{scratch_name[value]} = np.empty(ninner, {constructor(value.dtype)})")
         computed_outer: set[Value] = set()
 
         def compute_outer(upto: int) -> None:
