@@ -7,6 +7,7 @@ axis normalisation, keepdims).  Anything missing raises an error naming it.
 from __future__ import annotations
 
 import builtins
+import sys
 
 import numpy as np
 
@@ -38,15 +39,17 @@ UFUNCS = {
 UFUNC_REDUCTIONS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min"}
 
 
-def _scipy_ufuncs() -> dict:
-    try:
-        import scipy.special
-    except ImportError:
-        return {}
-    return {scipy.special.erf: ops.erf, scipy.special.expit: ops.sigmoid}
+SCIPY_UFUNCS = {"erf": ops.erf, "expit": ops.sigmoid}
 
 
-UFUNCS.update(_scipy_ufuncs())
+def _scipy_op(ufunc):
+    """scipy.special's erf and expit, recognised without importing scipy ourselves: a user
+    who calls them has imported it already."""
+    special = sys.modules.get("scipy.special")
+    name = getattr(ufunc, "__name__", None)
+    if special is not None and name in SCIPY_UFUNCS and getattr(special, name, None) is ufunc:
+        return SCIPY_UFUNCS[name]
+    return None
 
 
 def _reject_kwargs(name: str, kwargs: dict, allowed=()) -> None:
@@ -68,7 +71,7 @@ def apply_ufunc(trace: TraceContext, ufunc, method: str, inputs: tuple, kwargs: 
         return REDUCTIONS[UFUNC_REDUCTIONS[ufunc]](inputs[0], axis=kwargs.get("axis", 0),
                                                     dtype=kwargs.get("dtype"),
                                                     keepdims=kwargs.get("keepdims", False))
-    op = UFUNCS.get(ufunc)
+    op = UFUNCS.get(ufunc) or _scipy_op(ufunc)
     if op is None or method != "__call__":
         spelled = name if method == "__call__" else f"{name}.{method}"
         raise UnsupportedFunctionError(f"{spelled} is not supported by flowjit", user_location())

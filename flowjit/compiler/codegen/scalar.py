@@ -11,6 +11,7 @@ import numpy as np
 
 from flowjit.compiler.codegen.mathlib import VECTORIZED
 from flowjit.compiler.ir import ops
+from flowjit.compiler.ir.types import TensorType
 from flowjit.errors import FlowjitError
 
 
@@ -233,7 +234,14 @@ BINARY = {
 
 def loop_dtypes(op, input_dtypes) -> tuple[list[np.dtype], np.dtype]:
     """The dtypes the op's inner loop runs at (numpy's ufunc type resolution)."""
-    resolved = op.ufunc.resolve_dtypes(tuple(input_dtypes) + (None,))
+    ufunc = op.ufunc
+    if ufunc is None and "ufunc_name" in op.extensions:
+        from flowjit.compiler.ir.ops.elementwise import special
+        ufunc = special(op.extensions["ufunc_name"])
+    if not isinstance(ufunc, np.ufunc):                     # numpy-only fallback (no scipy)
+        out = op.infer_types([TensorType((), dtype) for dtype in input_dtypes], {})[0].dtype
+        return [out] * len(input_dtypes), out
+    resolved = ufunc.resolve_dtypes(tuple(input_dtypes) + (None,))
     return [np.dtype(d) for d in resolved[:-1]], np.dtype(resolved[-1])
 
 

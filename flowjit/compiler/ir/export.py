@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 
-import networkx as nx
 import numpy as np
 
 from flowjit.compiler.ir.graph import Graph
 from flowjit.compiler.ir.printer import format_attr
 
 
-def to_networkx(graph: Graph) -> "nx.MultiDiGraph":
-    """Nodes are node and input names; data edges carry ``value``/``type``, control edges ``control``."""
+def to_networkx(graph: Graph):
+    """A networkx.MultiDiGraph: nodes are node and input names; data edges carry
+    ``value``/``type``, control edges ``control``."""
+    import networkx as nx                      # imported on use: it is slow to import
     result = nx.MultiDiGraph(name=graph.name)
     for value in graph.inputs:
         result.add_node(value.name, op="input", type=str(value.type))

@@ -106,15 +106,7 @@ bitwise_xor = _ufunc_op("bitwise_xor", np.bitwise_xor, commutative=True)
 
 
 # -- erf and sigmoid: scipy.special's ufuncs when scipy is installed ---------------------------
-def _special(name: str, fallback):
-    """scipy.special.<name> if importable, else a numpy-only equivalent with its dtype rule."""
-    try:
-        import scipy.special
-        return getattr(scipy.special, name)
-    except ImportError:
-        return fallback
-
-
+# scipy is imported on first use, not when flowjit is (it costs a fifth of a second).
 def _float_like(array: np.ndarray) -> np.ndarray:
     # scipy.special computes float16 and integers in float32 / float64, as numpy's exp does not.
     if array.dtype == np.float32 or array.dtype == np.float16:
@@ -136,14 +128,29 @@ def _expit_fallback(array):
         return (1 / (1 + np.exp(-array))).astype(array.dtype)
 
 
-_erf = _special("erf", _erf_fallback)
-_expit = _special("expit", _expit_fallback)
+@functools.lru_cache(maxsize=None)
+def special(name: str):
+    """scipy.special.<name> if scipy is installed, else a numpy-only equivalent."""
+    try:
+        import scipy.special
+        return getattr(scipy.special, name)
+    except ImportError:
+        return {"erf": _erf_fallback, "expit": _expit_fallback}[name]
 
-erf = register(Op("erf", OpKind.ELEMENTWISE, 1, _elementwise_rule(_erf),
-                  lambda arrays, attrs: [_erf(arrays[0])], ufunc=_erf, doc="scipy.special.erf"))
-sigmoid = register(Op("sigmoid", OpKind.ELEMENTWISE, 1, _elementwise_rule(_expit),
-                      lambda arrays, attrs: [_expit(arrays[0])], ufunc=_expit,
+
+def _special_rule(name: str):
+    def rule(types, attrs):
+        return _elementwise_rule(special(name))(types, attrs)
+    return rule
+
+
+erf = register(Op("erf", OpKind.ELEMENTWISE, 1, _special_rule("erf"),
+                  lambda arrays, attrs: [special("erf")(arrays[0])], doc="scipy.special.erf"))
+sigmoid = register(Op("sigmoid", OpKind.ELEMENTWISE, 1, _special_rule("expit"),
+                      lambda arrays, attrs: [special("expit")(arrays[0])],
                       doc="scipy.special.expit: 1 / (1 + exp(-x))"))
+erf.extensions["ufunc_name"] = "erf"
+sigmoid.extensions["ufunc_name"] = "expit"
 
 
 # -- cast and where ----------------------------------------------------------------------------
