@@ -15,6 +15,7 @@ class CompileOptions:
     fastmath: bool = False                  # allow rewrites that change rounding or NaN behaviour
     fuse: bool = True
     backend: str = "kernels"                # "kernels": Numba code; "interpreter": the numpy oracle
+    fma: bool = True                        # kernels may fuse a*b+c into one rounding (LLVM 'contract')
     verify_each: bool = False               # verify the graph after every pass (tests turn it on)
     dump_after: str | None = None           # regex of pass names whose output is recorded
     dump_dir: str | None = None             # write one file per pass, in run order

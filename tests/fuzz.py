@@ -38,6 +38,8 @@ def mismatch(program) -> str | None:
             if value.dtype != want.dtype or value.shape != want.shape:
                 return f"fuse={fuse}: output {index} is {value.dtype}{value.shape}, expected {want.dtype}{want.shape}"
             rtol = TOLERANCE.get(want.dtype, 0.0)
+            if rtol:                                  # the least precise float the program computes in
+                rtol = max([rtol] + [TOLERANCE.get(np.asarray(a).dtype, 0.0) for a in args])
             finite = np.abs(want[np.isfinite(want)]) if want.dtype.kind == "f" else np.abs(want)
             scale = float(finite.max(initial=1.0)) if finite.size else 1.0
             if not np.allclose(value, want, rtol=rtol, atol=rtol * scale, equal_nan=True):

@@ -83,7 +83,7 @@ class Lowered:
     def executable(self):
         from flowjit.compiler.codegen.cache import kernel_cache
         from flowjit.compiler.codegen.driver import Executable
-        return Executable(self.fused, kernel_cache(cache_directory(self.options.cache_dir)))
+        return Executable(self.fused, kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma)
 
     def compile(self):
         """A callable taking the flat input arrays and returning the flat outputs."""

@@ -39,7 +39,7 @@ def test_new_sizes_compile_no_kernels():
     before = flowjit.stats()
     for size in (3, 100, 1000):
         x = np.linspace(-1, 1, size, dtype=np.float32)
-        np.testing.assert_allclose(jitted(x), chain(x), rtol=2e-6)
+        np.testing.assert_allclose(jitted(x), chain(x), rtol=2e-5, atol=1e-6)
     after = flowjit.stats()
     assert after["traces"] == before["traces"] + 3          # re-traced (cheap) ...
     assert after["kernel_compiles"] == before["kernel_compiles"]   # ... but nothing compiled

@@ -138,28 +138,28 @@ class KernelCache:
         if self.directory:
             os.makedirs(self.directory, exist_ok=True)
 
-    def key_of(self, kernel: KernelSource) -> str:
+    def key_of(self, kernel: KernelSource, fma: bool = True) -> str:
         text = canonical(module_source(kernel))          # header and helpers included
-        return hashlib.sha256((text + self.toolchain).encode()).hexdigest()[:24]
+        return hashlib.sha256((text + self.toolchain + f";fma={fma}").encode()).hexdigest()[:24]
 
-    def get(self, kernel: KernelSource) -> CompiledKernel:
-        key = self.key_of(kernel)
+    def get(self, kernel: KernelSource, fma: bool = True) -> CompiledKernel:
+        key = self.key_of(kernel, fma)
         with self.lock:
             compiled = self.memory.get(key)
             if compiled is None:
-                compiled = self._load(kernel, key)
+                compiled = self._load(kernel, key, fma)
                 self.memory[key] = compiled
         return compiled
 
     # -- loading ---------------------------------------------------------------------------------
-    def _load(self, kernel: KernelSource, key: str) -> CompiledKernel:
+    def _load(self, kernel: KernelSource, key: str, fma: bool) -> CompiledKernel:
         text = module_source(kernel)
         if self.directory is None:
             filename = f"<flowjit kernel {kernel.name} {key}>"
             linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
             namespace: dict = {"__name__": f"flowjit_kernel_{key}"}
             exec(compile(text, filename, "exec"), namespace)
-            return self._wrap(kernel.name, key, text, namespace, cache=False, path=None)
+            return self._wrap(kernel.name, key, text, namespace, cache=False, path=None, fma=fma)
         stem = f"k_{key}"
         path = os.path.join(self.directory, stem + ".py")
         self._check_entry(stem, path, text)
@@ -173,12 +173,14 @@ class KernelCache:
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
         spec.loader.exec_module(module)
-        return self._wrap(kernel.name, key, text, vars(module), cache=True, path=path)
+        return self._wrap(kernel.name, key, text, vars(module), cache=True, path=path, fma=fma)
 
-    def _wrap(self, name, key, text, namespace, *, cache: bool, path: str | None) -> CompiledKernel:
+    def _wrap(self, name, key, text, namespace, *, cache: bool, path: str | None, fma: bool) -> CompiledKernel:
         function = kernel_function_name(text)
-        serial = njit(error_model="numpy", cache=cache)(namespace[function])
-        parallel = njit(error_model="numpy", cache=cache, parallel=True)(namespace[function + "_parallel"])
+        # 'contract' lets LLVM fuse a*b+c into one FMA (one rounding); nothing else of fastmath.
+        flags = dict(error_model="numpy", cache=cache, fastmath={"contract"} if fma else False)
+        serial = njit(**flags)(namespace[function])
+        parallel = njit(parallel=True, **flags)(namespace[function + "_parallel"])
         STATS.dispatchers.extend([serial, parallel])
         return CompiledKernel(name, key, text, serial, parallel, path)
 

@@ -56,9 +56,10 @@ def storage_shape(value: Value) -> tuple[int, ...]:
 
 
 class DriverBuilder:
-    def __init__(self, graph: Graph, cache: KernelCache):
+    def __init__(self, graph: Graph, cache: KernelCache, fma: bool = True):
         self.graph = graph
         self.cache = cache
+        self.fma = fma
         self.lines: list[str] = []
         self.names: dict[Value, str] = {}
         self.globals: dict = {"np": np}
@@ -194,7 +195,7 @@ class DriverBuilder:
             kernel = kernel_source(node)
             inputs = [self.argument(v) for v in kernel.inputs]
             dying = None
-        compiled = self.cache.get(kernel)
+        compiled = self.cache.get(kernel, self.fma)
         self.compiled.append(compiled)
         self.sources[node.name] = module_source(kernel)     # this program's lines, even when the
                                                              # compiled module is shared with another
@@ -250,8 +251,8 @@ class DriverBuilder:
 class Executable:
     """A compiled program: call it with the graph's input arrays, get its outputs."""
 
-    def __init__(self, graph: Graph, cache: KernelCache):
-        builder = DriverBuilder(graph, cache)
+    def __init__(self, graph: Graph, cache: KernelCache, fma: bool = True):
+        builder = DriverBuilder(graph, cache, fma)
         self.driver, self.driver_source = builder.build()
         self.kernel_sources = builder.sources
         self.slot_specs = builder.slot_specs

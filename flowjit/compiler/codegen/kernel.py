@@ -112,6 +112,9 @@ class KernelWriter:
         self.kind: str = node.attrs["kind"]
         self.name = node.name
         self.domain, self.axes = domain_of(self.body, self.kind)
+        if self.kind == "reduce" and not self.axes:
+            raise CodegenError(f"kernel {self.name} reduces over no axes: run the expand-composites pass "
+                               f"first (it lowers such reductions to casts)")
         self.embed = embeddings(self.body, self.domain, self.axes)
         self.lines: list[str] = []
         self.names: dict[Value, str] = {}

@@ -12,6 +12,7 @@ import numpy as np
 
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node
+from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.compiler.passes.base import Pass, Rewriter
 
 
@@ -31,12 +32,36 @@ def expand_variance(node: Node, rw: Rewriter):
     return rw.emit(ops.sqrt, [variance]) if node.op is ops.std else variance
 
 
+def trivial_reduction(node: Node, rw: Rewriter):
+    """reduce(x) over no axes (a 0-d x) -> x, cast to the reduction's dtype; argmax -> 0"""
+    (x,) = node.inputs
+    out = node.output
+    if node.op in (ops.argmax, ops.argmin):
+        if x.type.rank != 0:
+            return None
+        zero = rw.emit(ops.constant, [], {"value": np.zeros((), out.dtype)})
+        return zero if not out.shape else rw.emit(ops.broadcast_to, [zero], {"shape": out.shape})
+    if node.attrs["axes"] or node.op in (ops.var, ops.std):
+        return None
+    value = x if x.dtype == out.dtype else rw.emit(ops.cast, [x], {"dtype": out.dtype})
+    return value if value.shape == out.shape else rw.emit(ops.reshape, [value], {"shape": out.shape})
+
+
 @dataclass(frozen=True)
 class ExpandComposites(Pass):
+    """Lower ops kernels do not implement directly: var/std, and reductions over no axes."""
+
     name = "expand-composites"
 
     def run(self, graph: Graph) -> bool:
         def visit(node: Node, rw: Rewriter) -> None:
             if node.op is ops.var or node.op is ops.std:
                 rw.replace(node.output, expand_variance(node, rw))
-        return Rewriter(graph).sweep(visit)
+            elif node.op.kind is OpKind.REDUCTION:
+                replacement = trivial_reduction(node, rw)
+                if replacement is not None:
+                    rw.replace(node.output, replacement)
+        changed = False
+        while Rewriter(graph).sweep(visit):     # an expansion can emit reductions over no axes
+            changed = True
+        return changed
