@@ -27,7 +27,7 @@ import numpy as np
 from bench.workloads import WORKLOADS, JaxOps, NumpyOps, TorchOps
 
 MODES = ("numpy", "unfused", "fused", "numexpr", "jax", "torch")
-SIZES = {"1M": 1 << 20, "16M": 1 << 24, "64K": 1 << 16}
+SIZES = {"1M": 1 << 20, "16M": 1 << 24, "64K": 1 << 16, "4K": 1 << 12}
 
 
 @dataclass
@@ -190,10 +190,11 @@ def machine() -> dict:
     return info
 
 
-def run(workloads, sizes, modes, repeat, progress=print) -> dict:
+def run(workloads, sizes, modes, repeat, progress=print, compile_rows: bool = True,
+        bandwidth_elements: int = 1 << 25) -> dict:
     rng = np.random.default_rng(0)
     progress("measuring memory bandwidth (STREAM triad)...")
-    bandwidth = stream_triad()
+    bandwidth = stream_triad(bandwidth_elements)
     progress(f"  {bandwidth / 1e9:.1f} GB/s")
     rows: list[Row] = []
     bounds: dict = {}
@@ -244,7 +245,7 @@ def run(workloads, sizes, modes, repeat, progress=print) -> dict:
         progress(f"  dispatch, 16 elements  {mode:<8} "
                  + (f"{row.median_s * 1e6:8.2f} us" if row.median_s is not None else row.status))
     compiles = []
-    for name in ("chain", "softmax"):
+    for name in ("chain", "softmax") if compile_rows else ():
         with tempfile.TemporaryDirectory() as directory:
             cold = compile_time(name, directory)
             warm = compile_time(name, directory)

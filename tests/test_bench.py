@@ -1,0 +1,81 @@
+"""The benchmark harness on tiny sizes: it checks before it times, and says what it skipped."""
+
+import json
+import subprocess
+import sys
+import pathlib
+
+import numpy as np
+
+from bench import harness
+
+ROOT = pathlib.Path(__file__).parent.parent
+
+
+def tiny_run(monkeypatch=None, modes=("numpy", "unfused", "fused")):
+    return harness.run(["chain", "softmax", "black_scholes"], ["4K"], list(modes), repeat=3,
+                       progress=lambda text: None, compile_rows=False, bandwidth_elements=1 << 16)
+
+
+def test_every_mode_checked_and_timed():
+    report = tiny_run()
+    rows = report["rows"]
+    assert {(r["workload"], r["mode"]) for r in rows} == {
+        (w, m) for w in ("chain", "softmax", "black_scholes") for m in ("numpy", "unfused", "fused")}
+    for row in rows:
+        assert row["status"] == "ok", row
+        assert len(row["times_s"]) == 3 and row["median_s"] > 0 and row["first_call_s"] > 0
+    assert report["bandwidth_bytes_per_s"] > 0 and report["bounds_s"]["chain@4K"] > 0
+    assert [r["mode"] for r in report["dispatch"]] == ["numpy", "unfused", "fused"]
+    table = harness.format_table(report, ["numpy", "unfused", "fused"])
+    assert "chain" in table and "dispatch, chain on 16 elements" in table
+
+
+def test_wrong_results_are_reported_not_timed(monkeypatch):
+    real = harness.make_callable
+
+    def broken(mode, workload, args):
+        call = real(mode, workload, args)
+        return (lambda: np.asarray(call()) + 1.0) if mode == "fused" else call
+    monkeypatch.setattr(harness, "make_callable", broken)
+    report = tiny_run()
+    fused = [r for r in report["rows"] if r["mode"] == "fused"]
+    assert all(r["status"] == "wrong" and r["median_s"] is None and r["times_s"] == [] for r in fused)
+    assert "max error" in fused[0]["detail"]
+    assert "WRONG: chain@4K fused" in harness.format_table(report, ["numpy", "unfused", "fused"])
+
+
+def test_missing_peers_are_listed_as_skipped(monkeypatch):
+    monkeypatch.setattr(harness, "available",
+                        lambda mode: "jax is not installed (pip install -e '.[bench]')" if mode == "jax" else None)
+    report = tiny_run(modes=("numpy", "fused", "jax"))
+    jax_rows = [r for r in report["rows"] if r["mode"] == "jax"]
+    assert jax_rows and all(r["status"] == "skipped" and "not installed" in r["detail"] for r in jax_rows)
+    table = harness.format_table(report, ["numpy", "fused", "jax"])
+    assert "skipped jax: jax is not installed" in table
+
+
+def test_numexpr_skips_what_it_cannot_express(monkeypatch):
+    monkeypatch.setattr(harness, "available", lambda mode: None)
+    report = harness.run(["softmax"], ["4K"], ["numexpr"], repeat=1, progress=lambda text: None,
+                         compile_rows=False, bandwidth_elements=1 << 16)
+    assert report["rows"][0]["status"] == "skipped"
+    assert report["rows"][0]["detail"] == "not expressible as one numexpr expression"
+
+
+def test_cli_writes_json(tmp_path):
+    path = tmp_path / "bench.json"
+    result = subprocess.run([sys.executable, "-m", "flowjit.cli", "bench", "--workloads", "chain", "--sizes", "4K",
+                             "--modes", "numpy,fused", "--repeat", "3", "--json", str(path)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "median ms per call" in result.stdout and "measuring memory bandwidth" in result.stdout
+    report = json.loads(path.read_text())
+    assert report["machine"]["numpy"] and report["rows"][0]["workload"] == "chain"
+    assert report["compile"][0]["empty_cache_s"] > 0
+
+
+def test_cli_rejects_unknown_names():
+    result = subprocess.run([sys.executable, "-m", "flowjit.cli", "bench", "--workloads", "nope"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and "unknown workload 'nope'" in result.stderr
