@@ -241,6 +241,8 @@ def run(workloads, sizes, modes, repeat, progress=print, compile_rows: bool = Tr
                     row.median_s = (time.perf_counter() - start) / 2000
             except LookupError as error:
                 row.status, row.detail = "skipped", str(error)
+            except Exception as error:                 # a peer that fails is reported, not fatal
+                row.status, row.detail = "error", f"{type(error).__name__}: {error}"[:200]
         dispatch.append(row)
         progress(f"  dispatch, 16 elements  {mode:<8} "
                  + (f"{row.median_s * 1e6:8.2f} us" if row.median_s is not None else row.status))

@@ -66,7 +66,8 @@ def log_recompiles(option: bool | None) -> bool:
 
 
 def options_from_env(options: CompileOptions | None = None) -> CompileOptions:
-    """Options with the ``FLOWJIT_*`` environment switches applied (read by the CLI and jit)."""
+    """Options with the ``FLOWJIT_*`` environment switches applied (read by the CLI and jit):
+    ``FLOWJIT_VERIFY=1`` verifies the graph after every pass (the tests set it)."""
     options = options or CompileOptions()
     if env_flag("FLOWJIT_VERIFY") == "1":
         options = options.replace(verify_each=True)

@@ -11,6 +11,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 # One kernel cache for the whole run, shared by the xdist workers (which exercises
 # concurrent compiles of one kernel); tests that need an empty cache make their own.
 os.environ.setdefault("FLOWJIT_CACHE_DIR", os.path.join(tempfile.gettempdir(), "flowjit-test-cache"))
+# Verify the graph after every pass in every test (CompileOptions.verify_each).
+os.environ["FLOWJIT_VERIFY"] = "1"
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -14,7 +14,7 @@ import numpy as np
 
 from flowjit.compiler.ir.graph import Graph
 from flowjit.compiler.ir.types import TensorType, check_dtype, dtype_from_short_name
-from flowjit.config import CompileOptions
+from flowjit.config import CompileOptions, options_from_env
 from flowjit.errors import ArgumentError, TraceError, user_location
 from flowjit.frontend import numpy_api, pytree  # noqa: F401  (numpy_api installs Tracer methods)
 from flowjit.frontend.tracer import Tracer, current_trace, tracing
@@ -294,7 +294,7 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), o
 
     ``option_fields`` set fields of ``CompileOptions`` (``fuse=False``, ``fastmath=True``...).
     """
-    options = (options or CompileOptions()).replace(**option_fields)
+    options = options_from_env(options).replace(**option_fields)
 
     def wrap(f: Callable) -> Jitted:
         return Jitted(f, static_argnums=static_argnums, static_argnames=static_argnames, options=options)
