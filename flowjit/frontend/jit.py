@@ -214,11 +214,7 @@ class Jitted:
                 if entry is not None:
                     executable, program, single = entry
                     outputs = executable(*args)
-                    if single:
-                        result = outputs[0]
-                        return result[()] if result.ndim == 0 else result
-                    leaves = [_as_result(outputs[i]) if kind == "graph" else i for kind, i in program.out_leaves]
-                    return pytree.unflatten(program.out_tree, leaves)
+                    return _as_result(outputs[0]) if single else _results(program, outputs)
         else:
             key = None
         if current_trace() is not None:
@@ -237,9 +233,7 @@ class Jitted:
         if key is not None and len(key) == len(arrays) and current_trace() is None:
             single = program.out_tree.kind == "leaf" and program.out_leaves[0][0] == "graph"
             self._fast[key] = (executable, program, single)
-        outputs = executable(*arrays)
-        leaves = [_as_result(outputs[item]) if kind == "graph" else item for kind, item in program.out_leaves]
-        return pytree.unflatten(program.out_tree, leaves)
+        return _results(program, executable(*arrays))
 
     def _bind_dynamic(self, args, kwargs) -> dict:
         bound = self.signature.bind(*args, **kwargs)
@@ -270,6 +264,12 @@ def explain_retrace(old: tuple, new: tuple, paths: list[str]) -> str:
         elif before.shape != after.shape:
             reasons.append(f"argument '{path}' shape {before} -> {after} (kernels are reused: no compile)")
     return "; ".join(reasons) or "new argument types"
+
+
+def _results(program: TracedProgram, outputs: list):
+    """The function's results: graph outputs placed back into the returned structure."""
+    leaves = [_as_result(outputs[item]) if kind == "graph" else item for kind, item in program.out_leaves]
+    return pytree.unflatten(program.out_tree, leaves)
 
 
 def _as_result(array: np.ndarray):

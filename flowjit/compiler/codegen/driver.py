@@ -144,9 +144,6 @@ class DriverBuilder:
         """An expression for the buffer a kernel writes ``value`` into."""
         shape, dtype = storage_shape(value), compute_dtype(value.dtype)
         if value in self.escapes:
-            if value.dtype == np.float16 or not value.shape:
-                pool = self.global_("pool", OutputPool(shape, dtype))
-                return f"{pool}.take()"
             return f"{self.global_('pool', OutputPool(shape, dtype))}.take()"
         if reuse is not None:
             slot_of[value] = slot_of.pop(reuse)

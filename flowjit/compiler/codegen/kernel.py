@@ -133,8 +133,9 @@ class KernelWriter:
 
     def arguments(self) -> tuple[list[Value], list[Value]]:
         inputs = list(self.body.inputs)
-        if self.matmul is not None:
-            inputs = [self.matmul.output] + inputs
+        if self.matmul is not None:       # BLAS reads the matmul's operands; the epilogue reads the rest
+            epilogue = [n for n in self.body.nodes if n is not self.matmul]
+            inputs = [self.matmul.output] + [v for v in inputs if any(v in n.inputs for n in epilogue)]
         outputs = [v for v in self.body.outputs if v is not (self.matmul.output if self.matmul else None)]
         for index, value in enumerate(inputs):
             self.argument[value] = f"in{index}_{value.name.replace(':', '_').replace('.', '_')}"

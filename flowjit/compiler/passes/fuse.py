@@ -404,4 +404,7 @@ def fuse(graph: Graph, enabled: bool = True) -> tuple[Graph, list[str]]:
     """The fused graph, and why each remaining edge between kernels was not fused."""
     fuser = Fuser(graph, enabled)
     fuser.run()
-    return fuser.build(), fuser.boundaries
+    fused = fuser.build()
+    from flowjit.compiler.passes.dce import DeadCodeElimination
+    DeadCodeElimination().run(fused)          # constants every kernel copied into its body
+    return fused, fuser.boundaries
