@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 
 def stats() -> dict:
     """Counters since start: traces, executables, kernel compiles, disk cache hits and misses."""
-    from flowjit.compiler.codegen.cache import STATS
+    from flowjit.runtime.counters import STATS
     return STATS.snapshot()
 
 __all__ = ["stats", "jit", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",

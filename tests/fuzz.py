@@ -19,9 +19,8 @@ from hypothesis import HealthCheck, given, settings
 sys.path.insert(0, os.path.dirname(__file__))
 
 import flowjit  # noqa: E402
+from helpers import close, tolerance_for  # noqa: E402
 from random_programs import random_programs  # noqa: E402
-
-TOLERANCE = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 2e-5}
 
 
 def mismatch(program) -> str | None:
@@ -37,12 +36,8 @@ def mismatch(program) -> str | None:
             value = np.asarray(value)
             if value.dtype != want.dtype or value.shape != want.shape:
                 return f"fuse={fuse}: output {index} is {value.dtype}{value.shape}, expected {want.dtype}{want.shape}"
-            rtol = TOLERANCE.get(want.dtype, 0.0)
-            if rtol:                                  # the least precise float the program computes in
-                rtol = max([rtol] + [TOLERANCE.get(np.asarray(a).dtype, 0.0) for a in args])
-            finite = np.abs(want[np.isfinite(want)]) if want.dtype.kind == "f" else np.abs(want)
-            scale = float(finite.max(initial=1.0)) if finite.size else 1.0
-            if not np.allclose(value, want, rtol=rtol, atol=rtol * scale, equal_nan=True):
+            rtol = tolerance_for(want, args) if want.dtype.kind == "f" else 0.0
+            if not close(value, want, rtol):
                 return f"fuse={fuse}: output {index} differs: {value!r} vs {want!r}"
     return None
 

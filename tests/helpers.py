@@ -7,6 +7,30 @@ import numpy as np
 from flowjit.frontend import pytree
 
 
+# Compiled results are held to the rounding of the least precise float a program computes in.
+TOLERANCE = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 2e-5, np.dtype(np.float16): 2e-3}
+
+
+def tolerance_for(*trees) -> float:
+    """rtol for a program whose inputs and outputs are ``trees`` (0.0: exact, no floats)."""
+    leaves = [leaf for tree in trees for leaf in pytree.flatten(tree)[0]]
+    dtypes = {np.asarray(leaf).dtype for leaf in leaves if isinstance(leaf, (np.ndarray, np.generic))}
+    return max([TOLERANCE.get(dtype, 0.0) for dtype in dtypes] + [0.0])
+
+
+def scaled_atol(want: np.ndarray, rtol: float) -> float:
+    """Absolute slack relative to the result's largest finite magnitude (sums and differences cancel)."""
+    finite = want[np.isfinite(want)] if want.dtype.kind == "f" else want
+    return rtol * (float(np.max(np.abs(finite), initial=1.0)) if finite.size else 1.0)
+
+
+def close(value, want, rtol: float) -> bool:
+    value, want = np.asarray(value), np.asarray(want)
+    if rtol == 0.0:
+        return bool(np.array_equal(value, want))
+    return bool(np.allclose(value, want, rtol=rtol, atol=scaled_atol(want, rtol), equal_nan=True))
+
+
 def assert_same_result(actual, expected, *, exact: bool = True, rtol: float | None = None):
     """Same structure, and leaf by leaf the same type, dtype, shape and values (NaN equal NaN)."""
     actual_leaves, paths, actual_tree = pytree.flatten(actual)
@@ -22,8 +46,5 @@ def assert_same_result(actual, expected, *, exact: bool = True, rtol: float | No
         if exact:
             np.testing.assert_array_equal(got_array, want_array, err_msg=path, strict=True)
         else:
-            # Relative to each element, and to the result's scale (sums and differences cancel).
-            finite = want_array[np.isfinite(want_array)] if want_array.dtype.kind == "f" else want_array
-            scale = float(np.max(np.abs(finite), initial=1.0)) if finite.size else 1.0
-            np.testing.assert_allclose(got_array, want_array, rtol=rtol, atol=rtol * scale, equal_nan=True,
-                                       err_msg=path)
+            np.testing.assert_allclose(got_array, want_array, rtol=rtol, atol=scaled_atol(want_array, rtol),
+                                       equal_nan=True, err_msg=path)

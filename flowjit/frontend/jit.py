@@ -147,10 +147,14 @@ class Jitted:
 
     # -- tracing ---------------------------------------------------------------------------------
     def trace(self, *args, **kwargs) -> TracedProgram:
+        return self._prepare(args, kwargs)[0]
+
+    def _prepare(self, args: tuple, kwargs: dict) -> tuple[TracedProgram, list]:
+        """Flatten the arguments once: the program for their signature, and their arrays."""
         bound, leaves, paths, treedef, arrays, array_paths, types, signature = self._flatten_args(args, kwargs)
         cached = self._traces.get(signature)
         if cached is not None:
-            return cached
+            return cached, arrays
         self._note_retrace(signature, array_paths)
         graph = Graph(_graph_name(self.fun))
         with tracing(graph) as context:
@@ -177,16 +181,16 @@ class Jitted:
                     recorded.append(("const", leaf))
         program = TracedProgram(graph, out_tree, recorded, signature)
         self._traces[signature] = program
-        return program
+        return program, arrays
 
     def _note_retrace(self, signature: tuple, array_paths: list[str]) -> None:
         """Count the trace; say why it happened when asked (FLOWJIT_LOG=recompiles)."""
-        from flowjit.compiler.codegen.cache import STATS
         from flowjit.config import log_recompiles
+        from flowjit.runtime.counters import STATS
         STATS.traces += 1
         self._trace_count = getattr(self, "_trace_count", 0) + 1
         previous = getattr(self, "_last_signature", None)
-        self._last_signature, self._last_paths = signature, array_paths
+        self._last_signature = signature
         if previous is None:
             return
         if log_recompiles(self.options.log_recompiles):
@@ -219,8 +223,7 @@ class Jitted:
             key = None
         if current_trace() is not None:
             return self.fun(*args, **kwargs)        # called inside another trace: inline it
-        program = self.trace(*args, **kwargs)
-        arrays = [leaf for leaf in pytree.flatten(self._bind_dynamic(args, kwargs))[0] if _is_array_leaf(leaf)]
+        program, arrays = self._prepare(args, kwargs)
         for array in arrays:
             if isinstance(array, ShapeDtype):
                 raise ArgumentError("ShapeDtype arguments can be lowered but not run; pass arrays",
@@ -230,15 +233,10 @@ class Jitted:
             from flowjit.compiler.lowered import Lowered
             executable = Lowered(program, self.options).compile()
             self._executables[program.signature] = executable
-        if key is not None and len(key) == len(arrays) and current_trace() is None:
+        if key is not None and len(key) == len(arrays):
             single = program.out_tree.kind == "leaf" and program.out_leaves[0][0] == "graph"
             self._fast[key] = (executable, program, single)
         return _results(program, executable(*arrays))
-
-    def _bind_dynamic(self, args, kwargs) -> dict:
-        bound = self.signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        return {name: value for name, value in bound.arguments.items() if name not in self.static_names}
 
 
 def explain_retrace(old: tuple, new: tuple, paths: list[str]) -> str:

@@ -23,21 +23,17 @@ _local = threading.local()
 
 
 class TraceContext:
-    """The graph being built and the scopes that annotate new nodes."""
+    """The graph being built."""
 
     def __init__(self, graph: Graph):
         self.graph = graph
-        self.device_stack: list[str] = []
-        self.control_stack: list[list] = []
 
     def emit(self, op: Op, inputs: list, attrs: dict | None = None, *, what: str | None = None) -> list["Tracer"]:
         """Add a node applying ``op``; errors name ``what`` (the numpy spelling) and the user's line."""
         location = user_location()
         values = [self.value_of(item) for item in inputs]
         try:
-            node = self.graph.add_node(op, values, attrs or {}, loc=location,
-                                       requested_device=self.device_stack[-1] if self.device_stack else None,
-                                       control_inputs=[n for group in self.control_stack for n in group])
+            node = self.graph.add_node(op, values, attrs or {}, loc=location)
         except TraceError as error:
             operands = ", ".join(str(value.type) for value in values)
             raise type(error)(f"{what or op.name}({operands}): {error.message}", location) from None

@@ -12,17 +12,12 @@ import pytest
 from hypothesis import given, settings
 
 import flowjit
-from helpers import assert_same_result
+from helpers import assert_same_result, close, tolerance_for
 from programs import PROGRAMS
 from random_programs import random_programs
 
-TOLERANCE = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 2e-5, np.dtype(np.float16): 2e-3}
-
-
 def assert_close(actual, expected, args=()):
-    leaves = flowjit.frontend.pytree.flatten(expected)[0] + flowjit.frontend.pytree.flatten(args)[0]
-    dtypes = {np.asarray(leaf).dtype for leaf in leaves if isinstance(leaf, (np.ndarray, np.generic))}
-    rtol = max([TOLERANCE.get(dtype, 0.0) for dtype in dtypes] + [0.0])
+    rtol = tolerance_for(expected, args)
     assert_same_result(actual, expected, exact=rtol == 0.0, rtol=rtol)
 
 
@@ -49,16 +44,8 @@ def test_random_programs_compiled_match_the_interpreter(program):
         for value, want in zip(got, expected):
             value = np.asarray(value)
             assert value.dtype == want.dtype and value.shape == want.shape, program.describe()
-            rtol = TOLERANCE.get(want.dtype, 0.0)
-            if rtol:
-                rtol = max([rtol] + [TOLERANCE.get(np.asarray(a).dtype, 0.0) for a in args])
-            if rtol == 0.0:
-                np.testing.assert_array_equal(value, want, err_msg=program.describe())
-            else:
-                finite = np.abs(want[np.isfinite(want)])
-                scale = float(finite.max(initial=1.0))
-                np.testing.assert_allclose(value, want, rtol=rtol, atol=rtol * scale, equal_nan=True,
-                                           err_msg=program.describe())
+            rtol = tolerance_for(want, args) if want.dtype.kind == "f" else 0.0
+            assert close(value, want, rtol), f"fuse={fuse}: {value!r} vs {want!r}\n{program.describe()}"
 
 
 def test_reductions_of_zero_d_values():

@@ -36,6 +36,7 @@ import numba  # noqa: E402
 from numba import njit  # noqa: E402
 
 from flowjit.compiler.codegen.kernel import KernelSource, module_source  # noqa: E402
+from flowjit.runtime.counters import STATS  # noqa: E402
 
 _PLACEHOLDER = "__kernel__"
 
@@ -66,24 +67,6 @@ class CompiledKernel:
     recorded: int = field(default=0)         # cache files listed in the manifest so far
 
 
-class Stats:
-    """Counters the tests and ``flowjit.stats()`` read."""
-
-    def __init__(self):
-        self.traces = 0
-        self.executables = 0
-        self.dispatchers: list = []
-
-    def snapshot(self) -> dict:
-        compiles = hits = 0
-        for dispatcher in self.dispatchers:
-            compiles += sum(dispatcher.stats.cache_misses.values())
-            hits += sum(dispatcher.stats.cache_hits.values())
-        return {"traces": self.traces, "executables": self.executables, "kernel_compiles": compiles,
-                "disk_hits": hits, "disk_misses": compiles, "kernels": len(self.dispatchers) // 2}
-
-
-STATS = Stats()
 
 
 def kernel_function_name(text: str) -> str:

@@ -19,13 +19,14 @@ import threading
 
 import numpy as np
 
-from flowjit.compiler.codegen.cache import STATS, KernelCache
+from flowjit.compiler.codegen.cache import KernelCache
 from flowjit.compiler.codegen.kernel import KernelSource, kernel_source, module_source
 from flowjit.compiler.codegen.scalar import CodegenError, compute_dtype
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.shape import python_slices
 from flowjit.compiler.ir.printer import format_node
+from flowjit.runtime.counters import STATS
 
 PARALLEL_MIN_ELEMENTS = 1 << 18
 VIEW_OPS = (ops.reshape, ops.transpose, ops.broadcast_to, ops.slice)
@@ -63,7 +64,6 @@ class DriverBuilder:
         self.lines: list[str] = []
         self.names: dict[Value, str] = {}
         self.globals: dict = {"np": np}
-        self.kernels: dict[str, object] = {}
         self.slot_specs: list[tuple] = []
         self.sources: dict[str, str] = {}
         self.compiled: list = []

@@ -220,9 +220,6 @@ def sigmoid_f64(x):
     return _sigmoid(x, -EXP_OVERFLOW)
 
 
-FLOAT32_EXP_OVERFLOW = 88.72283935546875     # log(float32 max), rounded to float32
-
-
 @njit(**INLINE)
 def sigmoid_f32(x):
     e = exp_f32(-abs(x))

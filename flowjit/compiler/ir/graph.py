@@ -77,10 +77,6 @@ class Node:
             raise ValueError(f"node %{self.name} ({self.op.name}) has {len(self.outputs)} outputs")
         return self.outputs[0]
 
-    def rename(self, name: str) -> None:
-        self.name = name
-        self.set_output_types([value.type for value in self.outputs])
-
     def __repr__(self) -> str:
         from flowjit.compiler.ir.printer import format_node
         return format_node(self)
@@ -152,24 +148,6 @@ class Graph:
     def __len__(self) -> int:
         return len(self.nodes)
 
-    def users(self) -> dict[Value, list[Node]]:
-        """For every value, the nodes that read it (in graph order, repeated per use)."""
-        users: dict[Value, list[Node]] = {value: [] for value in self.inputs}
-        for node in self.nodes:
-            for value in node.outputs:
-                users[value] = []
-        for node in self.nodes:
-            for value in node.inputs:
-                users.setdefault(value, []).append(node)
-        return users
-
-    def control_successors(self) -> dict[Node, list[Node]]:
-        successors: dict[Node, list[Node]] = {}
-        for node in self.nodes:
-            for before in node.control_inputs:
-                successors.setdefault(before, []).append(node)
-        return successors
-
     def node_named(self, name: str) -> Node:
         for node in self.nodes:
             if node.name == name:
@@ -187,13 +165,6 @@ class Graph:
         raise KeyError(name)
 
     # -- rewriting ---------------------------------------------------------------------
-    def replace_all_uses(self, old: Value, new: Value) -> None:
-        """Make every reader of ``old`` (nodes and graph outputs) read ``new``."""
-        for node in self.nodes:
-            if old in node.inputs:
-                node.inputs = [new if value is old else value for value in node.inputs]
-        self.outputs = [new if value is old else value for value in self.outputs]
-
     def remove_nodes(self, dead: set[Node]) -> None:
         if not dead:
             return

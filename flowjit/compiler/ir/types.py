@@ -25,8 +25,6 @@ _SHORT_NAMES = {
 }
 _BY_SHORT_NAME = {short: np.dtype(long) for long, short in _SHORT_NAMES.items()}
 
-SUPPORTED_DTYPES = tuple(np.dtype(name) for name in _SHORT_NAMES)
-
 
 def check_dtype(dtype, what: str = "value") -> np.dtype:
     """Return ``dtype`` as a numpy dtype, or raise naming why it is not supported."""

@@ -26,7 +26,6 @@ class OpKind(enum.Enum):
     MATMUL = "matmul"
     CONSTANT = "constant"
     STATEFUL = "stateful"
-    COMMUNICATION = "communication"
     FUSED = "fused"
 
 
@@ -40,7 +39,6 @@ class AttrKind(enum.Enum):
     DTYPE = "dtype"
     ARRAY = "array"        # a numpy array whose dtype and shape come from the node's type
     GRAPH = "graph"
-    ANY = "any"
 
 
 @dataclass(frozen=True)
