@@ -187,6 +187,12 @@ def hyperbolic(x):
     return np.sinh(x) - np.cosh(x) + np.tanh(x) + np.sin(x) * np.cos(x) - np.tan(x / 4)
 
 
+@program(lambda rng: (f64(rng, 16, low=-1e300, high=1e300), f64(rng, 16).astype(np.float32) * np.float32(1e30)))
+def trig_of_huge_arguments(x, y):
+    """sin and cos far from zero in both dtypes: the kernels' exact argument reduction."""
+    return np.sin(x) * np.cos(x * 1e-150), np.cos(y) - np.sin(y * np.float32(1e-20))
+
+
 @program(lambda rng: (rng.integers(-50, 50, 24).astype(np.int32), rng.integers(1, 7, 24).astype(np.int32)))
 def integer_arithmetic(a, b):
     return a // b, a % b, a * b - 3, -a, abs(a), np.sign(a), a ** 2

@@ -18,16 +18,25 @@ from numba import njit
 
 from flowjit.compiler.codegen import mathlib
 
-FUNCTIONS = ("exp", "log", "tanh", "sigmoid", "erf")
+FUNCTIONS = ("exp", "log", "tanh", "sigmoid", "erf", "sin", "cos")
 DTYPES = (np.float32, np.float64)
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, -1e-310, 5e-324, 1e-45, 1.0, -1.0, 0.5,
             709.782712893384, 709.7827128933841, -745.1332191019411, -745.1332191019412, 88.72283, 88.72284,
-            -103.97208, -87.33655, 20.0, -20.0, 0.55, -0.55]
+            -103.97208, -87.33655, 20.0, -20.0, 0.55, -0.55, 3.141592653589793, 1.5707963267948966,
+            0.7853981633974483, 0.7853981633974484, 1e22, -1e22, 1.7976931348623157e308, 3.4028235e38]
+# Arguments of sin and cos whose reduction is hardest (closest to a multiple of pi/2 for
+# their dtype, and the classic test values); compared with mpmath at 600 bits, since
+# numpy's and glibc's cos are both 8 ulp off on the first.
+HARD_TRIG = {np.float64: [6381956970095103 * 2.0 ** 797, 5.0e22, 1e22, 8.0e15 * np.pi, 2.0 ** 1023,
+                          0.5 * np.pi * 2 ** 52, 1.0e300, 4.0e275],
+             np.float32: [16367173 * 2.0 ** 72, 1.5707964, 3.1415927, 6.2831855, 3.4028235e38, 1.0e30,
+                          2.0 ** 100, 71476.0625, 823549.6]}
 
 
 def reference(name: str):
     from scipy.special import erf, expit
-    return {"exp": np.exp, "log": np.log, "tanh": np.tanh, "sigmoid": expit, "erf": erf}[name]
+    return {"exp": np.exp, "log": np.log, "tanh": np.tanh, "sigmoid": expit, "erf": erf, "sin": np.sin,
+            "cos": np.cos}[name]
 
 
 def _runner(function, fma: bool):
@@ -47,11 +56,21 @@ def ulp_error(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     return np.nan_to_num(error, nan=np.inf)
 
 
+def _every_positive(dtype, points: int, rng: np.random.Generator) -> np.ndarray:
+    """Uniform over the bit patterns of the positive finite floats: every binade equally."""
+    top = 0x7FF0000000000000 if dtype == np.float64 else 0x7F800000
+    bits = rng.integers(0, top, points, dtype=np.int64)
+    return bits.view(np.float64) if dtype == np.float64 else bits.astype(np.int32).view(np.float32)
+
+
 def inputs(name: str, dtype, points: int, rng: np.random.Generator) -> np.ndarray:
     if name == "log":
-        top = 0x7FF0000000000000 if dtype == np.float64 else 0x7F800000
-        bits = rng.integers(0, top, points, dtype=np.int64)
-        return bits.view(np.float64) if dtype == np.float64 else bits.astype(np.int32).view(np.float32)
+        return _every_positive(dtype, points, rng)
+    if name in ("sin", "cos"):                 # every magnitude with both signs, and many periods
+        half = points // 2
+        signs = np.where(rng.random(half) < 0.5, 1, -1).astype(dtype)
+        return np.concatenate([_every_positive(dtype, half, rng) * signs,
+                               rng.uniform(-100, 100, points - half).astype(dtype)])
     limit = {"exp": (746.0, 104.0), "tanh": (25.0, 12.0), "sigmoid": (746.0, 104.0), "erf": (7.0, 5.0)}[name]
     limit = limit[0] if dtype == np.float64 else limit[1]
     return np.concatenate([rng.uniform(-limit, limit, points // 2), rng.uniform(-1, 1, points // 4),
@@ -65,7 +84,8 @@ def measure(points: int = 1_000_000, seed: int = 0) -> list[dict]:
         for dtype in DTYPES:
             suffix = "f64" if dtype == np.float64 else "f32"
             x = inputs(name, dtype, points, rng)
-            specials = np.array(SPECIALS, dtype=np.float64).astype(dtype)
+            with np.errstate(over="ignore"):          # float64 specials beyond float32 become inf
+                specials = np.array(SPECIALS, dtype=np.float64).astype(dtype)
             with np.errstate(all="ignore"):
                 want = reference(name)(x).astype(dtype)
                 special_want = reference(name)(specials).astype(dtype)
@@ -92,6 +112,26 @@ def measure(points: int = 1_000_000, seed: int = 0) -> list[dict]:
                          "special_max_ulp": float(special_error.max()),
                          "special_mismatches": [float(v) for v in specials[mismatched]]})
     return rows
+
+
+def hard_trig_errors() -> dict[tuple[str, str], float]:
+    """Largest error in ulps, against mpmath's correctly rounded values, of sin and cos on
+    HARD_TRIG, per dtype (mpmath comes with the test extra)."""
+    import mpmath
+    errors = {}
+    for name in ("sin", "cos"):
+        for dtype, values in HARD_TRIG.items():
+            x = np.array(values, dtype=dtype)
+            with mpmath.workprec(600):
+                want = np.array([float(getattr(mpmath, name)(mpmath.mpf(float(v)))) for v in x]).astype(dtype)
+            suffix = "f64" if dtype == np.float64 else "f32"
+            worst = 0.0
+            for fma in (True, False):
+                out = np.empty_like(x)
+                _runner(getattr(mathlib, f"{name}_{suffix}"), fma)(x, out)
+                worst = max(worst, float(ulp_error(out, want).max()))
+            errors[(name, np.dtype(dtype).name)] = worst
+    return errors
 
 
 def table(rows: list[dict]) -> str:

@@ -473,8 +473,9 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from flowjit.compiler.codegen.mathlib import (erf_f32, erf_f64, exp_f32, exp_f64, log_f32, log_f64,
-                                              sigmoid_f32, sigmoid_f64, tanh_f32, tanh_f64)
+from flowjit.compiler.codegen.mathlib import (cos_f32, cos_f64, erf_f32, erf_f64, exp_f32, exp_f64,
+                                              log_f32, log_f64, sigmoid_f32, sigmoid_f64, sin_f32, sin_f64,
+                                              tanh_f32, tanh_f64)
 '''
 
 

@@ -209,7 +209,7 @@ UNARY = {
     ops.sqrt: _math("sqrt"), ops.square: lambda a, dtype: f"({a} * {a})",
     ops.reciprocal: _reciprocal, ops.exp: _vectorized("exp", "exp"), ops.exp2: _exp2,
     ops.expm1: _math("expm1"), ops.log: _vectorized("log", "log"), ops.log2: _math("log2"),
-    ops.log10: _math("log10"), ops.log1p: _math("log1p"), ops.sin: _math("sin"), ops.cos: _math("cos"),
+    ops.log10: _math("log10"), ops.log1p: _math("log1p"), ops.sin: _vectorized("sin", "sin"), ops.cos: _vectorized("cos", "cos"),
     ops.tan: _math("tan"), ops.arcsin: _math("asin"), ops.arccos: _math("acos"), ops.arctan: _math("atan"),
     ops.sinh: _math("sinh"), ops.cosh: _math("cosh"), ops.tanh: _vectorized("tanh", "tanh"),
     ops.floor: lambda a, dtype: f"np.floor({a})", ops.ceil: lambda a, dtype: f"np.ceil({a})",
