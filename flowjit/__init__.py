@@ -6,6 +6,8 @@ from flowjit.config import CompileOptions
 from flowjit.errors import (ArgumentError, FlowjitError, OpTypeError, ShapeError, TraceError,
                             TracerConversionError, UnsupportedDTypeError, UnsupportedFunctionError)
 from flowjit.frontend.jit import Jitted, ShapeDtype, jit
+from flowjit.frontend.tracer import colocate_with, device
+from flowjit.runtime.devices import Device, DeviceSet, current_devices, set_devices
 from flowjit.runtime.interpreter import interpret
 
 __version__ = "0.1.0"
@@ -16,6 +18,6 @@ def stats() -> dict:
     from flowjit.runtime.counters import STATS
     return STATS.snapshot()
 
-__all__ = ["stats", "jit", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",
+__all__ = ["stats", "jit", "device", "colocate_with", "Device", "DeviceSet", "set_devices", "current_devices", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",
            "TraceError", "ShapeError", "TracerConversionError", "UnsupportedFunctionError",
            "ArgumentError", "OpTypeError", "UnsupportedDTypeError"]

@@ -1,4 +1,5 @@
-"""The ``flowjit`` command line: look inside every stage, benchmark, manage the cache."""
+"""The ``flowjit`` command line: look inside every stage, place and profile, benchmark,
+manage the cache."""
 
 from __future__ import annotations
 
@@ -85,9 +86,10 @@ def command_dump(args) -> int:
     lowered = _jitted(function, statics, options).lower(*positional, **keywords)
     if args.stage not in lowered.stages:
         raise CliError(f"unknown stage '{args.stage}' (stages: {', '.join(lowered.stages)})")
-    graph = lowered.stage_graph(args.stage)
-    if args.stage == "kernels" and args.format != "text":
-        raise CliError("--stage kernels prints Python source: use --format text")
+    if args.stage in ("kernels", "partitioned") and args.format != "text":
+        raise CliError(f"--stage {args.stage} prints {'Python source' if args.stage == 'kernels' else 'one graph per device'}: "
+                       f"use --format text")
+    graph = lowered.stage_graph(args.stage) if args.stage not in ("kernels", "partitioned") else None
     if args.format == "dot":
         text = to_dot(graph)
     elif args.format == "json":
@@ -98,6 +100,8 @@ def command_dump(args) -> int:
         text = _pipeline_report(lowered, args)
     else:
         _pipeline_report(lowered, args)
+    if args.stage in ("placed", "partitioned", "fused", "kernels"):
+        text = "".join(f"# {note}\n" for note in lowered.placement_notes()) + text
     if args.explain_fusion:
         reasons = lowered.explain_fusion()
         text += "# fusion boundaries (producer -> consumer: why they are in different kernels)\n"
@@ -112,7 +116,7 @@ def command_dump(args) -> int:
 
 
 def _pipeline_options(args) -> dict:
-    fields = {}
+    fields = _device_options(args)
     if getattr(args, "fuse", True) is False:
         fields["fuse"] = False
     for name in ("after", "dump_dir", "passes", "fastmath"):
@@ -121,6 +125,71 @@ def _pipeline_options(args) -> dict:
             key = {"after": "dump_after"}.get(name, name)
             fields[key] = tuple(value.split(",")) if name == "passes" else value
     return fields
+
+
+def _device_options(args) -> dict:
+    fields = {}
+    if getattr(args, "devices", None):
+        fields["devices"] = _device_set(args.devices)
+    if getattr(args, "soft_placement", False):
+        fields["soft_placement"] = True
+    if getattr(args, "lossy_transfers", False):
+        fields["lossy_transfers"] = True
+    return fields
+
+
+def _device_set(text: str):
+    from flowjit.runtime.devices import DeviceSet
+    return DeviceSet.parse(text)
+
+
+def _add_device_flags(parser) -> None:
+    parser.add_argument("--devices", metavar="D1,D2",
+                        help="place on these devices, e.g. cpu:0,cpu:1 or cpu:0,gpu:0 (a gpu is described "
+                             "for planning: it cannot run here); cpu:1x2 gives cpu:1 two threads")
+    parser.add_argument("--soft-placement", action="store_true",
+                        help="fall back, and report it, when a device request cannot be met")
+    parser.add_argument("--lossy-transfers", action="store_true",
+                        help="send float32 across devices as its upper 16 bits")
+
+
+def command_devices(args) -> int:
+    from flowjit.runtime.devices import current_devices
+    devices = _device_set(args.devices) if args.devices else current_devices()
+    print(devices.describe())
+    return 0
+
+
+def command_profile(args) -> int:
+    import numpy as np
+    from flowjit.config import options_from_env
+    function = load_function(args.target)
+    statics = [spec.partition("=")[0] for spec in args.static]
+    options = options_from_env().replace(**_device_options(args))
+    positional, keywords = parse_arguments(function, args.arg, args.static)
+    rng = np.random.default_rng(args.seed)
+
+    def array(spec):
+        if not hasattr(spec, "shape"):
+            return spec
+        if np.issubdtype(spec.dtype, np.floating):
+            return rng.standard_normal(spec.shape).astype(spec.dtype)
+        if spec.dtype == np.bool_:
+            return rng.random(spec.shape) < 0.5
+        return rng.integers(0, 10, spec.shape).astype(spec.dtype)
+    jitted = _jitted(function, statics, options)
+    _, trace = jitted.profile(*[array(a) for a in positional], path=args.output,
+                              **{k: array(v) for k, v in keywords.items()})
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    flows = sum(1 for e in trace["traceEvents"] if e["ph"] == "s")
+    busy: dict[int, float] = {}
+    for span in spans:
+        busy[span["tid"]] = busy.get(span["tid"], 0.0) + span["dur"]
+    names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
+    print(f"wrote {args.output}: {len(spans)} spans, {flows} transfers (open it in https://ui.perfetto.dev)")
+    for tid, name in sorted(names.items()):
+        print(f"  {name}: busy {busy.get(tid, 0.0):.1f} µs")
+    return 0
 
 
 def _pipeline_report(lowered, args) -> str:
@@ -158,7 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--static", action="append", default=[], metavar="NAME=VALUE",
                       help="a static (compile-time) argument given as a Python literal, e.g. n=3")
     dump.add_argument("--stage", default="traced",
-                      help="traced, optimized (after the passes), fused (kernels as fused nodes) or kernels "
+                      help="traced, optimized (after the passes), placed (a device per node), partitioned "
+                           "(a graph per device, with send/recv), fused (kernels as fused nodes) or kernels "
                            "(their generated Numba source) (default: traced)")
     dump.add_argument("--explain-fusion", action="store_true",
                       help="after the IR, say for each edge between kernels why it was not fused")
@@ -178,7 +248,30 @@ def build_parser() -> argparse.ArgumentParser:
                       help="allow rewrites that change rounding or NaN behaviour (x*0 -> 0, ...)")
     dump.add_argument("--timings", action="store_true", help="print each pass's node counts and time "
                                                              "to standard error")
+    _add_device_flags(dump)
     dump.set_defaults(handler=command_dump)
+
+    devices = commands.add_parser("devices", help="list the devices placement can use",
+                                  description="The session's device set (one CPU with every core unless "
+                                              "set), or the one --devices describes.")
+    devices.add_argument("--devices", metavar="D1,D2", help="describe this set instead, e.g. cpu:0,cpu:1,gpu:0")
+    devices.set_defaults(handler=command_devices)
+
+    profile = commands.add_parser(
+        "profile", help="run a function once and write a Chrome-trace timeline of its kernels",
+        description="Run FILE.py:FUNC on random arrays of the given types on the multi-device executor "
+                    "and write Chrome-trace JSON: one track per device, a span per kernel, an arrow per "
+                    "send -> recv.",
+        epilog="example: flowjit profile model.py:predict --arg x=f32[64,784] --devices cpu:0,cpu:1 -o trace.json")
+    profile.add_argument("target", metavar="FILE.py:FUNC")
+    profile.add_argument("--arg", action="append", default=[], metavar="NAME=TYPE",
+                         help="an array argument's type, e.g. x=f32[64,784] (filled with random values)")
+    profile.add_argument("--static", action="append", default=[], metavar="NAME=VALUE")
+    profile.add_argument("-o", "--output", default="trace.json", metavar="PATH",
+                         help="where to write the trace (default: trace.json)")
+    profile.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    _add_device_flags(profile)
+    profile.set_defaults(handler=command_profile)
 
     bench = commands.add_parser("bench", help="benchmark fused vs unfused vs numpy and its peers",
                                 add_help=False, description="Run `flowjit bench --help` for its flags.")

@@ -24,6 +24,22 @@ class CompileOptions:
     cache_dir: str | None = "default"       # kernel cache directory; None: memory only
     log_recompiles: bool | None = None      # log why each retrace happened (None: FLOWJIT_LOG)
     recompile_warning_limit: int = 8        # warn once a function has been traced this often
+    devices: object = None                  # a DeviceSet (jit(devices=[...])); None: the session's
+    soft_placement: bool = False            # fall back, and report, when a request cannot be met
+    placement: str = "cost"                 # "cost": the simulated greedy placer; "random" (seeded)
+    placement_seed: int = 0
+    lossy_transfers: bool = False           # float32 crosses devices as its upper 16 bits (§5.5)
+    schedule_recvs: bool = True             # hold each recv until shortly before its first use (§5.2)
+
+    def __post_init__(self):
+        if self.devices is not None:
+            from flowjit.runtime.devices import DeviceSet
+            object.__setattr__(self, "devices", DeviceSet.of(self.devices))
+
+    def device_set(self):
+        """The devices to place on: ``devices``, else the session-wide set."""
+        from flowjit.runtime.devices import current_devices
+        return self.devices if self.devices is not None else current_devices()
 
     def replace(self, **fields) -> "CompileOptions":
         unknown = set(fields) - {f.name for f in dataclasses.fields(self)}

@@ -6,6 +6,9 @@
     # RUN: pipeline                   parse, run the default pipeline, print
     # RUN: parse-error                parsing must fail; the message is checked
     # RUN: verify-error               verifying must fail; the message is checked
+    # RUN: place devices=cpu:0,gpu:0 [soft=true]          place, print (soft-placement notes first)
+    # RUN: place-error devices=...                        placement must fail; the message is checked
+    # RUN: partition devices=... [lossy=true] [schedule=false]   place, partition, print each graph
 
 Every file that parses also round-trips: print -> parse -> print is identical.
 """
@@ -53,6 +56,28 @@ def run_directive(path: pathlib.Path) -> str:
         outputs = [Pipeline.from_names(names, verify_each=True,
                                        fastmath=options.get("fastmath") == "true").run(graph)
                    for graph in graphs]
+    elif mode in ("place", "place-error", "partition"):
+        from flowjit.compiler.passes.partition import partition
+        from flowjit.compiler.passes.place import PlacementError, place
+        from flowjit.runtime.devices import DeviceSet
+        options = dict(argument.split("=", 1) for argument in arguments)
+        devices = DeviceSet.parse(options["devices"])
+        soft = options.get("soft") == "true"
+        if mode == "place-error":
+            with pytest.raises(PlacementError) as info:
+                place(graphs[0], devices, soft=soft)
+            return str(info.value)
+        placement = place(graphs[0], devices, soft=soft)
+        notes = "".join(f"# {note}\n" for note in placement.notes)
+        if mode == "place":
+            outputs = [placement.graph]
+        else:
+            outputs = partition(placement.graph, devices, lossy=options.get("lossy") == "true",
+                                schedule_recvs=options.get("schedule", "true") == "true").partitions
+        for graph in outputs:
+            ir.verify(graph)
+            assert_round_trips(graph)
+        return notes + "".join(ir.print_graph(graph) for graph in outputs)
     else:
         raise AssertionError(f"{path}: unknown RUN mode '{mode}'")
     for graph in outputs:

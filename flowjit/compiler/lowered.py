@@ -15,15 +15,21 @@ from flowjit.config import CompileOptions, cache_directory
 class Lowered:
     """Handle on every stage of one trace.  ``as_text(stage)`` prints one of ``stages``.
 
-    traced -> optimized (the pass pipeline) -> fused (kernels as fused nodes) ->
-    kernels (the generated Numba source of each kernel).
+    traced -> optimized (the pass pipeline) -> placed (a device per node) -> partitioned
+    (one graph per device, joined by send/recv) -> fused (kernels as fused nodes, per
+    partition) -> kernels (the generated Numba source of each kernel).
+
+    A program on one device with no device requests skips placement at run time: its
+    kernels run from one straight-line driver.  Anything else runs on the multi-device
+    executor (``flowjit.runtime.executor``).
     """
 
-    stages = ("traced", "optimized", "fused", "kernels")
+    stages = ("traced", "optimized", "placed", "partitioned", "fused", "kernels")
 
-    def __init__(self, program, options: CompileOptions):
+    def __init__(self, program, options: CompileOptions, costs=None):
         self.program = program
         self.options = options
+        self._costs = costs
         self._pipeline = Pipeline.from_options(options)
 
     @property
@@ -35,6 +41,54 @@ class Lowered:
     def optimized(self) -> Graph:
         """The graph after the pass pipeline (``options.passes``, or the default one)."""
         return self._pipeline.run(self.graph)
+
+    @property
+    def devices(self):
+        return self.options.device_set()
+
+    @cached_property
+    def placement(self):
+        from flowjit.compiler.passes.place import place
+        return place(self.optimized, self.devices, soft=self.options.soft_placement, costs=self.costs,
+                     strategy=self.options.placement, seed=self.options.placement_seed)
+
+    @property
+    def placed(self) -> Graph:
+        """The optimized graph with a device on every node (stage "placed")."""
+        return self.placement.graph
+
+    def placement_notes(self) -> list[str]:
+        """What soft placement fell back from, one line per request it could not meet."""
+        return list(self.placement.notes)
+
+    @cached_property
+    def partitioned(self):
+        """One graph per device, joined by send/recv (stage "partitioned")."""
+        from flowjit.compiler.passes.partition import partition
+        return partition(self.placed, self.devices, lossy=self.options.lossy_transfers,
+                         schedule_recvs=self.options.schedule_recvs, costs=self.costs)
+
+    @cached_property
+    def fused_partitions(self) -> list[Graph]:
+        """Each partition after fusion (which never crosses a device: each is one device)."""
+        graphs = []
+        for graph in self.partitioned.partitions:
+            graph = graph.copy()
+            ExpandComposites().run(graph)
+            graphs.append(fuse(graph, enabled=self.options.fuse)[0])
+        return graphs
+
+    @property
+    def multi_device(self) -> bool:
+        """Whether this program needs the multi-device executor."""
+        if len(self.devices) > 1:
+            return True
+        return any(node.requested_device or node.colocation for node in self.optimized.nodes)
+
+    @cached_property
+    def costs(self):
+        from flowjit.compiler.costmodel import CostModel
+        return self._costs if self._costs is not None else CostModel()
 
     @cached_property
     def _fusion(self) -> tuple[Graph, list[str]]:
@@ -66,6 +120,8 @@ class Lowered:
             return self.graph
         if stage == "optimized":
             return self.optimized
+        if stage == "placed":
+            return self.placed
         if stage in ("fused", "kernels"):
             return self.fused
         raise ValueError(f"unknown stage '{stage}' (stages: {', '.join(self.stages)})")
@@ -77,13 +133,30 @@ class Lowered:
     def as_text(self, stage: str = "traced") -> str:
         if stage == "kernels":
             return "".join(f"# ==== kernel {name} ====\n{source}\n" for name, source in self.kernel_sources().items())
+        if stage == "partitioned":
+            return self.partitioned.text()
+        if stage == "fused" and self.multi_device:
+            return "\n".join(print_graph(graph) for graph in self.fused_partitions)
         return print_graph(self.stage_graph(stage))
 
     @cached_property
     def executable(self):
         from flowjit.compiler.codegen.cache import kernel_cache
         from flowjit.compiler.codegen.driver import Executable
-        return Executable(self.fused, kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma)
+        cache = kernel_cache(cache_directory(self.options.cache_dir))
+        if self.multi_device:
+            return self.multi_device_executable
+        return Executable(self.fused, cache, self.options.fma)
+
+    @cached_property
+    def multi_device_executable(self):
+        """The partitioned program on the multi-device executor (also what ``profile`` runs)."""
+        from flowjit.compiler.codegen.cache import kernel_cache
+        from flowjit.runtime.executor import MultiDeviceExecutable
+        partitioned = self.partitioned
+        return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs,
+                                     self.devices, kernel_cache(cache_directory(self.options.cache_dir)),
+                                     self.options.fma)
 
     def compile(self):
         """A callable taking the flat input arrays and returning the flat outputs."""

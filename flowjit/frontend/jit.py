@@ -83,6 +83,8 @@ class Jitted:
             if name not in self.signature.parameters:
                 raise ValueError(f"static_argnames '{name}' is not a parameter of {_graph_name(fun)}{self.signature}")
         self.static_names = frozenset(names)
+        from flowjit.compiler.costmodel import CostModel
+        self.costs = CostModel()           # measured by profile(); used by later placements
         self._traces: dict[tuple, TracedProgram] = {}
         self._executables: dict[tuple, Any] = {}
         # Calls with only positional ndarray arguments: (shape, dtype) per argument ->
@@ -204,7 +206,27 @@ class Jitted:
     def lower(self, *args, **kwargs) -> "Lowered":
         """Trace for these arguments (arrays or ``ShapeDtype``s) and return the stages' handle."""
         from flowjit.compiler.lowered import Lowered
-        return Lowered(self.trace(*args, **kwargs), self.options)
+        return Lowered(self.trace(*args, **kwargs), self.options, self.costs)
+
+    def profile(self, *args, path: str | None = None, **kwargs):
+        """Run once on the multi-device executor, recording a span per kernel and a flow per
+        send -> recv; write Chrome-trace JSON to ``path`` (Perfetto opens it) and return it
+        as a dict.  The measured kernel times go into this function's cost model, which
+        later placements use.  Returns ``(result, trace)``."""
+        import json
+        from flowjit.compiler.lowered import Lowered
+        from flowjit.runtime.executor import chrome_trace, record_costs
+        program, arrays = self._prepare(args, kwargs)
+        executable = Lowered(program, self.options, self.costs).multi_device_executable
+        executable(*arrays)                                  # first touch, thread start-up
+        outputs = executable(*arrays, profile=True)
+        call = executable.last_call
+        record_costs(executable, call, self.costs)
+        trace = chrome_trace(executable, call)
+        if path is not None:
+            with open(path, "w") as stream:
+                json.dump(trace, stream)
+        return _results(program, outputs), trace
 
     # -- calling -----------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -231,7 +253,7 @@ class Jitted:
         executable = self._executables.get(program.signature)
         if executable is None:
             from flowjit.compiler.lowered import Lowered
-            executable = Lowered(program, self.options).compile()
+            executable = Lowered(program, self.options, self.costs).compile()
             self._executables[program.signature] = executable
         if key is not None and len(key) == len(arrays):
             single = program.out_tree.kind == "leaf" and program.out_leaves[0][0] == "graph"

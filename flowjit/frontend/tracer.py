@@ -33,7 +33,7 @@ class TraceContext:
         location = user_location()
         values = [self.value_of(item) for item in inputs]
         try:
-            node = self.graph.add_node(op, values, attrs or {}, loc=location)
+            node = self.graph.add_node(op, values, attrs or {}, loc=location, **placement_scope())
         except TraceError as error:
             operands = ", ".join(str(value.type) for value in values)
             raise type(error)(f"{what or op.name}({operands}): {error.message}", location) from None
@@ -54,8 +54,56 @@ class TraceContext:
         """A constant node for a Python or numpy value (numpy arrays are captured whole)."""
         array = np.asarray(value, dtype=dtype)
         check_dtype(array.dtype, "a constant")
-        node = self.graph.add_node(ops.constant, [], {"value": array}, loc=user_location())
+        node = self.graph.add_node(ops.constant, [], {"value": array}, loc=user_location(), **placement_scope())
         return Tracer(self, node.output)
+
+
+def placement_scope() -> dict:
+    """The requested device and colocation that ``device``/``colocate_with`` scopes set."""
+    spec = getattr(_local, "device", None)
+    return {"requested_device": None if spec is None else str(spec),
+            "colocation": getattr(_local, "colocation", None)}
+
+
+@contextmanager
+def device(name: str | None):
+    """Request a device for every op traced inside: ``with flowjit.device("/device:cpu:1"):``.
+
+    Partial specs (``"/device:gpu:*"``, ``"/job:worker"``) constrain; nested scopes merge,
+    the inner one's parts winning; ``device(None)`` clears the request.
+    """
+    from flowjit.runtime.devices import DeviceSpec
+    outer = getattr(_local, "device", None)
+    if name is None:
+        inner = None
+    else:
+        spec = DeviceSpec.parse(name) if isinstance(name, str) else DeviceSpec.parse(str(name))
+        inner = spec if outer is None else outer.merged(spec)
+    _local.device = inner
+    try:
+        yield
+    finally:
+        _local.device = outer
+
+
+@contextmanager
+def colocate_with(tensor):
+    """Every op traced inside goes on the same device as the op that produced ``tensor``."""
+    if not isinstance(tensor, Tracer):
+        raise TraceError(f"colocate_with needs a traced array, not {type(tensor).__name__}", user_location(2))
+    producer = tensor._value.producer
+    if producer is None:
+        raise TraceError(f"colocate_with({tensor._value.name}): the function's inputs are not placed; "
+                         f"colocate with an op's result", user_location(2))
+    group = producer.colocation or producer.name
+    if producer.colocation is None:
+        producer.colocation = group
+    outer = getattr(_local, "colocation", None)
+    _local.colocation = group
+    try:
+        yield
+    finally:
+        _local.colocation = outer
 
 
 def current_trace() -> TraceContext | None:

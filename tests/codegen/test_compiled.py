@@ -57,3 +57,19 @@ def test_reductions_of_zero_d_values():
     with np.errstate(all="ignore"):
         expected = program(value)
     assert_close(flowjit.jit(program)(value), expected)
+
+
+def test_reductions_over_axes_of_extent_one_inside_a_kernel():
+    """Found by the multi-device property test: a reduction over an axis of extent 1 whose
+    source the kernel also returns, or whose source is an earlier reduction of the kernel."""
+    x = np.random.default_rng(0).standard_normal((4, 1)).astype(np.float32)
+
+    def returned_source(x):
+        a = np.abs(x)
+        return a, a.max(axis=1)
+
+    def reduced_twice(x):
+        return np.abs(x), x.max(axis=1, keepdims=True).max(axis=1)
+    for function in (returned_source, reduced_twice):
+        expected = flowjit.jit(function, backend="interpreter")(x)
+        assert_close(flowjit.jit(function)(x), expected, (x,))

@@ -261,8 +261,10 @@ class KernelWriter:
 
         # Which values each pass computes, and which a later pass reads back from scratch.
         first: dict[Value, int] = {}
+        # Read straight from an input row, no copy.  Not a value this kernel computes and
+        # also returns: its output buffer is written only at the end of the row.
         direct = {n.inputs[0] for n in members if n.op.kind is OpKind.REDUCTION and n.inputs[0] in self.argument
-                  and len(reduced) == 1}        # read straight from the input row, no copy
+                  and n.inputs[0].producer is None and len(reduced) == 1}
         scratch = {n.inputs[0] for n in members if n.op.kind is OpKind.REDUCTION} - direct
         for p in range(passes):
             stack = [v for v in [n.inputs[0] for n in reductions_in[p]] + stores_in[p] if v in full]
@@ -278,7 +280,11 @@ class KernelWriter:
                 first.setdefault(value, p)
                 stack.extend(v for v in value.producer.inputs if v in full)
         for value in scratch:
-            first.setdefault(value, 0)
+            if value not in first:
+                # A source constant along the reduced axes (its extent there is 1) is written
+                # into scratch by the pass whose reduction reads it, once it has been computed.
+                first[value] = min(pass_of[n] for n in members
+                                   if n.op.kind is OpKind.REDUCTION and n.inputs[0] is value)
         scratch_name = {value: "s_" + _identifier(value) for value in scratch}
 
         self.constants(1)
@@ -473,9 +479,9 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from flowjit.compiler.codegen.mathlib import (cos_f32, cos_f64, erf_f32, erf_f64, exp_f32, exp_f64,
-                                              log_f32, log_f64, sigmoid_f32, sigmoid_f64, sin_f32, sin_f64,
-                                              tanh_f32, tanh_f64)
+from flowjit.compiler.codegen.mathlib import (bits_float32, cos_f32, cos_f64, erf_f32, erf_f64, exp_f32,
+                                              exp_f64, float32_bits, log_f32, log_f64, sigmoid_f32,
+                                              sigmoid_f64, sin_f32, sin_f64, tanh_f32, tanh_f64)
 '''
 
 

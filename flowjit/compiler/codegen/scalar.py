@@ -252,6 +252,10 @@ def expression(node, operands: list[str]) -> str:
     out_dtype = node.output.dtype
     if op is ops.cast:
         return cast(operands[0], in_dtypes[0], out_dtype)
+    if op is ops.truncate16:
+        return f"np.uint16((np.int64(float32_bits({operands[0]})) >> 16) & 0xFFFF)"
+    if op is ops.extend16:
+        return f"bits_float32(np.int32(np.int64({operands[0]}) << 16))"
     if op is ops.where:
         condition = cast(operands[0], in_dtypes[0], np.dtype(np.bool_))
         a = cast(operands[1], in_dtypes[1], out_dtype)

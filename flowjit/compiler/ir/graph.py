@@ -42,11 +42,12 @@ class Node:
     """One application of an op to input values, producing output values."""
 
     __slots__ = ("name", "op", "inputs", "attrs", "outputs", "requested_device", "device",
-                 "control_inputs", "loc")
+                 "colocation", "control_inputs", "loc")
 
     def __init__(self, name: str, op, inputs: list[Value], attrs: dict, output_types: list[TensorType],
                  *, requested_device: str | None = None, device: str | None = None,
-                 control_inputs: list["Node"] | None = None, loc: Location | None = None):
+                 colocation: str | None = None, control_inputs: list["Node"] | None = None,
+                 loc: Location | None = None):
         self.name = name
         self.op = op
         self.inputs = list(inputs)
@@ -55,6 +56,7 @@ class Node:
         self.set_output_types(output_types)
         self.requested_device = requested_device
         self.device = device
+        self.colocation = colocation        # the name of a node this one must share a device with
         self.control_inputs = list(control_inputs or [])
         self.loc = loc
 
@@ -186,7 +188,7 @@ class Graph:
             copy = Node(node.name, node.op, [mapping[value] for value in node.inputs], node.attrs,
                         [value.type for value in node.outputs],
                         requested_device=node.requested_device, device=node.device,
-                        control_inputs=[node_map[before] for before in node.control_inputs],
+                        colocation=node.colocation, control_inputs=[node_map[before] for before in node.control_inputs],
                         loc=node.loc)
             for old, new in zip(node.outputs, copy.outputs):
                 mapping[old] = new

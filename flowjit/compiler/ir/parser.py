@@ -168,7 +168,7 @@ class Parser:
         result_types = self.parse_types() if self.at("(") else [self.parse_type()]
         if self.at("attributes"):
             self.next()
-            graph.attrs = self.parse_attr_dict()
+            graph.attrs = {name: value for name, (value, _) in self.parse_attr_dict().items()}
         self.expect("{")
         nodes_by_name: dict[str, Node] = {}
         while not self.at("return"):
@@ -219,8 +219,8 @@ class Parser:
         self.expect(":")
         output_types = self.parse_types()
         attrs = self.convert_attrs(op, raw_attrs, output_types, attrs_token)
-        control, requested, placed, loc = [], None, None, None
-        while self.token.kind == "ident" and self.token.text in ("ctrl", "device", "placed", "loc"):
+        control, requested, placed, colocation, loc = [], None, None, None, None
+        while self.token.kind == "ident" and self.token.text in ("ctrl", "device", "colocate", "placed", "loc"):
             clause = self.next().text
             self.expect("(")
             if clause == "ctrl":
@@ -231,6 +231,8 @@ class Parser:
                     control.append(nodes_by_name[token.text[1:]])
                     if not self.at(")"):
                         self.expect(",")
+            elif clause == "colocate":
+                colocation = self.expect_kind("value", "a node such as %matmul").text[1:]
             elif clause in ("device", "placed"):
                 device = json.loads(self.expect_kind("string", "a device name").text)
                 if clause == "device":
@@ -244,7 +246,7 @@ class Parser:
                 loc = Location(file, int(line.text))
             self.expect(")")
         node = Node(name, op, inputs, attrs, output_types, requested_device=requested, device=placed,
-                    control_inputs=control, loc=loc)
+                    colocation=colocation, control_inputs=control, loc=loc)
         graph.nodes.append(node)
         graph._claim(name)
         nodes_by_name[name] = node

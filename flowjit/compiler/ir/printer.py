@@ -7,8 +7,8 @@
     }
 
 A node line is ``%name = op %a, %b {attrs} : type`` followed, when present, by
-``ctrl(%n, ...)`` (control inputs), ``device("...")`` (requested), ``placed("...")``
-(assigned) and ``loc("file":line)``.  Attributes equal to their default are omitted.
+``ctrl(%n, ...)`` (control inputs), ``device("...")`` (requested), ``colocate(%n)`` (must
+share a device with node n), ``placed("...")`` (assigned) and ``loc("file":line)``.  Attributes equal to their default are omitted.
 """
 
 from __future__ import annotations
@@ -99,6 +99,8 @@ def format_node(node: Node, indent: int = 0) -> str:
         line += " ctrl(" + ", ".join(f"%{before.name}" for before in node.control_inputs) + ")"
     if node.requested_device is not None:
         line += f" device({json.dumps(node.requested_device)})"
+    if node.colocation is not None:
+        line += f" colocate(%{node.colocation})"
     if node.device is not None:
         line += f" placed({json.dumps(node.device)})"
     if node.loc is not None:

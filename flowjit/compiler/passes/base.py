@@ -64,7 +64,8 @@ class Rewriter:
         node = Node(self.graph.unique_name(op.name), op, inputs, attrs,
                     op.infer_types([v.type for v in inputs], attrs),
                     requested_device=current.requested_device if current else None,
-                    device=current.device if current else None, loc=current.loc if current else None)
+                    device=current.device if current else None,
+                    colocation=current.colocation if current else None, loc=current.loc if current else None)
         self._new_nodes.append(node)
         for value in inputs:
             self.uses[value] = self.uses.get(value, 0) + 1

@@ -37,7 +37,7 @@ def value_number(node: Node) -> tuple:
         operands = tuple(sorted(operands))
     attrs = tuple((name, attr_key(value)) for name, value in node.attrs.items())
     return (node.op, operands, attrs, tuple(v.type for v in node.outputs), node.requested_device,
-            node.device, tuple(id(before) for before in node.control_inputs))
+            node.device, node.colocation, tuple(id(before) for before in node.control_inputs))
 
 
 @dataclass(frozen=True)

@@ -113,8 +113,18 @@ class Fuser:
                 seen.append(group)
         return seen
 
+    def dependency_groups(self, node: Node) -> list[Group]:
+        """The groups ``node`` waits for: its inputs' and its control inputs' (a recv held
+        back by a control edge, for one)."""
+        seen = self.input_groups(node)
+        for before in node.control_inputs:
+            group = self.group_of.get(before)
+            if group is not None and group not in seen:
+                seen.append(group)
+        return seen
+
     def creates_cycle(self, node: Node, group: Group) -> bool:
-        return any(group in other.ancestors for other in self.input_groups(node) if other is not group)
+        return any(group in other.ancestors for other in self.dependency_groups(node) if other is not group)
 
     def why_not(self, node: Node, group: Group) -> str | None:
         """None if ``node`` may join ``group``, else the reason it may not."""
@@ -161,7 +171,7 @@ class Fuser:
                 other.ancestors |= new
 
     def add(self, node: Node, group: Group) -> None:
-        for other in self.input_groups(node):
+        for other in self.dependency_groups(node):
             if other is not group:
                 self.add_ancestors(group, other.ancestors | {other})
         group.nodes.append(node)

@@ -1,0 +1,105 @@
+"""What a node costs on a device, and what a tensor costs to move (whitepaper §3.2.1).
+
+Static estimates come from the op's kind, its tensors' bytes and its flops, against the
+device's memory bandwidth, arithmetic rate and per-kernel overhead:
+``launch + max(bytes / bandwidth, flops / flop rate)``.  Measured costs, recorded from
+profiled runs (``Jitted.profile``), replace the estimate for the same op, types and
+device type the next time a program is placed.
+
+A transfer between two CPU devices of one task passes a reference (the executor shares
+memory), so it costs only the link latency; any other pair pays latency plus bytes over
+the slower of the two links.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+
+from flowjit.compiler.ir import ops
+from flowjit.compiler.ir.graph import Node, Value
+from flowjit.compiler.ir.ops.base import OpKind
+from flowjit.runtime.devices import Device
+
+# Flops per element for elementwise ops that are not one arithmetic instruction.
+TRANSCENDENTAL = {"exp": 10, "log": 10, "tanh": 15, "sigmoid": 12, "erf": 20, "sin": 20, "cos": 20,
+                  "tan": 25, "pow": 20, "sqrt": 4, "div": 4, "arctan2": 25}
+
+
+def nbytes(value: Value) -> int:
+    return int(np.prod(value.shape, dtype=np.int64)) * value.dtype.itemsize
+
+
+def elements(value: Value) -> int:
+    return int(np.prod(value.shape, dtype=np.int64))
+
+
+def flops(node: Node) -> float:
+    op = node.op
+    if op is ops.fused:
+        return sum(flops(inner) for inner in node.attrs["body"].nodes)
+    if op is ops.matmul:
+        a, b = node.inputs[0].shape, node.inputs[1].shape
+        k = a[-1] if a else 1
+        return 2.0 * elements(node.outputs[0]) * k
+    if op.kind is OpKind.ELEMENTWISE:
+        return float(elements(node.outputs[0]) * TRANSCENDENTAL.get(op.name, 1))
+    if op.kind is OpKind.REDUCTION:
+        return float(sum(elements(value) for value in node.inputs))
+    return 0.0
+
+
+def moved_bytes(node: Node) -> int:
+    if node.op.kind in (OpKind.CONSTANT, OpKind.SHAPE) and node.op is not ops.concat:
+        return 0                                    # views and literals move nothing
+    return sum(nbytes(v) for v in node.inputs) + sum(nbytes(v) for v in node.outputs)
+
+
+def measure_key(node: Node, device_type: str) -> str:
+    types = ",".join(str(value.type) for value in node.inputs)
+    return f"{device_type}|{node.op.name}|{types}"
+
+
+class CostModel:
+    """Estimates, overridden by measurements recorded per (device type, op, input types)."""
+
+    def __init__(self, measured: dict[str, float] | None = None):
+        self.measured: dict[str, float] = dict(measured or {})
+        self._lock = threading.Lock()
+
+    def node(self, node: Node, device: Device) -> float:
+        """Seconds ``node`` takes on ``device``."""
+        if node.op is ops.constant:
+            return 0.0
+        measured = self.measured.get(measure_key(node, device.type))
+        if measured is not None:
+            return measured
+        return device.launch + max(moved_bytes(node) / device.bandwidth, flops(node) / device.flops)
+
+    def transfer(self, value: Value, source: Device, destination: Device) -> float:
+        """Seconds to make ``value``, produced on ``source``, available on ``destination``."""
+        if source.name == destination.name:
+            return 0.0
+        latency = max(source.link_latency, destination.link_latency)
+        if source.type == destination.type == "cpu" and source.spec.job == destination.spec.job \
+                and source.spec.task == destination.spec.task:
+            return latency
+        return latency + nbytes(value) / min(source.link_bandwidth, destination.link_bandwidth)
+
+    def record(self, node: Node, device: Device, seconds: float) -> None:
+        """A measured run time; a later placement uses it instead of the estimate."""
+        key = measure_key(node, device.type)
+        with self._lock:
+            previous = self.measured.get(key)
+            self.measured[key] = seconds if previous is None else 0.5 * (previous + seconds)
+
+    def save(self, path: str) -> None:
+        with open(path, "w") as stream:
+            json.dump(self.measured, stream, indent=1, sort_keys=True)
+
+    @classmethod
+    def load(cls, path: str) -> "CostModel":
+        with open(path) as stream:
+            return cls(json.load(stream))

@@ -1,0 +1,253 @@
+"""Device names, partial device specs, and the set of devices a program may use.
+
+Names follow the whitepaper: ``/job:<job>/task:<n>/device:<type>:<i>``.  Short forms
+expand against the local job: ``cpu:1`` and ``/device:cpu:1`` are
+``/job:localhost/task:0/device:cpu:1``.  A spec with parts missing or ``*`` in them
+(``/device:gpu:*``, ``/job:worker``, ``gpu``) is a constraint that several devices meet.
+
+A ``DeviceSet`` lists the devices placement may choose from.  Local CPU devices run
+here, each on its own threads with its own thread budget.  A set may also describe
+devices that cannot run here (a GPU with its memory bandwidth, flop rate and link
+speed), so that placement can be planned and inspected for a machine you do not have.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass, field, replace
+
+from flowjit.errors import FlowjitError
+
+LOCAL_JOB = "localhost"
+_PART = re.compile(r"^(job|task|device|replica):(.+)$")
+
+
+class DeviceError(FlowjitError):
+    """A malformed device name, or a device that is not in the device set."""
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """A full or partial device name; ``None`` fields match anything."""
+
+    job: str | None = None
+    task: int | None = None
+    type: str | None = None
+    index: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "DeviceSpec":
+        """``/job:j/task:n/device:type:i``, any part omitted or ``*``; or ``type:i``, ``type``."""
+        original = text
+        text = text.strip()
+        if not text:
+            return cls()
+        job = task = kind = index = None
+        parts = [part for part in text.split("/") if part] if text.startswith("/") else [f"device:{text}"]
+        for part in parts:
+            match = _PART.match(part)
+            if match is None and part.split(":")[0].lower() in ("cpu", "gpu"):
+                # "/cpu:0" (TensorFlow's legacy short form) is a device part.
+                match = _PART.match(f"device:{part}")
+            key, value = match.groups() if match else (None, None)
+            if key == "job":
+                job = None if value == "*" else value
+            elif key == "task" or key == "replica":
+                if key == "task":
+                    task = _index(value, original)
+            elif key == "device":
+                pieces = value.split(":")
+                if len(pieces) > 2 or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*|\*", pieces[0]):
+                    raise DeviceError(f"malformed device name '{original}' (expected "
+                                      f"/job:<job>/task:<n>/device:<type>:<i>, or cpu:1)")
+                kind = None if pieces[0] == "*" else pieces[0].lower()
+                index = _index(pieces[1], original) if len(pieces) == 2 else None
+            else:
+                raise DeviceError(f"malformed device name '{original}': cannot read '{part}' (expected "
+                                  f"/job:<job>/task:<n>/device:<type>:<i>, or cpu:1)")
+        return cls(job, task, kind, index)
+
+    def merged(self, inner: "DeviceSpec") -> "DeviceSpec":
+        """A nested ``flowjit.device`` scope: the inner spec's fields win where it sets them."""
+        return DeviceSpec(inner.job if inner.job is not None else self.job,
+                          inner.task if inner.task is not None else self.task,
+                          inner.type if inner.type is not None else self.type,
+                          inner.index if inner.index is not None else self.index)
+
+    def is_full(self) -> bool:
+        return None not in (self.job, self.task, self.type, self.index)
+
+    def matches(self, device: "DeviceSpec") -> bool:
+        return all(mine is None or mine == theirs for mine, theirs in
+                   ((self.job, device.job), (self.task, device.task), (self.type, device.type),
+                    (self.index, device.index)))
+
+    def __str__(self) -> str:
+        parts = []
+        if self.job is not None:
+            parts.append(f"/job:{self.job}")
+        if self.task is not None:
+            parts.append(f"/task:{self.task}")
+        if self.type is not None or self.index is not None:
+            parts.append(f"/device:{self.type or '*'}:{'*' if self.index is None else self.index}")
+        return "".join(parts) or "/"
+
+    @property
+    def short(self) -> str:
+        """``cpu:1`` for a device of the local job, the full name otherwise."""
+        if self.job == LOCAL_JOB and self.task == 0 and self.type is not None and self.index is not None:
+            return f"{self.type}:{self.index}"
+        return str(self)
+
+
+def _index(text: str, original: str) -> int | None:
+    if text == "*":
+        return None
+    if not text.isdigit():
+        raise DeviceError(f"malformed device name '{original}': '{text}' is not an index or *")
+    return int(text)
+
+
+def canonical(text: str) -> str:
+    """The full name of a device given in any form (short forms expand to the local job)."""
+    spec = DeviceSpec.parse(text)
+    if spec.type is None or spec.index is None:
+        raise DeviceError(f"'{text}' names no single device (give a type and an index, e.g. cpu:1)")
+    return str(DeviceSpec(spec.job or LOCAL_JOB, 0 if spec.task is None else spec.task, spec.type, spec.index))
+
+
+# Static cost figures per device type: memory bandwidth (bytes/s), arithmetic rate
+# (flop/s), a kernel's fixed cost (s), and the link to other devices (bytes/s, s).
+DEFAULTS = {
+    "cpu": dict(bandwidth=20e9, flops=50e9, launch=2e-6, link_bandwidth=10e9, link_latency=5e-6),
+    "gpu": dict(bandwidth=2000e9, flops=50e12, launch=8e-6, link_bandwidth=25e9, link_latency=10e-6),
+}
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device: its full name, and what the cost model and the executor need to know."""
+
+    name: str
+    threads: int = 1
+    bandwidth: float = 20e9
+    flops: float = 50e9
+    launch: float = 2e-6
+    link_bandwidth: float = 10e9
+    link_latency: float = 5e-6
+    executable: bool = True
+
+    @property
+    def spec(self) -> DeviceSpec:
+        return DeviceSpec.parse(self.name)
+
+    @property
+    def type(self) -> str:
+        return self.spec.type
+
+    @property
+    def short(self) -> str:
+        return self.spec.short
+
+    @classmethod
+    def make(cls, name: str, **fields) -> "Device":
+        full = canonical(name)
+        kind = DeviceSpec.parse(full).type
+        values = dict(DEFAULTS.get(kind, DEFAULTS["cpu"]))
+        values["executable"] = kind == "cpu"
+        values.update(fields)
+        return cls(full, **values)
+
+
+@dataclass(frozen=True)
+class DeviceSet:
+    """The devices a program may be placed on, in preference order (ties go to the first)."""
+
+    devices: tuple[Device, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def of(cls, devices) -> "DeviceSet":
+        """From names (``"cpu:1"``), ``Device`` objects, or dicts of ``Device`` fields with a ``name``."""
+        if isinstance(devices, DeviceSet):
+            return devices
+        if isinstance(devices, (str, Device, dict)):
+            devices = [devices]
+        made = []
+        for item in devices:
+            if isinstance(item, Device):
+                made.append(replace(item, name=canonical(item.name)))
+            elif isinstance(item, dict):
+                fields = dict(item)
+                made.append(Device.make(fields.pop("name"), **fields))
+            else:
+                made.append(Device.make(str(item)))
+        names = [device.name for device in made]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise DeviceError(f"device set names {', '.join(duplicates)} more than once")
+        if not made:
+            raise DeviceError("a device set needs at least one device")
+        return cls(tuple(made))
+
+    @classmethod
+    def parse(cls, text: str) -> "DeviceSet":
+        """``cpu:0,cpu:1,gpu:0`` (the CLI's --devices); ``cpu:1x2`` gives cpu:1 two threads."""
+        items = []
+        for part in filter(None, (piece.strip() for piece in text.split(","))):
+            name, _, threads = part.partition("x")
+            if threads and not threads.isdigit():
+                raise DeviceError(f"'{part}': the thread count after 'x' must be a number")
+            items.append({"name": name, "threads": int(threads)} if threads else name)
+        return cls.of(items)
+
+    @classmethod
+    def local_cpus(cls, count: int, threads: int | None = None) -> "DeviceSet":
+        """``cpu:0 .. cpu:count-1``, sharing this machine's cores unless ``threads`` is given."""
+        threads = threads or max(1, (os.cpu_count() or 1) // count)
+        return cls.of([Device.make(f"cpu:{i}", threads=threads) for i in range(count)])
+
+    def __iter__(self):
+        return iter(self.devices)
+
+    def __len__(self) -> int:
+        return len(self.devices)
+
+    def __getitem__(self, name: str) -> Device:
+        full = canonical(name)
+        for device in self.devices:
+            if device.name == full:
+                return device
+        raise DeviceError(f"no device {name} in the device set ({', '.join(d.short for d in self.devices)})")
+
+    def matching(self, spec: DeviceSpec) -> list[Device]:
+        return [device for device in self.devices if spec.matches(device.spec)]
+
+    def key(self) -> tuple:
+        return self.devices
+
+    def describe(self) -> str:
+        """One line per device: the table ``flowjit devices`` prints."""
+        lines = [f"{'device':<36}{'short':<8}{'threads':>8}{'GB/s':>9}{'GFLOP/s':>10}{'launch µs':>11}"
+                 f"{'link GB/s':>11}  runs here"]
+        for device in self.devices:
+            lines.append(f"{device.name:<36}{device.short:<8}{device.threads:>8}{device.bandwidth / 1e9:>9.0f}"
+                         f"{device.flops / 1e9:>10.0f}{device.launch * 1e6:>11.1f}"
+                         f"{device.link_bandwidth / 1e9:>11.0f}  {'yes' if device.executable else 'no'}")
+        return "\n".join(lines)
+
+
+_default: DeviceSet | None = None
+
+
+def set_devices(devices) -> DeviceSet:
+    """Set the session-wide device set (``None``: back to the default, ``cpu:0`` alone)."""
+    global _default
+    _default = None if devices is None else DeviceSet.of(devices)
+    return current_devices()
+
+
+def current_devices() -> DeviceSet:
+    """The session-wide device set: what ``set_devices`` gave, else one CPU with every core."""
+    return _default or DeviceSet.of([Device.make("cpu:0", threads=os.cpu_count() or 1)])
