@@ -13,7 +13,6 @@ the slower of the two links.
 
 from __future__ import annotations
 
-import json
 import threading
 
 import numpy as np
@@ -94,12 +93,3 @@ class CostModel:
         with self._lock:
             previous = self.measured.get(key)
             self.measured[key] = seconds if previous is None else 0.5 * (previous + seconds)
-
-    def save(self, path: str) -> None:
-        with open(path, "w") as stream:
-            json.dump(self.measured, stream, indent=1, sort_keys=True)
-
-    @classmethod
-    def load(cls, path: str) -> "CostModel":
-        with open(path) as stream:
-            return cls(json.load(stream))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from flowjit.compiler.ir.graph import Graph
-from flowjit.compiler.ir.printer import print_graph
+from flowjit.compiler.ir.printer import print_graph, print_graphs
 from flowjit.compiler.passes.expand_composites import ExpandComposites
 from flowjit.compiler.passes.fuse import fuse
 from flowjit.compiler.passes.pipeline import PassRecord, Pipeline
@@ -136,17 +136,16 @@ class Lowered:
         if stage == "partitioned":
             return self.partitioned.text()
         if stage == "fused" and self.multi_device:
-            return "\n".join(print_graph(graph) for graph in self.fused_partitions)
+            return print_graphs(self.fused_partitions)
         return print_graph(self.stage_graph(stage))
 
     @cached_property
     def executable(self):
         from flowjit.compiler.codegen.cache import kernel_cache
         from flowjit.compiler.codegen.driver import Executable
-        cache = kernel_cache(cache_directory(self.options.cache_dir))
         if self.multi_device:
             return self.multi_device_executable
-        return Executable(self.fused, cache, self.options.fma)
+        return Executable(self.fused, kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma)
 
     @cached_property
     def multi_device_executable(self):

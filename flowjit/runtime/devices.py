@@ -76,9 +76,6 @@ class DeviceSpec:
                           inner.type if inner.type is not None else self.type,
                           inner.index if inner.index is not None else self.index)
 
-    def is_full(self) -> bool:
-        return None not in (self.job, self.task, self.type, self.index)
-
     def matches(self, device: "DeviceSpec") -> bool:
         return all(mine is None or mine == theirs for mine, theirs in
                    ((self.job, device.job), (self.task, device.task), (self.type, device.type),
@@ -202,12 +199,6 @@ class DeviceSet:
             items.append({"name": name, "threads": int(threads)} if threads else name)
         return cls.of(items)
 
-    @classmethod
-    def local_cpus(cls, count: int, threads: int | None = None) -> "DeviceSet":
-        """``cpu:0 .. cpu:count-1``, sharing this machine's cores unless ``threads`` is given."""
-        threads = threads or max(1, (os.cpu_count() or 1) // count)
-        return cls.of([Device.make(f"cpu:{i}", threads=threads) for i in range(count)])
-
     def __iter__(self):
         return iter(self.devices)
 
@@ -223,9 +214,6 @@ class DeviceSet:
 
     def matching(self, spec: DeviceSpec) -> list[Device]:
         return [device for device in self.devices if spec.matches(device.spec)]
-
-    def key(self) -> tuple:
-        return self.devices
 
     def describe(self) -> str:
         """One line per device: the table ``flowjit devices`` prints."""

@@ -72,11 +72,8 @@ class _Worker:
             self.ready.notify()
 
     def loop(self) -> None:
-        try:
-            import numba
-            numba.set_num_threads(max(1, min(self.device.threads, numba.config.NUMBA_NUM_THREADS)))
-        except Exception:                                    # numba missing threads: run serially
-            pass
+        import numba
+        numba.set_num_threads(max(1, min(self.device.threads, numba.config.NUMBA_NUM_THREADS)))
         while True:
             with self.ready:
                 while not self.queue:
@@ -114,8 +111,7 @@ class _Call:
         self.waiting: dict[str, Step] = {}                   # key -> recv started, tensor not there
         self.profile = profile
         self.spans: list[tuple] = []                         # (device, step, start, end, thread)
-        self.flows: list[tuple] = []                         # (key, send time, recv time, src, dst)
-        self.sent_at: dict[str, float] = {}
+        self.started = 0.0
 
     # -- running steps -------------------------------------------------------------
     def run(self, step: Step, worker: _Worker | None) -> None:
@@ -164,8 +160,6 @@ class _Call:
             self.executable.workers[step.device].submit(self, step)
 
     def deliver(self, key: str, tensor) -> None:
-        if self.profile:
-            self.sent_at[key] = time.perf_counter()
         with self.lock:
             recv = self.waiting.pop(key, None)
             if recv is None:
@@ -178,7 +172,6 @@ class _Call:
         if self.profile:
             now = time.perf_counter()
             self.spans.append((step.device, step, now, now, threading.get_ident()))
-            self.flows.append((step.key, self.sent_at.get(step.key, now), now))
         self.finish(step)
 
     def fail(self, step: Step, error: BaseException) -> None:
@@ -233,8 +226,7 @@ class MultiDeviceExecutable:
                 self.steps.append(step)
                 step_of[node] = step
         for step in self.steps:
-            before = {value.producer for value in step.node.inputs if value.producer is not None}
-            before.update(step.node.control_inputs)
+            before = step.node.dependencies()
             step.pending = len(before)
             for producer in before:
                 step_of[producer].successors.append(step.index)
@@ -268,7 +260,6 @@ class MultiDeviceExecutable:
         for step in self.roots:
             call.start(step)
         call.done.wait()
-        call.ended = time.perf_counter()
         self.last_call = call
         if call.error is not None:
             step, error = call.error
@@ -288,8 +279,7 @@ def chrome_trace(executable: MultiDeviceExecutable, call: _Call) -> dict:
     for index, device in enumerate(executable.devices):
         events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": index,
                        "args": {"name": f"{device.short} ({device.name})"}})
-    recv_step = {}
-    send_step = {}
+    transfers: dict[str, dict[str, tuple]] = {}          # key -> {"send"/"recv": (device, start)}
     for device, step, start, end, _ in call.spans:
         args = {"op": step.node.op.name, "device": executable.devices[device].name}
         if step.node.loc:
@@ -298,16 +288,13 @@ def chrome_trace(executable: MultiDeviceExecutable, call: _Call) -> dict:
             args["key"] = step.key
         events.append({"ph": "X", "name": step.node.name, "cat": step.kind, "pid": 0, "tid": device,
                        "ts": (start - origin) * 1e6, "dur": max((end - start) * 1e6, 0.01), "args": args})
-        (send_step if step.kind == "send" else recv_step)[step.key] = (device, start, end)
-    for flow_id, (key, sent, received) in enumerate(call.flows):
-        if key not in send_step or key not in recv_step:
-            continue
-        source, _, send_end = send_step[key]
-        destination, recv_start, _ = recv_step[key]
-        events.append({"ph": "s", "id": flow_id, "name": "send", "cat": "transfer", "pid": 0, "tid": source,
-                       "ts": (min(sent, send_end) - origin) * 1e6})
-        events.append({"ph": "f", "bp": "e", "id": flow_id, "name": "send", "cat": "transfer", "pid": 0,
-                       "tid": destination, "ts": (recv_start - origin) * 1e6})
+        if step.kind != "kernel":
+            transfers.setdefault(step.key, {})[step.kind] = (device, start)
+    for flow_id, ends in enumerate(pair for pair in transfers.values() if len(pair) == 2):
+        for phase, kind in (("s", "send"), ("f", "recv")):
+            device, start = ends[kind]
+            events.append({"ph": phase, "id": flow_id, "name": "send", "cat": "transfer", "pid": 0,
+                           "tid": device, "ts": (start - origin) * 1e6, **({"bp": "e"} if phase == "f" else {})})
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"devices": [d.name for d in executable.devices]}}
 

@@ -52,6 +52,11 @@ class OutputPool:
         return buffer
 
 
+# View ops the driver runs with numpy: op -> (function, the attribute that is its argument).
+VIEWS = {ops.reshape: ("np.reshape", "shape"), ops.transpose: ("np.transpose", "perm"),
+         ops.broadcast_to: ("np.broadcast_to", "shape")}
+
+
 def storage_shape(value: Value) -> tuple[int, ...]:
     return value.shape if value.shape else (1,)
 
@@ -228,12 +233,9 @@ class DriverBuilder:
             if value.dtype == np.float16:
                 value = value.astype(np.float32)
             self.emit(f"{out} = {self.global_('const', value)}")
-        elif op is ops.reshape:
-            self.emit(f"{out} = np.reshape({args[0]}, {tuple(attrs['shape'])})")
-        elif op is ops.transpose:
-            self.emit(f"{out} = np.transpose({args[0]}, {tuple(attrs['perm'])})")
-        elif op is ops.broadcast_to:
-            self.emit(f"{out} = np.broadcast_to({args[0]}, {tuple(attrs['shape'])})")
+        elif op in VIEWS:
+            function, attr = VIEWS[op]
+            self.emit(f"{out} = {function}({args[0]}, {tuple(attrs[attr])})")
         elif op is ops.slice:
             self.emit(f"{out} = {args[0]}[{self.global_('slices', python_slices(attrs))}]")
         elif op is ops.concat:

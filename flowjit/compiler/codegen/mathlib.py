@@ -34,44 +34,27 @@ from numba.core import types
 from numba.extending import intrinsic
 
 
-@intrinsic
-def float64_bits(typingctx, value):
-    """The IEEE bits of a float64 as an int64."""
-    if value == types.float64:
-        def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], llvm_ir.IntType(64))
-        return types.int64(types.float64), codegen
-    return None
+def _bitcast(name: str, source, target, llvm_type, doc: str):
+    """An intrinsic reinterpreting the bits of a ``source`` scalar as a ``target`` one."""
+    def typer(typingctx, value):
+        if value == source:
+            def codegen(context, builder, signature, args):
+                return builder.bitcast(args[0], llvm_type)
+            return target(source), codegen
+        return None
+    typer.__name__ = typer.__qualname__ = name
+    typer.__doc__ = doc
+    return intrinsic(typer)
 
 
-@intrinsic
-def bits_float64(typingctx, value):
-    """The float64 whose IEEE bits are the given int64."""
-    if value == types.int64:
-        def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], llvm_ir.DoubleType())
-        return types.float64(types.int64), codegen
-    return None
-
-
-@intrinsic
-def bits_float32(typingctx, value):
-    """The float32 whose IEEE bits are the given int32."""
-    if value == types.int32:
-        def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], llvm_ir.FloatType())
-        return types.float32(types.int32), codegen
-    return None
-
-
-@intrinsic
-def float32_bits(typingctx, value):
-    """The IEEE bits of a float32 as an int32."""
-    if value == types.float32:
-        def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], llvm_ir.IntType(32))
-        return types.int32(types.float32), codegen
-    return None
+float64_bits = _bitcast("float64_bits", types.float64, types.int64, llvm_ir.IntType(64),
+                        "The IEEE bits of a float64 as an int64.")
+bits_float64 = _bitcast("bits_float64", types.int64, types.float64, llvm_ir.DoubleType(),
+                        "The float64 whose IEEE bits are the given int64.")
+float32_bits = _bitcast("float32_bits", types.float32, types.int32, llvm_ir.IntType(32),
+                        "The IEEE bits of a float32 as an int32.")
+bits_float32 = _bitcast("bits_float32", types.int32, types.float32, llvm_ir.FloatType(),
+                        "The float32 whose IEEE bits are the given int32.")
 
 
 INLINE = dict(inline="always", error_model="numpy", cache=True)
@@ -413,6 +396,13 @@ def _sin_cos_kernel(r, r_lo):
 
 
 @njit(**INLINE)
+def _by_quadrant(quadrant, sine, cosine):
+    """sin(quadrant pi/2 + r) from sin r and cos r: sin, cos, -sin, -cos (cos: quadrant + 1)."""
+    result = cosine if quadrant & 1 else sine
+    return -result if quadrant & 2 else result
+
+
+@njit(**INLINE)
 def _reduce_f64(a):
     """a >= 0 finite -> (quadrant, r, r_lo) with a = quadrant pi/2 + r + r_lo (mod 2 pi)."""
     bits = float64_bits(a)
@@ -475,10 +465,7 @@ def _sin_cos_f64(x, cosine_wanted):
     r = a if small else r
     r_lo = 0.0 if small else r_lo
     sine, cosine = _sin_cos_kernel(r, r_lo)
-    quadrant = (quadrant + cosine_wanted) & 3
-    result = cosine if quadrant & 1 else sine
-    result = -result if quadrant & 2 else result
-    return result
+    return _by_quadrant(quadrant + cosine_wanted, sine, cosine)
 
 
 @njit(**INLINE)
@@ -534,9 +521,7 @@ def _sin_cos_f32(x, cosine_wanted):
     quadrant = 0 if small else quadrant
     r = np.float64(a) if small else r
     sine, cosine = _sin_cos_kernel_short(r)
-    quadrant = (quadrant + cosine_wanted) & 3
-    result = cosine if quadrant & 1 else sine
-    return -result if quadrant & 2 else result
+    return _by_quadrant(quadrant + cosine_wanted, sine, cosine)
 
 
 @njit(**INLINE)

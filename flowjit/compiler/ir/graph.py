@@ -8,8 +8,9 @@ inputs are happens-before edges that carry no data.
 
 from __future__ import annotations
 
+import heapq
 import re
-from typing import Iterable, Iterator
+from typing import Callable, Hashable, Iterable, Iterator, TypeVar
 
 from flowjit.compiler.ir.types import TensorType
 from flowjit.errors import Location
@@ -72,6 +73,12 @@ class Node:
             self.outputs = [Value(name, type, self, port)
                             for port, (name, type) in enumerate(zip(names, output_types))]
 
+    def dependencies(self) -> set["Node"]:
+        """The nodes this one waits for: producers of its inputs and its control inputs."""
+        before = {value.producer for value in self.inputs if value.producer is not None}
+        before.update(self.control_inputs)
+        return before
+
     @property
     def output(self) -> Value:
         """The only output of a single-output node."""
@@ -82,6 +89,33 @@ class Node:
     def __repr__(self) -> str:
         from flowjit.compiler.ir.printer import format_node
         return format_node(self)
+
+
+Item = TypeVar("Item", bound=Hashable)
+
+
+def stable_topological_order(items: list[Item], predecessors: Callable[[Item], Iterable[Item]]) -> list[Item]:
+    """``items`` with every item after its predecessors (those among ``items``); ties keep
+    the given order.  Shorter than ``items`` when they form a cycle."""
+    position = {item: index for index, item in enumerate(items)}
+    waiting = dict.fromkeys(items, 0)
+    successors: dict = {item: [] for item in items}
+    for item in items:
+        for before in set(predecessors(item)):
+            if before in position and before is not item:
+                waiting[item] += 1
+                successors[before].append(item)
+    ready = [position[item] for item in items if waiting[item] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        item = items[heapq.heappop(ready)]
+        order.append(item)
+        for successor in successors[item]:
+            waiting[successor] -= 1
+            if waiting[successor] == 0:
+                heapq.heappush(ready, position[successor])
+    return order
 
 
 _NAME_SUFFIX = re.compile(r"^(.*?)(?:_(\d+))?$")

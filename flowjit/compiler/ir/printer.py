@@ -128,3 +128,9 @@ def format_graph(graph: Graph, indent: int = 0) -> str:
 def print_graph(graph: Graph) -> str:
     """The graph's text, ending in a newline."""
     return format_graph(graph) + "\n"
+
+
+def print_graphs(graphs: list[Graph]) -> str:
+    """Several graphs (a partitioned program: one per device), a blank line between;
+    ``parse_all`` reads them back."""
+    return "\n".join(print_graph(graph) for graph in graphs)

@@ -20,13 +20,12 @@ never crosses a device.  Each boundary left between two nodes is recorded with w
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from flowjit.compiler.ir import ops
-from flowjit.compiler.ir.graph import Graph, Node, Value
+from flowjit.compiler.ir.graph import Graph, Node, Value, stable_topological_order
 from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.compiler.passes.base import Pass
 
@@ -296,37 +295,17 @@ class Fuser:
         for group in groups:
             group.nodes.sort(key=self.position.__getitem__)
         externs = [g.nodes[0] for g in self.groups if g.kind == "extern"]
-        units: list = externs + groups
-        first = {unit: (self.position[unit] if isinstance(unit, Node) else self.position[unit.nodes[0]])
-                 for unit in units}
+        units: list = sorted(externs + groups, key=lambda unit: self.position[
+            unit if isinstance(unit, Node) else unit.nodes[0]])
         unit_of = {}
         for unit in units:
             for node in ([unit] if isinstance(unit, Node) else unit.nodes):
                 unit_of[node] = unit
-        predecessors = {unit: set() for unit in units}
-        for unit in units:
-            for node in ([unit] if isinstance(unit, Node) else unit.nodes):
-                for value in node.inputs:
-                    if value.producer is not None and unit_of[value.producer] is not unit:
-                        predecessors[unit].add(unit_of[value.producer])
-                for before in node.control_inputs:
-                    if unit_of[before] is not unit:
-                        predecessors[unit].add(unit_of[before])
-        successors = {unit: [] for unit in units}
-        for unit, preds in predecessors.items():
-            for pred in preds:
-                successors[pred].append(unit)
-        waiting = {unit: len(preds) for unit, preds in predecessors.items()}
-        ready = [(first[u], id(u), u) for u in units if waiting[u] == 0]
-        heapq.heapify(ready)
-        order = []
-        while ready:
-            _, _, unit = heapq.heappop(ready)
-            order.append(unit)
-            for successor in successors[unit]:
-                waiting[successor] -= 1
-                if waiting[successor] == 0:
-                    heapq.heappush(ready, (first[successor], id(successor), successor))
+
+        def predecessors(unit):
+            return {unit_of[before] for node in ([unit] if isinstance(unit, Node) else unit.nodes)
+                    for before in node.dependencies()}
+        order = stable_topological_order(units, predecessors)
         assert len(order) == len(units), "fusion formed a cycle"
 
         users: dict[Value, set] = {}

@@ -33,7 +33,7 @@ from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.comm import rendezvous_key
 from flowjit.compiler.passes.place import topological_order
-from flowjit.runtime.devices import DeviceSet, DeviceSpec
+from flowjit.runtime.devices import DeviceSet
 
 COPY_CONSTANT_LIMIT = 1 << 12        # elements: smaller constants are copied, not sent
 
@@ -48,8 +48,8 @@ class Partitioned:
     outputs: list[tuple[int, int]]            # per program output: (partition, output) or (-1, input)
 
     def text(self) -> str:
-        from flowjit.compiler.ir.printer import print_graph
-        return "\n".join(print_graph(graph) for graph in self.partitions)
+        from flowjit.compiler.ir.printer import print_graphs
+        return print_graphs(self.partitions)
 
 
 def _tensor_name(value: Value) -> str:
@@ -68,7 +68,6 @@ def partition(placed: Graph, devices: DeviceSet, *, lossy: bool = False, schedul
     program_input = {value: i for i, value in enumerate(placed.inputs)}
     local: dict[tuple[Value, int], Value] = {}           # (value, partition) -> value there
     copied: dict[Node, Node] = {}                         # placed node -> its copy
-    sent: dict[tuple[Value, int], Node] = {}              # (value, destination) -> recv
     truncated: dict[Value, Value] = {}
     links: list[tuple[Node, Node]] = []                   # (send, recv)
 
@@ -115,7 +114,6 @@ def partition(placed: Graph, devices: DeviceSet, *, lossy: bool = False, schedul
             received = graph.add_node(ops.extend16, [received], name=f"extend16_{value.producer.name}",
                                       device=graph.attrs["device"], loc=value.producer.loc).output
         local[(value, part)] = received
-        sent[(value, part)] = recv
         return received
 
     for node in order:
@@ -127,9 +125,8 @@ def partition(placed: Graph, devices: DeviceSet, *, lossy: bool = False, schedul
         for before in node.control_inputs:
             if graph_of(before) == part:
                 controls.append(copied[before])
-            elif before.outputs:
-                value_in(before.outputs[0], part)
-                controls.append(sent[(before.outputs[0], part)])
+            elif before.outputs:                           # wait for its first output to arrive
+                controls.append(value_in(before.outputs[0], part).producer)
             else:
                 raise ValueError(f"control edge %{before.name} -> %{node.name} crosses devices and "
                                  f"%{before.name} has no output to send")
@@ -164,11 +161,7 @@ def _program_graph(partitioned: Partitioned, links: list[tuple[Node, Node]]):
     for graph in partitioned.partitions:
         for node in graph.nodes:
             program.add_node(node)
-            for value in node.inputs:
-                if value.producer is not None:
-                    program.add_edge(value.producer, node)
-            for before in node.control_inputs:
-                program.add_edge(before, node)
+            program.add_edges_from((before, node) for before in node.dependencies())
     for send, recv in links:
         program.add_edge(send, recv)
     return program
@@ -235,7 +228,3 @@ def schedule(partitioned: Partitioned, links: list[tuple[Node, Node]], devices: 
             program.add_edge(best[1], recv)
     for graph in partitioned.partitions:              # a holder may come later in node order
         graph.nodes = topological_order(graph)
-
-
-def device_label(graph: Graph) -> str:
-    return DeviceSpec.parse(graph.attrs["device"]).short

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from flowjit.compiler.costmodel import CostModel
 from flowjit.compiler.ir import ops
-from flowjit.compiler.ir.graph import Graph, Node
+from flowjit.compiler.ir.graph import Graph, Node, stable_topological_order
 from flowjit.errors import FlowjitError
 from flowjit.runtime.devices import DeviceSet, DeviceSpec, canonical
 
@@ -77,27 +77,7 @@ class _UnionFind:
 
 def topological_order(graph: Graph) -> list[Node]:
     """Nodes so that every data and control input comes first; ties keep graph order."""
-    position = {node: i for i, node in enumerate(graph.nodes)}
-    pending = {node: 0 for node in graph.nodes}
-    users: dict[Node, list[Node]] = {node: [] for node in graph.nodes}
-    for node in graph.nodes:
-        before = {value.producer for value in node.inputs if value.producer is not None}
-        before.update(node.control_inputs)
-        for producer in before:
-            if producer in pending:
-                pending[node] += 1
-                users[producer].append(node)
-    import heapq
-    ready = [(position[node], id(node), node) for node in graph.nodes if pending[node] == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        _, _, node = heapq.heappop(ready)
-        order.append(node)
-        for user in users[node]:
-            pending[user] -= 1
-            if pending[user] == 0:
-                heapq.heappush(ready, (position[user], id(user), user))
+    order = stable_topological_order(graph.nodes, Node.dependencies)
     if len(order) != len(graph.nodes):
         raise PlacementError(f"graph @{graph.name} has a cycle")
     return order
@@ -107,7 +87,6 @@ def topological_order(graph: Graph) -> list[Node]:
 class Placement:
     graph: Graph                                   # a copy with every node's device set
     notes: list[str] = field(default_factory=list)  # soft-placement fallbacks, in order
-    finish: dict[str, float] = field(default_factory=dict)  # simulated finish time per node
 
 
 def place(graph: Graph, devices: DeviceSet, *, soft: bool = False, costs: CostModel | None = None,
@@ -176,7 +155,7 @@ def place(graph: Graph, devices: DeviceSet, *, soft: bool = False, costs: CostMo
     chosen: dict[str, str] = {}
     free_at = {name: 0.0 for name in names}
     finish: dict[Node, float] = {}
-    arrival: dict[tuple, float] = {}              # (value, device) -> when it is there
+    arrival: dict[tuple, float] = {}              # (value, device name) -> when it is there
     home = next((d.name for d in devices if d.type == "cpu"), names[0])   # where inputs live
     rng = random.Random(seed)
     order = topological_order(graph)
@@ -191,40 +170,28 @@ def place(graph: Graph, devices: DeviceSet, *, soft: bool = False, costs: CostMo
         best = None
         for name in candidates:
             device = device_of[name]
-            start = free_at[name]
+            arrivals = {}                            # when each input is on this device
             for value in node.inputs:
                 producer = value.producer
-                if producer is None:
-                    source = device_of[home]
-                    ready = 0.0
-                elif producer.op is ops.constant and producer.device is None:
-                    continue
-                else:
-                    source = device_of[producer.device]
-                    ready = finish[producer]
-                key = (id(value), name)
-                when = arrival.get(key)
+                if producer is not None and producer.op is ops.constant and producer.device is None:
+                    continue                         # copied where it is used
+                when = arrival.get((value, name))
                 if when is None:
+                    source = device_of[producer.device] if producer is not None else device_of[home]
+                    ready = finish[producer] if producer is not None else 0.0
                     when = ready + costs.transfer(value, source, device)
-                start = max(start, when)
-            for before in node.control_inputs:
-                if before in finish:
-                    start = max(start, finish[before])
+                arrivals[(value, name)] = when
+            start = max([free_at[name], *arrivals.values(),
+                         *(finish[before] for before in node.control_inputs if before in finish)])
             end = start + costs.node(node, device)
             if best is None or end < best[0]:
-                best = (end, name)
-        end, name = best
+                best = (end, name, arrivals)
+        end, name, arrivals = best
         node.device = name
         chosen[root] = name
         free_at[name] = end
         finish[node] = end
-        for value in node.inputs:
-            key = (id(value), name)
-            if key not in arrival:
-                producer = value.producer
-                source = device_of[producer.device] if producer is not None and producer.device else device_of[home]
-                ready = finish.get(producer, 0.0) if producer is not None else 0.0
-                arrival[key] = ready + costs.transfer(value, source, device_of[name])
+        arrival.update(arrivals)
     users: dict[Node, list[Node]] = {}
     for node in graph.nodes:
         for value in node.inputs:
@@ -234,8 +201,7 @@ def place(graph: Graph, devices: DeviceSet, *, soft: bool = False, costs: CostMo
         if node.device is None:                      # a constant: with its first consumer
             consumers = [user for user in users.get(node, []) if user.device]
             node.device = consumers[0].device if consumers else home
-            finish[node] = 0.0
-    return Placement(graph, notes, {node.name: finish[node] for node in graph.nodes})
+    return Placement(graph, notes)
 
 
 def _short(name: str) -> str:
