@@ -68,3 +68,39 @@ def test_dump_errors_are_clear(args, message):
     assert result.returncode == 1
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+DEVICES = ROOT / "examples" / "devices.py"
+TWO_BRANCHES = [f"{DEVICES}:two_branches", "--arg", "f32[16,16]", "--arg", "f32[16,16]"]
+
+
+def test_devices_lists_the_set_with_described_gpus():
+    out = flowjit("devices", "--devices", "cpu:0,cpu:1x2,gpu:0").stdout.splitlines()
+    assert out[1].startswith("/job:localhost/task:0/device:cpu:0") and out[1].endswith("yes")
+    assert out[2].split()[2] == "2"                               # cpu:1 has two threads
+    assert out[3].startswith("/job:localhost/task:0/device:gpu:0") and out[3].endswith("no")
+    assert "device:cpu:0" in flowjit("devices").stdout           # the session default
+
+
+def test_dump_placed_and_partitioned_stages():
+    placed = flowjit("dump", *TWO_BRANCHES, "--devices", "cpu:0,cpu:1", "--stage", "placed").stdout
+    graph = ir.parse(placed)
+    assert {node.device for node in graph.nodes} <= {"/job:localhost/task:0/device:cpu:0",
+                                                     "/job:localhost/task:0/device:cpu:1"}
+    parts = flowjit("dump", *TWO_BRANCHES, "--devices", "cpu:0,cpu:1", "--stage", "partitioned").stdout
+    graphs = ir.parse_all(parts)
+    assert len(graphs) == 2 and ir.print_graphs(graphs) == parts
+    assert any(node.op.name == "send" for node in graphs[0].nodes)
+    assert any(node.op.name == "recv" for node in graphs[1].nodes)
+    soft = flowjit("dump", *TWO_BRANCHES, "--devices", "cpu:0", "--stage", "placed", "--soft-placement").stdout
+    assert soft.startswith("# soft placement: %matmul (matmul) requests /device:cpu:1")
+    failed = flowjit("dump", *TWO_BRANCHES, "--devices", "cpu:0", "--stage", "placed", check=False)
+    assert failed.returncode == 1 and "turn on soft placement" in failed.stderr
+
+
+def test_profile_writes_chrome_trace(tmp_path):
+    path = tmp_path / "trace.json"
+    out = flowjit("profile", *TWO_BRANCHES, "--devices", "cpu:0,cpu:1", "-o", str(path)).stdout
+    assert f"wrote {path}: 5 spans, 1 transfers" in out
+    events = json.loads(path.read_text())["traceEvents"]
+    assert sum(1 for event in events if event["ph"] == "X") == 5

@@ -256,3 +256,18 @@ def test_profile_writes_a_chrome_trace(tmp_path):
     starts = [e for e in events if e["ph"] == "s"]
     ends = [e for e in events if e["ph"] == "f"]
     assert starts and {e["id"] for e in starts} == {e["id"] for e in ends}
+
+
+def test_a_session_wide_device_set_applies_to_functions_without_their_own():
+    def f(x):
+        with flowjit.device("cpu:1"):
+            return np.exp(x)
+    try:
+        flowjit.set_devices(TWO)
+        assert [d.short for d in flowjit.current_devices()] == ["cpu:0", "cpu:1"]
+        placed = flowjit.jit(f).lower(np.ones(4)).placed
+        assert placed.nodes[-1].device == canonical("cpu:1")
+        np.testing.assert_allclose(flowjit.jit(f)(np.ones(4)), np.exp(np.ones(4)))
+    finally:
+        flowjit.set_devices(None)
+    assert [d.short for d in flowjit.current_devices()] == ["cpu:0"]
