@@ -34,6 +34,8 @@ from flowjit.compiler.passes.fuse import reduction_axes
 INDENT = "    "
 PARALLEL_MARK = "  # parallel loop"
 ROW_CHUNK = 64                  # rows per parallel task in reduce kernels
+LANES = 64                      # independent accumulators in a reduction (a power of two)
+WIDE_ROW = 2 * LANES            # rows at least this long use them
 
 
 @dataclass
@@ -389,9 +391,14 @@ class KernelWriter:
             return f"{array}[{', '.join(parts)}]"
         return read
 
-    def reduce_row(self, depth: int, node: Node, row, count: str, lanes: int = 8) -> None:
-        """Reduce a row (``row(index)`` reads element ``index``) with ``lanes`` independent
-        accumulators."""
+    def reduce_row(self, depth: int, node: Node, row, count: str) -> None:
+        """Reduce a row (``row(index)`` reads element ``index``).
+
+        Rows of at least ``WIDE_ROW`` elements go through ``LANES`` independent accumulators
+        in a stack array: the lane loop carries no dependency from one element to the next,
+        so LLVM vectorises it without reassociating anything, and a tree combines the lanes
+        at the end.  Shorter rows take one accumulator, which costs less than the tree.
+        """
         self.comment(depth, node)
         out = node.output
         source = node.inputs[0]
@@ -410,7 +417,6 @@ class KernelWriter:
             self.emit(depth, f"{result} = {constructor(out.dtype)}(best_index)")
             return
         dtype = self.accumulator_dtype(node)
-        accumulators = [f"a{lane}" for lane in range(lanes)]
         if node.op in (ops.sum, ops.mean):
             start = literal(0, dtype)
             combine = (lambda a, b: f"({a} | {b})") if dtype == np.bool_ else (lambda a, b: f"({a} + {b})")
@@ -422,38 +428,43 @@ class KernelWriter:
             start = _extreme(dtype, lowest=larger)
             if dtype == np.bool_:
                 combine = (lambda a, b: f"({a} | {b})") if larger else (lambda a, b: f"({a} & {b})")
+            elif dtype.kind == "f":
+                # NaN is sticky: once a lane holds NaN, nothing compares past it.
+                compare = ">" if larger else "<"
+                combine = (lambda a, b, c=compare: f"({b} if ({b} {c} {a}) | ({b} != {b}) else {a})")
             else:
                 compare = ">" if larger else "<"
                 combine = (lambda a, b, c=compare: f"({b} if {b} {c} {a} else {a})")
-        floats_max = node.op in (ops.max, ops.min) and dtype.kind == "f"
-        self.emit(depth, " = ".join(accumulators) + f" = {start}")
-        if floats_max:
-            self.emit(depth, "nan = False")
-        self.emit(depth, f"whole = ninner - ninner % {lanes}")
-        self.emit(depth, f"for t in range(0, whole, {lanes}):")
-        for lane, acc in enumerate(accumulators):
-            element = cast(row(f"t + {lane}"), source.dtype, dtype)
-            self.emit(depth + 1, f"x{lane} = {element}")
-            self.emit(depth + 1, f"{acc} = {combine(acc, f'x{lane}')}")
-            if floats_max:
-                self.emit(depth + 1, f"nan |= x{lane} != x{lane}")
-        self.emit(depth, "for t in range(whole, ninner):")
-        self.emit(depth + 1, f"x0 = {cast(row('t'), source.dtype, dtype)}")
-        self.emit(depth + 1, f"a0 = {combine('a0', 'x0')}")
-        if floats_max:
-            self.emit(depth + 1, "nan |= x0 != x0")
-        while len(accumulators) > 1:
-            pairs = [combine(accumulators[i], accumulators[i + 1]) for i in range(0, len(accumulators), 2)]
-            names = [f"a{i}" for i in range(len(pairs))]
-            self.emit(depth, ", ".join(names) + " = " + ", ".join(pairs))
-            accumulators = names
-        total = accumulators[0]
-        if floats_max:
-            total = f"(np.nan if nan else {total})"
+        element = lambda index: cast(row(index), source.dtype, dtype)        # noqa: E731
+        acc = "lanes_" + result[2:]
+        self.emit(depth, f"if ninner >= {WIDE_ROW}:")
+        inner = depth + 1
+        self.emit(inner, f"{acc} = stack_array({constructor(dtype)}, {LANES})")
+        self.emit(inner, f"for j in range({LANES}):")
+        self.emit(inner + 1, f"{acc}[j] = {start}")
+        self.emit(inner, f"for block in range(ninner // {LANES}):")
+        self.emit(inner + 1, f"t = block * {LANES}")
+        self.emit(inner + 1, f"for j in range({LANES}):")
+        self.emit(inner + 2, f"x = {element('t + j')}")
+        self.emit(inner + 2, f"{acc}[j] = {combine(f'{acc}[j]', 'x')}")
+        self.emit(inner, f"for t in range(ninner - ninner % {LANES}, ninner):")
+        self.emit(inner + 1, f"x = {element('t')}")
+        self.emit(inner + 1, f"{acc}[0] = {combine(f'{acc}[0]', 'x')}")
+        self.emit(inner, f"half = {LANES // 2}")
+        self.emit(inner, "while half > 0:")
+        self.emit(inner + 1, "for j in range(half):")
+        self.emit(inner + 2, f"{acc}[j] = {combine(f'{acc}[j]', f'{acc}[j + half]')}")
+        self.emit(inner + 1, "half //= 2")
+        self.emit(inner, f"total = {acc}[0]")
+        self.emit(depth, "else:")
+        self.emit(inner, f"total = {start}")
+        self.emit(inner, "for t in range(ninner):")
+        self.emit(inner + 1, f"x = {element('t')}")
+        self.emit(inner + 1, f"total = {combine('total', 'x')}")
         if node.op is ops.mean:
-            self.emit(depth, f"{result} = {cast(f'({total} / {count})', np.dtype(np.float64), out.dtype)}")
+            self.emit(depth, f"{result} = {cast(f'(total / {count})', np.dtype(np.float64), out.dtype)}")
         else:
-            self.emit(depth, f"{result} = {cast(total, dtype, out.dtype)}")
+            self.emit(depth, f"{result} = {cast('total', dtype, out.dtype)}")
 
     # -- reductions --------------------------------------------------------------------------------------
     def accumulator_dtype(self, node: Node) -> np.dtype:
@@ -481,7 +492,8 @@ from numba import njit, prange
 
 from flowjit.compiler.codegen.mathlib import (bits_float32, cos_f32, cos_f64, erf_f32, erf_f64, exp_f32,
                                               exp_f64, float32_bits, log_f32, log_f64, sigmoid_f32,
-                                              sigmoid_f64, sin_f32, sin_f64, tanh_f32, tanh_f64)
+                                              sigmoid_f64, sin_f32, sin_f64, stack_array, tanh_f32,
+                                              tanh_f64)
 '''
 
 
