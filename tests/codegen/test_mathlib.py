@@ -65,3 +65,31 @@ def test_kernels_vectorise(function):
     assembly = next(iter(kernel.inspect_asm().values()))
     assert not re.search(r"call\w*\s+\S*(sin|cos|exp|log|tanh|erf)", assembly)
     assert re.search(r"\bv(mul|add|fmadd\d+)p[sd]\b", assembly) and re.search(r"[yz]mm", assembly)
+
+
+def test_polynomial_literals_match_their_derivation():
+    """mathlib's economized coefficients are what polyfit computes in exact arithmetic, and
+    each economization drops less than its function can afford."""
+    from flowjit.compiler.codegen import polyfit
+    budgets = {"exp_f64": 2.0 ** -56, "exp_f32": 2.0 ** -23, "erf_small": 2.0 ** -56, "erf_large": 0.0}
+    assert set(budgets) == set(polyfit.FITS)
+    for name, fit in polyfit.FITS.items():
+        coefficients, dropped = fit()
+        assert getattr(mathlib, name.upper()) == tuple(float(c) for c in coefficients), name
+        assert dropped <= budgets[name], (name, float(dropped))
+
+
+def test_economization_reproduces_a_polynomial_it_does_not_truncate():
+    """Economizing a cubic at degree 3 changes nothing; at degree 2 it drops exactly the
+    T_3 coefficient, and the result is off by at most that on the interval."""
+    from fractions import Fraction
+
+    from flowjit.compiler.codegen import polyfit
+    cubic = [Fraction(1), Fraction(-2), Fraction(3, 7), Fraction(5, 3)]
+    same, dropped = polyfit.economize(cubic, -1, 3, 3)
+    assert same == cubic and dropped == 0
+    lower, dropped = polyfit.economize(cubic, -1, 3, 2)
+    assert len(lower) == 3 and dropped == Fraction(5, 3) * 2 ** 3 / 4      # half-width 2, T_3 = 4u^3 - 3u
+    for z in [Fraction(k, 8) for k in range(-8, 25)]:
+        error = sum(c * z ** n for n, c in enumerate(cubic)) - sum(c * z ** n for n, c in enumerate(lower))
+        assert abs(error) <= dropped

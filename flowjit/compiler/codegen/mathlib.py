@@ -90,36 +90,37 @@ LOG2E = 1.4426950408889634
 LN2_HI = 6.93147180369123816490e-01       # ln 2 with trailing zero bits: k * LN2_HI is exact
 LN2_LO = 1.90821492927058770002e-10
 EXP_OVERFLOW = 709.782712893384           # exp(x) is inf above
-EXP_UNDERFLOW = -745.1332191019412        # exp(x) rounds to 0 below
 SQRT2 = 1.4142135623730951
 
 
-def _taylor_exp_coefficients(degree: int) -> tuple[float, ...]:
-    return tuple(float(Fraction(1, math.factorial(n))) for n in range(degree + 1))
-
-
-E0, E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11, E12, E13 = _taylor_exp_coefficients(13)
-
-
-@njit(**INLINE)
-def _exp_poly(r):
-    return E0 + r * (E1 + r * (E2 + r * (E3 + r * (E4 + r * (E5 + r * (E6 + r * (E7 + r * (
-        E8 + r * (E9 + r * (E10 + r * (E11 + r * (E12 + r * E13))))))))))))
+# Economized polynomials, from `python -m flowjit.compiler.codegen.polyfit` (exact rational
+# arithmetic; tests/codegen/test_mathlib.py checks these literals against it).
+EXP_F64 = (1.0, 1.0, 0.5000000000000019, 0.16666666666666702, 0.041666666666487974, 0.00833333333330951,
+           0.001388888895234707, 0.00019841269909250933, 2.480148544815057e-05, 2.7557224927351573e-06,
+           2.763265216957956e-07, 2.5114879796112015e-08)
+EXP_F32 = (0.5000000013468379, 0.1666657697579495, 0.04166646491457949, 0.008363180121709215,
+           0.0013933650354190183)
+ERF_SMALL = (1.0, -0.3333333333333315, 0.09999999999991141, -0.023809523807862793, 0.004629629613524899,
+             -0.0007575756653277209, 0.00010683727123124537, -1.322670713940455e-05, 1.4576191824713482e-06,
+             -1.436470144918777e-07, 1.2160380842257809e-08, -6.911279539681392e-10)
+E0, E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11 = EXP_F64
 
 
 @njit(**INLINE)
 def exp_f64(x):
+    """|r| <= ln2/2, degree 11.  As in exp_f32, the clamp alone gives inf above 709.78 and
+    0 below -745.13 (k = 1024 with r > 0; k <= -1075 with p * 2**k below half the least
+    denormal); only NaN needs a select."""
     clamped = min(max(x, -746.0), 710.0)
     k = np.rint(clamped * LOG2E)
     r = (clamped - k * LN2_HI) - k * LN2_LO
-    p = _exp_poly(r)
+    p = E0 + r * (E1 + r * (E2 + r * (E3 + r * (E4 + r * (E5 + r * (E6 + r * (E7 + r * (
+        E8 + r * (E9 + r * (E10 + r * E11))))))))))
     ki = np.int64(k)
     half = ki >> 1
     scale1 = bits_float64((half + 1023) << 52)
     scale2 = bits_float64((ki - half + 1023) << 52)
     result = p * scale1 * scale2
-    result = np.inf if x > EXP_OVERFLOW else result
-    result = 0.0 if x < EXP_UNDERFLOW else result
     return x if x != x else result
 
 
@@ -129,24 +130,7 @@ F_LN2_LO = np.float32(-2.12194440e-4)
 F_EXP_OVERFLOW = np.float32(88.72283935546875)
 
 
-def _exp_f32_coefficients(degree: int = 4) -> tuple[np.float32, ...]:
-    """exp(r) = 1 + r + r**2 g(r) on |r| <= ln2/2: g = (e**r - 1 - r) / r**2 interpolated at
-    Chebyshev nodes (near-minimax), 0.09 ulp of float32 before rounding.  One multiply-add
-    fewer than the degree-7 Taylor polynomial it replaced, at the same accuracy."""
-    from numpy.polynomial import chebyshev, polynomial
-    h = math.log(2.0) / 2
-
-    def g(r):                                   # by its series: no cancellation near 0
-        total, term = np.zeros_like(r), np.full_like(r, 0.5)
-        for n in range(3, 30):
-            total, term = total + term, term * r / n
-        return total
-    fit = chebyshev.Chebyshev.interpolate(g, degree, domain=[-h, h])
-    return tuple(np.float32(c) for c in fit.convert(kind=polynomial.Polynomial, domain=[-h, h],
-                                                     window=[-h, h]).coef)
-
-
-F_G0, F_G1, F_G2, F_G3, F_G4 = _exp_f32_coefficients()
+F_G0, F_G1, F_G2, F_G3, F_G4 = (np.float32(c) for c in EXP_F32)     # exp(r) = 1 + r + r*r g(r)
 
 
 @njit(**INLINE)
@@ -272,59 +256,45 @@ def sigmoid_f32(x):
     return x if x != x else result
 
 
-def _erf_taylor(terms: int) -> tuple[float, ...]:
-    """erf(x) = x * sum c_n x**(2n),  c_n = 2/sqrt(pi) (-1)**n / (n! (2n+1))."""
-    two_over_sqrt_pi = 1.1283791670955126
-    return tuple(two_over_sqrt_pi * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(terms))
-
-
-ERF_SMALL = 1.0
-(R0, R1, R2, R3, R4, R5, R6, R7, R8, R9, R10, R11, R12, R13, R14, R15, R16, R17, R18) = _erf_taylor(19)
-# From tools/fit_erf.py (mpmath, 40 digits): erfc(x) exp(x*x) as a Chebyshev series in
-# t = 1 / (1 + ERF_P x) for x in [1, 6].
+ERF_SPLIT = 1.0
+TWO_OVER_SQRT_PI = 1.1283791670955126
+R0, R1, R2, R3, R4, R5, R6, R7, R8, R9, R10, R11 = (TWO_OVER_SQRT_PI * c for c in ERF_SMALL)
+# From tools/fit_erf.py --degree 16 (mpmath, 40 digits): erfc(x) exp(x*x) as a Chebyshev
+# series in t = 1 / (1 + ERF_P x) for x in [1, 6].  Its truncation error is below the
+# 6e-16 of evaluating it in float64, and erfc <= 0.16 there scales both down.
 ERF_P = 0.25
 ERF_T_LOW, ERF_T_HIGH = 0.4, 0.8
-ERF_C = (0.2289600427701425, 0.16243308614798777, 0.030546548004245652, 0.004893614652291599, 0.0006662818879211086, 7.627526890767862e-05, 7.172538798561326e-06, 5.276056048140741e-07, 2.682799718979075e-08, 5.074522858022715e-10, -5.089140782409661e-11, -4.625848914621041e-12, -4.1557985047698044e-14, 1.6159386369237754e-14, 7.31751943043825e-16, -4.849547417994224e-17, -4.365404011264541e-18, 1.5297505595505054e-19, 2.2896960167202085e-20, -6.178247015417053e-22, -1.2017667007956166e-22)
-(G0, G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11, G12, G13, G14, G15, G16, G17, G18, G19, G20) = ERF_C
+ERF_C = (0.2289600427701425, 0.16243308614798777, 0.030546548004245652, 0.004893614652291599,
+         0.0006662818879211086, 7.627526890767862e-05, 7.172538798561326e-06, 5.276056048140741e-07,
+         2.682799718979075e-08, 5.074522858022715e-10, -5.08914078240966e-11, -4.625848914621013e-12,
+         -4.155798504832773e-14, 1.6159386365619006e-14, 7.317520625908113e-16, -4.849485632792289e-17,
+         -4.388300968197019e-18)
+# The same series in powers of u (polyfit.erf_large), for Horner's rule.
+ERF_LARGE = (0.1990726309938657, 0.14812992991458337, 0.05589108556608052, 0.018078437227012183,
+             0.004990286041083531, 0.001161537440566441, 0.00022259643181912086, 3.346127706896973e-05,
+             3.4988173532962976e-06, 1.4320648193596367e-07, -2.5771429075331263e-08, -4.956452325830219e-09,
+             -1.0702622151739716e-10, 6.916837052636304e-11, 6.569696281247446e-12, -7.945397260766887e-13,
+             -1.4379584612587992e-13)
+(H0, H1, H2, H3, H4, H5, H6, H7, H8, H9, H10, H11, H12, H13, H14, H15, H16) = ERF_LARGE
+# The fit maps t from [1/(1 + 6 P), 1/(1 + P)] = [2/5, 4/5] onto [-1, 1]: u = 5 t - 3.
+ERF_U_SCALE, ERF_U_SHIFT = 5.0, 3.0
 
 
 @njit(**INLINE)
 def erf_f64(x):
-    """Taylor below 1; above, 1 - exp(-x*x) g(t) with g a Chebyshev series (Clenshaw)."""
+    """Below 1, x times an economized polynomial in x*x; above, 1 - exp(-x*x) g(t) with g
+    a polynomial in t (Horner).  From 6 on, exp(-36) g < 2**-55 makes that 1.0."""
     a = abs(x)
     z = a * a
     small = a * (R0 + z * (R1 + z * (R2 + z * (R3 + z * (R4 + z * (R5 + z * (R6 + z * (R7 + z * (
-        R8 + z * (R9 + z * (R10 + z * (R11 + z * (R12 + z * (R13 + z * (R14 + z * (R15 + z * (
-            R16 + z * (R17 + z * R18))))))))))))))))))
+        R8 + z * (R9 + z * (R10 + z * R11)))))))))))
     b = min(a, 6.0)
     t = 1.0 / (1.0 + ERF_P * b)
-    u = (2.0 * t - (ERF_T_HIGH + ERF_T_LOW)) / (ERF_T_HIGH - ERF_T_LOW)
-    u2 = 2.0 * u
-    b1 = G20
-    b2 = 0.0
-    b1, b2 = G19 + u2 * b1 - b2, b1
-    b1, b2 = G18 + u2 * b1 - b2, b1
-    b1, b2 = G17 + u2 * b1 - b2, b1
-    b1, b2 = G16 + u2 * b1 - b2, b1
-    b1, b2 = G15 + u2 * b1 - b2, b1
-    b1, b2 = G14 + u2 * b1 - b2, b1
-    b1, b2 = G13 + u2 * b1 - b2, b1
-    b1, b2 = G12 + u2 * b1 - b2, b1
-    b1, b2 = G11 + u2 * b1 - b2, b1
-    b1, b2 = G10 + u2 * b1 - b2, b1
-    b1, b2 = G9 + u2 * b1 - b2, b1
-    b1, b2 = G8 + u2 * b1 - b2, b1
-    b1, b2 = G7 + u2 * b1 - b2, b1
-    b1, b2 = G6 + u2 * b1 - b2, b1
-    b1, b2 = G5 + u2 * b1 - b2, b1
-    b1, b2 = G4 + u2 * b1 - b2, b1
-    b1, b2 = G3 + u2 * b1 - b2, b1
-    b1, b2 = G2 + u2 * b1 - b2, b1
-    b1, b2 = G1 + u2 * b1 - b2, b1
-    g = G0 + u * b1 - b2
+    u = ERF_U_SCALE * t - ERF_U_SHIFT           # t in [0.4, 0.8] -> u in [-1, 1], no division
+    g = H0 + u * (H1 + u * (H2 + u * (H3 + u * (H4 + u * (H5 + u * (H6 + u * (H7 + u * (H8 + u * (
+        H9 + u * (H10 + u * (H11 + u * (H12 + u * (H13 + u * (H14 + u * (H15 + u * H16)))))))))))))))
     large = 1.0 - exp_f64(-(b * b)) * g
-    large = 1.0 if a >= 6.0 else large
-    result = small if a < ERF_SMALL else large
+    result = small if a < ERF_SPLIT else large
     return math.copysign(result, x)             # keeps -0.0; NaN stays NaN
 
 
