@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import flowjit  # noqa: F401  (first: it sets libgomp's wait policy before torch loads libgomp)
 from bench.workloads import WORKLOADS, JaxOps, NumpyOps, TorchOps
 
 MODES = ("numpy", "unfused", "fused", "numexpr", "jax", "torch")

@@ -1,8 +1,12 @@
 """flowjit: a JIT compiler from numpy functions, through dataflow graphs, to fused kernels."""
 
-from flowjit import errors
-from flowjit.compiler import ir
-from flowjit.config import CompileOptions
+from flowjit.config import prepare_threads
+
+prepare_threads()           # first thing: before anything imported later loads libgomp
+
+from flowjit import errors  # noqa: E402
+from flowjit.compiler import ir  # noqa: E402
+from flowjit.config import CompileOptions  # noqa: E402
 from flowjit.errors import (ArgumentError, FlowjitError, OpTypeError, ShapeError, TraceError,
                             TracerConversionError, UnsupportedDTypeError, UnsupportedFunctionError)
 from flowjit.frontend.jit import Jitted, ShapeDtype, jit

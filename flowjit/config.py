@@ -69,10 +69,26 @@ def prepare_threads() -> None:
     flowjit alternates numba's parallel kernels with BLAS calls (matmul).  libgomp's idle
     threads otherwise spin for a while after each parallel loop and starve OpenBLAS's
     threads: the MLP benchmark ran 1.6x slower, numpy's own matmul too.  A value the user
-    set is kept.
+    set is kept.  libgomp reads the variable once, when it is loaded, so ``import flowjit``
+    calls this first thing; if another library (torch ships its own libgomp.so.1, which
+    numba then shares) loaded it earlier, it is too late, and a warning says what to do.
     """
+    if "OMP_WAIT_POLICY" not in os.environ and _libgomp_loaded():
+        import warnings
+        warnings.warn("libgomp was loaded before flowjit (by torch, or another OpenMP library) without "
+                      "OMP_WAIT_POLICY=PASSIVE: its idle threads will spin after each parallel kernel and "
+                      "slow the BLAS calls after it (matmul) by up to 1.6x.  Import flowjit first, or set "
+                      "OMP_WAIT_POLICY=PASSIVE in the environment.", RuntimeWarning, stacklevel=3)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("KMP_BLOCKTIME", "0")
+
+
+def _libgomp_loaded() -> bool:
+    try:
+        with open("/proc/self/maps") as maps:        # Linux; elsewhere assume not
+            return any("libgomp" in line for line in maps)
+    except OSError:
+        return False
 
 
 def log_recompiles(option: bool | None) -> bool:

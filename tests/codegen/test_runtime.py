@@ -201,3 +201,30 @@ def test_parallel_variants_are_correct():
     for index, (value, want) in enumerate(zip(got, expected)):
         np.testing.assert_allclose(value, want, rtol=1e-5 if np.asarray(want).dtype == np.float32 else 1e-9,
                                    atol=1e-4, err_msg=f"output {index}")
+
+
+@pytest.mark.parametrize("policy", [None, "PASSIVE"])
+def test_warns_when_libgomp_was_loaded_first_without_a_wait_policy(policy):
+    """libgomp reads OMP_WAIT_POLICY once, when loaded: loaded before flowjit (torch does
+    that) with no policy set, its spinning threads slow BLAS, and flowjit says so."""
+    import ctypes.util
+    if not os.path.exists("/proc/self/maps") or ctypes.util.find_library("gomp") is None:
+        pytest.skip("needs Linux and libgomp")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "PYTHONWARNINGS")}
+    if policy:
+        env["OMP_WAIT_POLICY"] = policy
+    script = ("import ctypes, ctypes.util, warnings; warnings.simplefilter('always')\n"
+              "ctypes.CDLL(ctypes.util.find_library('gomp'))\nimport flowjit\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    warned = "libgomp was loaded before flowjit" in result.stderr
+    assert warned == (policy is None), result.stderr
+    if warned:
+        assert "<string>:3" in result.stderr          # the user's import line
+
+
+def test_importing_flowjit_sets_the_wait_policy_first():
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    script = "import os, flowjit; print(os.environ['OMP_WAIT_POLICY'])"
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.stdout.strip() == "PASSIVE" and not result.stderr, result.stderr

@@ -26,13 +26,9 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 
-from flowjit.config import prepare_threads
-
-prepare_threads()                     # before numba's threading layer starts
-
-import llvmlite  # noqa: E402
-import llvmlite.binding as llvm  # noqa: E402
-import numba  # noqa: E402
+import llvmlite        # (flowjit/__init__.py has set libgomp's wait policy before numba loads it)
+import llvmlite.binding as llvm
+import numba
 from numba import njit  # noqa: E402
 
 from flowjit.compiler.codegen.kernel import KernelSource, module_source  # noqa: E402
