@@ -36,6 +36,7 @@ PARALLEL_MARK = "  # parallel loop"
 ROW_CHUNK = 64                  # rows per parallel task in reduce kernels
 LANES = 64                      # independent accumulators in a reduction (a power of two)
 WIDE_ROW = 2 * LANES            # rows at least this long use them
+FOLDED = 16                     # lanes left after the vector fold (a divisor of LANES)
 
 
 @dataclass
@@ -396,8 +397,9 @@ class KernelWriter:
 
         Rows of at least ``WIDE_ROW`` elements go through ``LANES`` independent accumulators
         in a stack array: the lane loop carries no dependency from one element to the next,
-        so LLVM vectorises it without reassociating anything, and a tree combines the lanes
-        at the end.  Shorter rows take one accumulator, which costs less than the tree.
+        so LLVM vectorises it without reassociating anything.  At the end of the row a
+        vector fold leaves ``FOLDED`` lanes, combined one by one (a full tree scalarised
+        into ~250 instructions a row).  Shorter rows take one accumulator, which costs less than the tree.
         """
         self.comment(depth, node)
         out = node.output
@@ -450,12 +452,14 @@ class KernelWriter:
         self.emit(inner, f"for t in range(ninner - ninner % {LANES}, ninner):")
         self.emit(inner + 1, f"x = {element('t')}")
         self.emit(inner + 1, f"{acc}[0] = {combine(f'{acc}[0]', 'x')}")
-        self.emit(inner, f"half = {LANES // 2}")
-        self.emit(inner, "while half > 0:")
-        self.emit(inner + 1, "for j in range(half):")
-        self.emit(inner + 2, f"{acc}[j] = {combine(f'{acc}[j]', f'{acc}[j + half]')}")
-        self.emit(inner + 1, "half //= 2")
+        # Lanes fold to one vector's worth with vector operations, then one by one.
+        self.emit(inner, f"for j in range({FOLDED}):")
+        self.emit(inner + 1, f"for group in range(1, {LANES // FOLDED}):")
+        self.emit(inner + 2, f"x = {acc}[j + group * {FOLDED}]")
+        self.emit(inner + 2, f"{acc}[j] = {combine(f'{acc}[j]', 'x')}")
         self.emit(inner, f"total = {acc}[0]")
+        self.emit(inner, f"for j in range(1, {FOLDED}):")
+        self.emit(inner + 1, f"total = {combine('total', f'{acc}[j]')}")
         self.emit(depth, "else:")
         self.emit(inner, f"total = {start}")
         self.emit(inner, "for t in range(ninner):")
