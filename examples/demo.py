@@ -17,11 +17,14 @@ def main() -> None:
     jitted = flowjit.jit(repeated)
     lowered = jitted.lower(x)
     for stage in lowered.stages:
-        print(f"== stage '{stage}' ({len(lowered.stage_graph(stage).nodes)} nodes) ==")
+        nodes = sum(len(graph.nodes) for graph in lowered.stage_graphs(stage))
+        print(f"== stage '{stage}' ({nodes} nodes) ==")
         print(lowered.as_text(stage=stage))
     result = jitted(x)
     print("result:", np.array2string(result, precision=4))
-    print("equals numpy:", bool(np.array_equal(result, repeated(x))))
+    expected = repeated(x)
+    ulps = int(np.max(np.abs(result.view(np.int32).astype(np.int64) - expected.view(np.int32).astype(np.int64))))
+    print(f"matches numpy: {ulps <= 4} (largest difference {ulps} ulp; kernels use their own vectorised tanh)")
 
     S, X, T = rng.uniform(10, 100, 5), rng.uniform(10, 100, 5), rng.uniform(0.1, 2, 5)
     prices = flowjit.jit(black_scholes)(S, X, T)

@@ -104,3 +104,15 @@ def test_profile_writes_chrome_trace(tmp_path):
     assert f"wrote {path}: 5 spans, 1 transfers" in out
     events = json.loads(path.read_text())["traceEvents"]
     assert sum(1 for event in events if event["ph"] == "X") == 5
+
+
+def test_the_demo_runs_every_stage_and_matches_numpy():
+    """`make demo`'s first half: every stage prints (partitioned included) and the result
+    matches numpy; it broke once when the partitioned stage arrived."""
+    result = subprocess.run([sys.executable, str(ROOT / "examples" / "demo.py")], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    stages = [line for line in result.stdout.splitlines() if line.startswith("== stage")]
+    assert [line.split("'")[1] for line in stages] == ["traced", "optimized", "placed", "partitioned", "fused",
+                                                       "kernels"]
+    assert "matches numpy: True" in result.stdout

@@ -124,7 +124,17 @@ class Lowered:
             return self.placed
         if stage in ("fused", "kernels"):
             return self.fused
+        if stage == "partitioned":
+            raise ValueError("stage 'partitioned' is one graph per device: use stage_graphs('partitioned')")
         raise ValueError(f"unknown stage '{stage}' (stages: {', '.join(self.stages)})")
+
+    def stage_graphs(self, stage: str) -> list[Graph]:
+        """The graphs of a stage: one per device after partitioning, else one."""
+        if stage == "partitioned":
+            return list(self.partitioned.partitions)
+        if stage == "fused" and self.multi_device:
+            return list(self.fused_partitions)
+        return [self.stage_graph(stage)]
 
     def kernel_sources(self) -> dict[str, str]:
         """Kernel name -> the generated module source it compiles from."""
