@@ -3,12 +3,14 @@
 For |x| in [X0, X1] = [1, 6]: erf(x) = 1 - exp(-x*x) * g(t),  g = erfc(x) * exp(x*x),
 t = 1 / (1 + P x), and g is a Chebyshev series in u, the affine map of t onto [-1, 1].
 Prints the constants to paste into flowjit/compiler/codegen/mathlib.py and the fit's
-worst relative error (in float64 evaluation, against mpmath at 40 digits).
+worst relative error (in float64 evaluation, against mpmath at 40 digits); then
+``python -m flowjit.compiler.codegen.polyfit`` gives ERF_LARGE, the series in powers of u.
 
     python tools/fit_erf.py [--p 0.25] [--degree 24]
 """
 
 import argparse
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -55,7 +57,10 @@ def main():
         worst = max(worst, abs(float((got - want) / want)))
     print(f"# p={args.p} degree={args.degree}: worst relative error of g {worst:.3g}")
     print(f"ERF_P = {args.p!r}")
-    print(f"ERF_T_LOW, ERF_T_HIGH = {t_low!r}, {t_high!r}")
+    # u = 2 (t - t_low) / (t_high - t_low) - 1 as one multiply-add (p = 1/4: u = 5 t - 3).
+    low, high = (1 / (1 + Fraction(args.p) * Fraction(x)) for x in (X1, X0))    # exactly
+    scale, shift = 2 / (high - low), (high + low) / (high - low)
+    print(f"ERF_U_SCALE, ERF_U_SHIFT = {float(scale)!r}, {float(shift)!r}")
     print("ERF_C = (" + ", ".join(repr(c) for c in coefficients) + ")")
 
 

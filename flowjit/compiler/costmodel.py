@@ -27,12 +27,12 @@ TRANSCENDENTAL = {"exp": 10, "log": 10, "tanh": 15, "sigmoid": 12, "erf": 20, "s
                   "tan": 25, "pow": 20, "sqrt": 4, "div": 4, "arctan2": 25}
 
 
-def nbytes(value: Value) -> int:
-    return int(np.prod(value.shape, dtype=np.int64)) * value.dtype.itemsize
-
-
 def elements(value: Value) -> int:
     return int(np.prod(value.shape, dtype=np.int64))
+
+
+def nbytes(value: Value) -> int:
+    return elements(value) * value.dtype.itemsize
 
 
 def flops(node: Node) -> float:
@@ -40,8 +40,8 @@ def flops(node: Node) -> float:
     if op is ops.fused:
         return sum(flops(inner) for inner in node.attrs["body"].nodes)
     if op is ops.matmul:
-        a, b = node.inputs[0].shape, node.inputs[1].shape
-        k = a[-1] if a else 1
+        left = node.inputs[0].shape
+        k = left[-1] if left else 1
         return 2.0 * elements(node.outputs[0]) * k
     if op.kind is OpKind.ELEMENTWISE:
         return float(elements(node.outputs[0]) * TRANSCENDENTAL.get(op.name, 1))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from flowjit.compiler.ir.graph import Graph
-from flowjit.compiler.ir.printer import print_graph, print_graphs
+from flowjit.compiler.ir.printer import print_graphs
 from flowjit.compiler.passes.expand_composites import ExpandComposites
 from flowjit.compiler.passes.fuse import fuse
 from flowjit.compiler.passes.pipeline import PassRecord, Pipeline
@@ -143,11 +143,7 @@ class Lowered:
     def as_text(self, stage: str = "traced") -> str:
         if stage == "kernels":
             return "".join(f"# ==== kernel {name} ====\n{source}\n" for name, source in self.kernel_sources().items())
-        if stage == "partitioned":
-            return self.partitioned.text()
-        if stage == "fused" and self.multi_device:
-            return print_graphs(self.fused_partitions)
-        return print_graph(self.stage_graph(stage))
+        return print_graphs(self.stage_graphs(stage))
 
     @cached_property
     def executable(self):

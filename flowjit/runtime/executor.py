@@ -110,7 +110,7 @@ class _Call:
         self.mailbox: dict[str, object] = {}                 # key -> tensor sent, not yet taken
         self.waiting: dict[str, Step] = {}                   # key -> recv started, tensor not there
         self.profile = profile
-        self.spans: list[tuple] = []                         # (device, step, start, end, thread)
+        self.spans: list[tuple] = []                         # (device, step, start, end)
         self.started = 0.0
 
     # -- running steps -------------------------------------------------------------
@@ -130,7 +130,7 @@ class _Call:
             self.fail(step, error)
             return
         if self.profile:
-            self.spans.append((step.device, step, start, time.perf_counter(), threading.get_ident()))
+            self.spans.append((step.device, step, start, time.perf_counter()))
         self.finish(step)
 
     def finish(self, step: Step) -> None:
@@ -171,7 +171,7 @@ class _Call:
         self.values[step.outputs[0]] = tensor
         if self.profile:
             now = time.perf_counter()
-            self.spans.append((step.device, step, now, now, threading.get_ident()))
+            self.spans.append((step.device, step, now, now))
         self.finish(step)
 
     def fail(self, step: Step, error: BaseException) -> None:
@@ -280,7 +280,7 @@ def chrome_trace(executable: MultiDeviceExecutable, call: _Call) -> dict:
         events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": index,
                        "args": {"name": f"{device.short} ({device.name})"}})
     transfers: dict[str, dict[str, tuple]] = {}          # key -> {"send"/"recv": (device, start)}
-    for device, step, start, end, _ in call.spans:
+    for device, step, start, end in call.spans:
         args = {"op": step.node.op.name, "device": executable.devices[device].name}
         if step.node.loc:
             args["loc"] = str(step.node.loc)
@@ -302,7 +302,7 @@ def chrome_trace(executable: MultiDeviceExecutable, call: _Call) -> dict:
 def record_costs(executable: MultiDeviceExecutable, call: _Call, costs) -> None:
     """Measured kernel times into the cost model, split over the ops a kernel fused by
     their estimated shares, so that the next placement (of unfused nodes) can use them."""
-    for device_index, step, start, end, _ in call.spans:
+    for device_index, step, start, end in call.spans:
         if step.kind != "kernel" or step.node.op is ops.constant:
             continue
         device = executable.devices[device_index]

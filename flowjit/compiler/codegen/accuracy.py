@@ -11,6 +11,7 @@ numpy's exact result.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
 import numpy as np
@@ -39,7 +40,11 @@ def reference(name: str):
             "cos": np.cos}[name]
 
 
-def _runner(function, fma: bool):
+@functools.cache
+def _runner(name: str, dtype, fma: bool):
+    """mathlib's ``name`` for ``dtype`` over an array, compiled once per FMA setting."""
+    function = getattr(mathlib, f"{name}_{'f64' if dtype == np.float64 else 'f32'}")
+
     @njit(error_model="numpy", fastmath={"contract"} if fma else False)
     def run(x, out):
         for i in range(x.shape[0]):
@@ -82,7 +87,6 @@ def measure(points: int = 1_000_000, seed: int = 0) -> list[dict]:
     rows = []
     for name in FUNCTIONS:
         for dtype in DTYPES:
-            suffix = "f64" if dtype == np.float64 else "f32"
             x = inputs(name, dtype, points, rng)
             with np.errstate(over="ignore"):          # float64 specials beyond float32 become inf
                 specials = np.array(SPECIALS, dtype=np.float64).astype(dtype)
@@ -97,7 +101,7 @@ def measure(points: int = 1_000_000, seed: int = 0) -> list[dict]:
             mismatched = np.zeros(specials.shape, bool)
             # Kernels compile with and without FMA contraction (CompileOptions.fma): take the worse.
             for fma in (True, False):
-                run = _runner(getattr(mathlib, f"{name}_{suffix}"), fma)
+                run = _runner(name, dtype, fma)
                 out = np.empty_like(x)
                 run(x, out)
                 error = np.maximum(error, ulp_error(out, want))
@@ -124,11 +128,10 @@ def hard_trig_errors() -> dict[tuple[str, str], float]:
             x = np.array(values, dtype=dtype)
             with mpmath.workprec(600):
                 want = np.array([float(getattr(mpmath, name)(mpmath.mpf(float(v)))) for v in x]).astype(dtype)
-            suffix = "f64" if dtype == np.float64 else "f32"
             worst = 0.0
             for fma in (True, False):
                 out = np.empty_like(x)
-                _runner(getattr(mathlib, f"{name}_{suffix}"), fma)(x, out)
+                _runner(name, dtype, fma)(x, out)
                 worst = max(worst, float(ulp_error(out, want).max()))
             errors[(name, np.dtype(dtype).name)] = worst
     return errors

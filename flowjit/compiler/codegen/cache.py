@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 import llvmlite        # (flowjit/__init__.py has set libgomp's wait policy before numba loads it)
 import llvmlite.binding as llvm
 import numba
-from numba import njit  # noqa: E402
+from numba import njit
 
-from flowjit.compiler.codegen.kernel import KernelSource, module_source  # noqa: E402
-from flowjit.runtime.counters import STATS  # noqa: E402
+from flowjit.compiler.codegen.kernel import KernelSource, module_source
+from flowjit.runtime.counters import STATS
 
 _PLACEHOLDER = "__kernel__"
 
@@ -61,8 +61,6 @@ class CompiledKernel:
     parallel: object
     path: str | None = None
     recorded: int = field(default=0)         # cache files listed in the manifest so far
-
-
 
 
 def kernel_function_name(text: str) -> str:

@@ -399,7 +399,8 @@ class KernelWriter:
         in a stack array: the lane loop carries no dependency from one element to the next,
         so LLVM vectorises it without reassociating anything.  At the end of the row a
         vector fold leaves ``FOLDED`` lanes, combined one by one (a full tree scalarised
-        into ~250 instructions a row).  Shorter rows take one accumulator, which costs less than the tree.
+        into ~250 instructions a row).  One loop then takes what the lanes left: the last
+        ``ninner % LANES`` elements, or the whole of a shorter row.
         """
         self.comment(depth, node)
         out = node.output
@@ -438,7 +439,9 @@ class KernelWriter:
                 compare = ">" if larger else "<"
                 combine = (lambda a, b, c=compare: f"({b} if {b} {c} {a} else {a})")
         element = lambda index: cast(row(index), source.dtype, dtype)        # noqa: E731
-        acc = "lanes_" + result[2:]
+        acc = "lanes_" + _identifier(out)
+        self.emit(depth, f"total = {start}")
+        self.emit(depth, "tail = 0")
         self.emit(depth, f"if ninner >= {WIDE_ROW}:")
         inner = depth + 1
         self.emit(inner, f"{acc} = stack_array({constructor(dtype)}, {LANES})")
@@ -449,22 +452,18 @@ class KernelWriter:
         self.emit(inner + 1, f"for j in range({LANES}):")
         self.emit(inner + 2, f"x = {element('t + j')}")
         self.emit(inner + 2, f"{acc}[j] = {combine(f'{acc}[j]', 'x')}")
-        self.emit(inner, f"for t in range(ninner - ninner % {LANES}, ninner):")
-        self.emit(inner + 1, f"x = {element('t')}")
-        self.emit(inner + 1, f"{acc}[0] = {combine(f'{acc}[0]', 'x')}")
         # Lanes fold to one vector's worth with vector operations, then one by one.
         self.emit(inner, f"for j in range({FOLDED}):")
         self.emit(inner + 1, f"for group in range(1, {LANES // FOLDED}):")
         self.emit(inner + 2, f"x = {acc}[j + group * {FOLDED}]")
         self.emit(inner + 2, f"{acc}[j] = {combine(f'{acc}[j]', 'x')}")
-        self.emit(inner, f"total = {acc}[0]")
-        self.emit(inner, f"for j in range(1, {FOLDED}):")
+        self.emit(inner, f"for j in range({FOLDED}):")
         self.emit(inner + 1, f"total = {combine('total', f'{acc}[j]')}")
-        self.emit(depth, "else:")
-        self.emit(inner, f"total = {start}")
-        self.emit(inner, "for t in range(ninner):")
-        self.emit(inner + 1, f"x = {element('t')}")
-        self.emit(inner + 1, f"total = {combine('total', 'x')}")
+        self.emit(inner, f"tail = ninner - ninner % {LANES}")
+        # What the lanes left (all of a short row), one accumulator.
+        self.emit(depth, "for t in range(tail, ninner):")
+        self.emit(depth + 1, f"x = {element('t')}")
+        self.emit(depth + 1, f"total = {combine('total', 'x')}")
         if node.op is ops.mean:
             self.emit(depth, f"{result} = {cast(f'(total / {count})', np.dtype(np.float64), out.dtype)}")
         else:

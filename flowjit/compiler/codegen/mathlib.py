@@ -4,21 +4,21 @@ numba's ``math.exp`` and friends call libm one element at a time, which stops th
 vectoriser (the measured cause of numba's loss to jax.jit on GELU).  These are written
 in plain arithmetic, bit casts and selects, inlined into the kernels:
 
-- ``exp``: Cody-Waite reduction x = k ln2 + r, |r| <= ln2/2, a degree-13 Taylor
-  polynomial, and 2**k built from exponent bits in two halves (so denormal results and
-  k = 1024 need no branch).
+- ``exp``: Cody-Waite reduction x = k ln2 + r, |r| <= ln2/2, a degree-11 polynomial
+  (float32: degree 6), and 2**k built from exponent bits in two halves (so denormal
+  results and k = 1024 need no branch).
 - ``log``: x = m 2**e with m in [sqrt(1/2), sqrt(2)); log(m) = f - s (f - R(s**2)) with
   f = m - 1, s = f / (2 + f) and R the atanh series; denormals are scaled first.
 - ``tanh``: an odd Taylor polynomial below 0.55, 1 - 2 / (exp(2|x|) + 1) above.
 - ``sigmoid``: 1 / (1 + e) or e / (1 + e) with e = exp(-|x|).
-- ``erf``: a Taylor series below 1, 1 - exp(-x*x) g(t) with a Chebyshev series g above.
+- ``erf``: x h(x*x) below 1, 1 - exp(-x*x) g(t) above, g by Horner in powers of u.
 - ``sin``, ``cos``: an exact Payne-Hanek reduction for every finite argument, done in
   int64 limbs with a per-exponent table of the bits of 2/pi (gathers, no branch), then
   Taylor polynomials on [-pi/4, pi/4] with a double-double remainder.
 
-float32 exp, tanh and sigmoid compute in float32 (8 lanes per AVX2 vector; a float32
-Cody-Waite reduction and a degree-7 polynomial); float32 log evaluates the float64 core
-and rounds once.  ``tests/codegen/test_mathlib.py`` measures the error
+The exp and erf polynomials are economized Taylor series (polyfit.py, exact arithmetic).
+float32 exp, tanh and sigmoid compute in float32 (16 lanes per AVX-512 vector; a float32
+Cody-Waite reduction); float32 log and erf evaluate the float64 core and round once.  ``tests/codegen/test_mathlib.py`` measures the error
 against numpy on 10**6 points per function and dtype (the table is in docs/math.md).
 """
 
@@ -128,8 +128,6 @@ F_LOG2E = np.float32(1.44269504)
 F_LN2_HI = np.float32(0.693359375)            # 8 significant bits: k * F_LN2_HI is exact
 F_LN2_LO = np.float32(-2.12194440e-4)
 F_EXP_OVERFLOW = np.float32(88.72283935546875)
-
-
 F_G0, F_G1, F_G2, F_G3, F_G4 = (np.float32(c) for c in EXP_F32)     # exp(r) = 1 + r + r*r g(r)
 
 
@@ -263,7 +261,6 @@ R0, R1, R2, R3, R4, R5, R6, R7, R8, R9, R10, R11 = (TWO_OVER_SQRT_PI * c for c i
 # series in t = 1 / (1 + ERF_P x) for x in [1, 6].  Its truncation error is below the
 # 6e-16 of evaluating it in float64, and erfc <= 0.16 there scales both down.
 ERF_P = 0.25
-ERF_T_LOW, ERF_T_HIGH = 0.4, 0.8
 ERF_C = (0.2289600427701425, 0.16243308614798777, 0.030546548004245652, 0.004893614652291599,
          0.0006662818879211086, 7.627526890767862e-05, 7.172538798561326e-06, 5.276056048140741e-07,
          2.682799718979075e-08, 5.074522858022715e-10, -5.08914078240966e-11, -4.625848914621013e-12,
@@ -301,8 +298,6 @@ def erf_f64(x):
 @njit(**INLINE)
 def erf_f32(x):
     return np.float32(erf_f64(np.float64(x)))
-
-
 
 
 # ---------------------------------------------------------------------------------------

@@ -103,24 +103,23 @@ class Fuser:
         return tuple(entries)
 
     # -- legality ------------------------------------------------------------------------------
-    def input_groups(self, node: Node) -> list[Group]:
+    def groups_of(self, nodes) -> list[Group]:
+        """The groups of ``nodes``, each once, in order of first appearance."""
         seen = []
-        for value in node.inputs:
-            producer = value.producer
-            group = self.group_of.get(producer) if producer is not None else None
+        for other in nodes:
+            group = self.group_of.get(other)
             if group is not None and group not in seen:
                 seen.append(group)
         return seen
 
+    def input_groups(self, node: Node) -> list[Group]:
+        return self.groups_of(value.producer for value in node.inputs if value.producer is not None)
+
     def dependency_groups(self, node: Node) -> list[Group]:
         """The groups ``node`` waits for: its inputs' and its control inputs' (a recv held
         back by a control edge, for one)."""
-        seen = self.input_groups(node)
-        for before in node.control_inputs:
-            group = self.group_of.get(before)
-            if group is not None and group not in seen:
-                seen.append(group)
-        return seen
+        return self.groups_of([value.producer for value in node.inputs if value.producer is not None]
+                              + node.control_inputs)
 
     def creates_cycle(self, node: Node, group: Group) -> bool:
         return any(group in other.ancestors for other in self.dependency_groups(node) if other is not group)

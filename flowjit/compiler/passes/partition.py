@@ -47,10 +47,6 @@ class Partitioned:
     inputs: list[list[int]]                   # per partition: program input index of each input
     outputs: list[tuple[int, int]]            # per program output: (partition, output) or (-1, input)
 
-    def text(self) -> str:
-        from flowjit.compiler.ir.printer import print_graphs
-        return print_graphs(self.partitions)
-
 
 def _tensor_name(value: Value) -> str:
     producer = value.producer
