@@ -162,6 +162,49 @@ def test_second_process_loads_every_kernel_from_disk_and_corruption_is_rebuilt(t
     assert fourth["ok"] and fourth["stats"]["kernel_compiles"] == 0 and fourth["warnings"] == []
 
 
+LOAD_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import flowjit
+    from flowjit.compiler.codegen.driver import PARALLEL_MIN_ELEMENTS
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((PARALLEL_MIN_ELEMENTS // 1024 + 3, 1024)).astype(np.float32)
+
+    def softmax(x):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def chain(x):
+        return ((x * 2 + 1) * x - 3) / (x * x + 1)
+    ok = np.allclose(flowjit.jit(softmax)(rows), softmax(rows), rtol=1e-5, atol=1e-7)     # parallel twin
+    ok &= np.allclose(flowjit.jit(softmax)(rows[:4]), softmax(rows[:4]), rtol=1e-5, atol=1e-7)
+    ok &= np.allclose(flowjit.jit(chain)(rows.ravel()), chain(rows.ravel()), rtol=1e-5, atol=1e-6)
+    refreshed = "numba.np.arraymath" in sys.modules     # imported only by a registry refresh
+    scale = float(sys.argv[1])                          # a new constant: a kernel no process compiled
+    fresh = flowjit.jit(lambda x: np.tanh(x) * scale)(rows[:4])
+    ok &= np.allclose(fresh, np.tanh(rows[:4]) * np.float32(scale), rtol=1e-5, atol=1e-6)
+    print(json.dumps({"ok": bool(ok), "refreshed": refreshed, "stats": flowjit.stats()}))
+""")
+
+
+def test_kernels_load_from_disk_without_refreshing_numba_and_a_new_kernel_still_compiles(tmp_path):
+    """A warm-cache process loads serial and parallel kernels (scratch rows use the NRT
+    allocator) without numba's target-context refresh, the 0.3 s that made a fresh
+    process's first call slow, and can compile a new kernel afterwards."""
+    env = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path))
+
+    def run(scale):
+        result = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, scale], cwd=ROOT, env=env, capture_output=True,
+                                text=True)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout.splitlines()[-1])
+    first = run("1.5")
+    assert first["ok"] and first["refreshed"] and first["stats"]["disk_hits"] == 0
+    second = run("2.5")
+    assert second["ok"] and not second["refreshed"]
+    assert second["stats"]["disk_hits"] >= 3 and second["stats"]["kernel_compiles"] >= 1
+
+
 def test_two_processes_compiling_one_kernel_both_succeed(tmp_path):
     env = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path))
     processes = [subprocess.Popen([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, stdout=subprocess.PIPE,

@@ -63,6 +63,43 @@ class CompiledKernel:
     recorded: int = field(default=0)         # cache files listed in the manifest so far
 
 
+def _load_without_refresh(dispatcher) -> None:
+    """Give a kernel's dispatcher a numba cache that loads machine code without first
+    refreshing the target context.
+
+    numba's ``FunctionCache.load_overload`` refreshes the whole target context before it
+    looks on disk: it imports and installs every typing and lowering registry (scipy
+    included, for the BLAS probe), about 0.3 s of a fresh process's first call and all of
+    it for compiling, which a cache hit does not do.  Running cached code needs the
+    symbols numba installs when the context is built and the NRT allocator (scratch
+    rows), which ``rtsys.initialize`` provides; a cache miss compiles through numba's
+    pipeline, which refreshes the context itself.  Without the private pieces this relies
+    on (another numba), the dispatcher keeps numba's own cache.
+    """
+    from numba.core.caching import FunctionCache
+    cache = getattr(dispatcher, "_cache", None)
+    if type(cache) is not FunctionCache or _KernelFunctionCache is None:
+        return
+    dispatcher._cache = _KernelFunctionCache(dispatcher.py_func)
+
+
+def _kernel_function_cache():
+    from numba.core.caching import FunctionCache
+    from numba.core.runtime import rtsys
+    if not all(hasattr(FunctionCache, name) for name in ("_load_overload", "_guard_against_spurious_io_errors")):
+        return None
+
+    class KernelFunctionCache(FunctionCache):
+        def load_overload(self, sig, target_context):
+            rtsys.initialize(target_context)
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
+    return KernelFunctionCache
+
+
+_KernelFunctionCache = _kernel_function_cache()
+
+
 def kernel_function_name(text: str) -> str:
     """The serial kernel defined in a module (helpers are ``fj_*``, the other is ``*_parallel``)."""
     for name in re.findall(r"^def (\w+)\(", text, re.MULTILINE):
@@ -158,6 +195,9 @@ class KernelCache:
         flags = dict(error_model="numpy", cache=cache, fastmath={"contract"} if fma else False)
         serial = njit(**flags)(namespace[function])
         parallel = njit(parallel=True, **flags)(namespace[function + "_parallel"])
+        if cache:
+            for dispatcher in (serial, parallel):
+                _load_without_refresh(dispatcher)
         STATS.dispatchers.extend([serial, parallel])
         return CompiledKernel(name, key, text, serial, parallel, path)
 
