@@ -7,6 +7,8 @@ integers and booleans exactly.  Kernels may fuse a*b+c into one rounding (fma=Tr
 a float32 intermediate can differ from numpy's by an ulp even when the result is float64.
 """
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -104,6 +106,27 @@ def test_long_row_reductions_use_lanes_and_match_the_interpreter(dtype):
         for index, (value, want) in enumerate(zip(got, expected)):
             rtol = tolerance_for(want, (x,)) if want.dtype.kind == "f" else 0.0
             assert close(np.asarray(value), want, rtol), f"length {length}, output {index}: {value} vs {want}"
+
+
+def test_reductions_run_in_the_loop_that_computes_their_row_unless_it_would_narrow_it():
+    """A reduction of a computed row accumulates in the loop that computes it (no scratch
+    row written and read back) when its accumulator is no wider than the row; float32
+    summed in float64 reduces a scratch row after the loop, which keeps the float32 loop
+    vectorised 16 wide.  Both match the interpreter on rows with a tail."""
+    def layernorm(x):
+        centered = x - x.mean(axis=1, keepdims=True)
+        return centered / np.sqrt((centered * centered).mean(axis=1, keepdims=True) + 1e-5), \
+            (centered * 3).max(axis=1)
+    rng = np.random.default_rng(4)
+    for dtype, scratch in (("float64", {"s_sub"}), ("float32", {"s_sub", "s_mul"})):
+        x = rng.standard_normal((3, 200)).astype(dtype)
+        jitted = flowjit.jit(layernorm)
+        (source,) = jitted.lower(x).kernel_sources().values()
+        assert set(re.findall(r"\b(s_\w+) = np.empty", source)) == scratch, source
+        assert "x = np.float32(v_mul)" not in source and "lanes_max[j] = (x if" in source
+        expected = flowjit.interpret(jitted.lower(x).graph, x)
+        for got, want in zip(jitted(x), expected):
+            assert close(got, want, tolerance_for(want, (x,)))
 
 
 def test_row_reduction_lanes_vectorise():

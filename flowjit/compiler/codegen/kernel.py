@@ -239,9 +239,11 @@ class KernelWriter:
     def write_reduce(self, outputs: list[Value]) -> list[str]:
         """Loops over the kept axes outside; per row, one pass per dependent reduction.
 
-        Each pass runs an elementwise loop over the reduced axes (which LLVM vectorises)
-        that writes what later steps need into per-row scratch arrays, then reduces the
-        scratch rows with several independent accumulators (no serial dependency chain).
+        Each pass is one loop over the row that computes the pass's elementwise values,
+        writes what later passes read into per-row scratch arrays, stores full-shaped
+        outputs, and accumulates the pass's reductions in independent lanes (no serial
+        dependency chain), so a value reduced is never written out to be read again.
+        Reductions over several axes, argmax and argmin reduce a scratch row after the loop.
         """
         start = len(self.lines)
         reduced = sorted(set(self.axes))
@@ -262,13 +264,23 @@ class KernelWriter:
         reductions_in = {p: [n for n in members if pass_of.get(n) == p] for p in range(passes)}
         stores_in = {p: [v for v in full_outputs if level[v] == p] for p in range(passes)}
 
+        # With one reduced axis, a pass's elementwise loop also does the reductions whose
+        # accumulator is no wider than their input (the row is never written out to be
+        # read again).  A wider one (float32 summed in float64) would make LLVM vectorise
+        # the whole loop at its width, half the lanes for the float32 work (softmax's exp
+        # loop ran 0.43 -> 0.71 ns per element), so it reduces a scratch row after the
+        # loop, as do argmax/argmin and reductions over several axes.
+        single = len(reduced) == 1
+        folded = {n for n in members if n.op.kind is OpKind.REDUCTION and single
+                  and n.op not in (ops.argmax, ops.argmin)
+                  and self.accumulator_dtype(n).itemsize <= compute_dtype(n.inputs[0].dtype).itemsize}
         # Which values each pass computes, and which a later pass reads back from scratch.
         first: dict[Value, int] = {}
         # Read straight from an input row, no copy.  Not a value this kernel computes and
         # also returns: its output buffer is written only at the end of the row.
         direct = {n.inputs[0] for n in members if n.op.kind is OpKind.REDUCTION and n.inputs[0] in self.argument
-                  and n.inputs[0].producer is None and len(reduced) == 1}
-        scratch = {n.inputs[0] for n in members if n.op.kind is OpKind.REDUCTION} - direct
+                  and n.inputs[0].producer is None and single}
+        scratch = {n.inputs[0] for n in members if n.op.kind is OpKind.REDUCTION and n not in folded} - direct
         for p in range(passes):
             stack = [v for v in [n.inputs[0] for n in reductions_in[p]] + stores_in[p] if v in full]
             seen = set()
@@ -325,27 +337,22 @@ class KernelWriter:
                     self.compute(outer, node)
                     computed_outer.add(value)
 
+        def read_row(source: Value):
+            """How a reduction after the loop reads its row: the input itself, or scratch."""
+            if source in direct:
+                return self.row_reader(source, reduced[0])
+            return lambda index, name=scratch_name[source]: f"{name}[{index}]"
+
         compute_outer(0)
-        count = "np.float64(ninner)"
+        order = {node.output: index for index, node in enumerate(self.body.nodes)}
         for current in range(passes):
             reductions, stores = reductions_in[current], stores_in[current]
             if not reductions and not stores:
                 continue
-            wanted = [n.inputs[0] for n in reductions if n.inputs[0] not in direct] + stores
+            in_loop = [n for n in reductions if n in folded]
+            after = [n for n in reductions if n not in folded]
+            wanted = [n.inputs[0] for n in reductions if n.inputs[0] in full] + stores
             wanted += [v for v in scratch if first.get(v) == current and v not in wanted]
-            # the elementwise loop of this pass
-            saved = dict(self.names)
-            if not wanted:
-                for node in reductions:
-                    self.reduce_row(outer, node, self.row_reader(node.inputs[0], reduced[0]), count)
-                compute_outer(current + 1)
-                continue
-            self.emit(outer, "t = 0")
-            depth = outer
-            for axis in reduced:
-                self.emit(depth, f"for i{axis} in range(n{axis}):")
-                depth += 1
-            order = {node.output: index for index, node in enumerate(self.body.nodes)}
             available = {v for v in scratch if first.get(v, current) < current}
             todo = set()
             stack = [v for v in wanted if v in full]
@@ -356,25 +363,50 @@ class KernelWriter:
                 todo.add(value)
                 if value not in available:
                     stack.extend(v for v in value.producer.inputs if v in full)
-            for value in sorted(todo, key=order.__getitem__):
-                if value in available:
-                    self.emit(depth, f"{self.var(value)} = {scratch_name[value]}[t]")
-                else:
-                    self.compute(depth, value.producer)
-            for value in wanted:
-                if value in scratch and value not in available:
-                    source = self.names.get(value) or self.load(value, _identity(value.shape))
-                    self.emit(depth, f"{scratch_name[value]}[t] = {source}")
-            for value in stores:
-                self.store(depth, value)
-            self.emit(depth, "t += 1")
-            self.names = {k: v for k, v in saved.items() if k not in full}
-            # the reductions of this pass, over the scratch rows
-            for node in reductions:
+
+            def body(depth: int, todo=sorted(todo, key=order.__getitem__), wanted=wanted, available=available,
+                     stores=stores) -> None:
+                """The pass's elementwise work at row position ``t`` (``i<axis>`` for one axis)."""
+                if single and todo:
+                    self.emit(depth, f"i{reduced[0]} = t")
+                for value in todo:
+                    if value in available:
+                        self.emit(depth, f"{self.var(value)} = {scratch_name[value]}[t]")
+                    else:
+                        self.compute(depth, value.producer)
+                for value in wanted:
+                    if value in scratch and value not in available:
+                        source = self.names.get(value) or self.load(value, _identity(value.shape))
+                        self.emit(depth, f"{scratch_name[value]}[t] = {source}")
+                for value in stores:
+                    self.store(depth, value)
+
+            def element(node: Node) -> str:
                 source = node.inputs[0]
-                row = self.row_reader(source, reduced[0]) if source in direct else \
-                    (lambda index, name=scratch_name[source]: f"{name}[{index}]")
-                self.reduce_row(outer, node, row, count)
+                if source in self.names:
+                    return self.names[source]
+                if source in direct:
+                    return self.row_reader(source, reduced[0])("t")
+                return self.load(source, _identity(source.shape))
+
+            has_body = bool(todo or stores or set(wanted) & scratch)
+            if single and (in_loop or has_body):
+                self.reduce_loop(outer, in_loop, element, body if has_body else None)
+            elif not single and wanted:
+                # Several reduced axes: one loop nest that writes scratch, indexed by a counter.
+                self.emit(outer, "t = 0")
+                depth = outer
+                for axis in reduced:
+                    self.emit(depth, f"for i{axis} in range(n{axis}):")
+                    depth += 1
+                body(depth)
+                self.emit(depth, "t += 1")
+            self.names = {k: v for k, v in self.names.items() if k not in full}
+            for node in after:
+                if node.op in (ops.argmax, ops.argmin):
+                    self.arg_reduce(outer, node, read_row(node.inputs[0]))
+                else:
+                    self.reduce_loop(outer, [node], lambda node: read_row(node.inputs[0])("t"))
             compute_outer(current + 1)
         for value in outputs:
             if value not in full:
@@ -392,33 +424,85 @@ class KernelWriter:
             return f"{array}[{', '.join(parts)}]"
         return read
 
-    def reduce_row(self, depth: int, node: Node, row, count: str) -> None:
-        """Reduce a row (``row(index)`` reads element ``index``).
+    def arg_reduce(self, depth: int, node: Node, row) -> None:
+        """argmax/argmin of a row (``row(index)`` reads element ``index``): the first best."""
+        self.comment(depth, node)
+        source = node.inputs[0]
+        better = ">" if node.op is ops.argmax else "<"
+        dtype = compute_dtype(source.dtype)
+        self.emit(depth, f"best = {_extreme(dtype, lowest=node.op is ops.argmax)}")
+        self.emit(depth, "best_index = 0")
+        self.emit(depth, "for t in range(ninner):")
+        self.emit(depth + 1, f"x = {row('t')}")
+        nan_rule = " or (x != x and best == best)" if dtype.kind == "f" else ""
+        self.emit(depth + 1, f"if x {better} best{nan_rule}:")
+        self.emit(depth + 2, "best = x")
+        self.emit(depth + 2, "best_index = t")
+        self.emit(depth, f"{self.var(node.output)} = {constructor(node.output.dtype)}(best_index)")
+
+    def reduce_loop(self, depth: int, nodes: list[Node], element, body=None) -> None:
+        """One loop over the row position ``t`` that runs ``body(depth)`` (a pass's
+        elementwise work, when there is any) and reduces each node's input, read by
+        ``element(node)`` once the body has run.
 
         Rows of at least ``WIDE_ROW`` elements go through ``LANES`` independent accumulators
-        in a stack array: the lane loop carries no dependency from one element to the next,
-        so LLVM vectorises it without reassociating anything.  At the end of the row a
-        vector fold leaves ``FOLDED`` lanes, combined one by one (a full tree scalarised
-        into ~250 instructions a row).  One loop then takes what the lanes left: the last
-        ``ninner % LANES`` elements, or the whole of a shorter row.
+        per reduction in a stack array: the lane loop carries no dependency from one element
+        to the next, so LLVM vectorises it without reassociating anything.  At the end of
+        the row a vector fold leaves ``FOLDED`` lanes, combined one by one (a full tree
+        scalarised into ~250 instructions a row).  One loop then takes what the lanes left:
+        the last ``ninner % LANES`` elements, or the whole of a shorter row.
         """
-        self.comment(depth, node)
-        out = node.output
-        source = node.inputs[0]
-        result = self.var(out)
-        if node.op in (ops.argmax, ops.argmin):
-            better = ">" if node.op is ops.argmax else "<"
-            dtype = compute_dtype(source.dtype)
-            self.emit(depth, f"best = {_extreme(dtype, lowest=node.op is ops.argmax)}")
-            self.emit(depth, "best_index = 0")
-            self.emit(depth, "for t in range(ninner):")
-            self.emit(depth + 1, f"x = {row('t')}")
-            nan_rule = " or (x != x and best == best)" if dtype.kind == "f" else ""
-            self.emit(depth + 1, f"if x {better} best{nan_rule}:")
-            self.emit(depth + 2, "best = x")
-            self.emit(depth + 2, "best_index = t")
-            self.emit(depth, f"{result} = {constructor(out.dtype)}(best_index)")
-            return
+        rules = {node: self.reduction_rule(node) for node in nodes}
+        for node, (_, start, _) in rules.items():
+            self.comment(depth, node)
+            self.emit(depth, f"total_{_identifier(node.output)} = {start}")
+
+        def visit(depth: int, combine_into) -> None:
+            if body is not None:
+                body(depth)
+            for node, (dtype, _, combine) in rules.items():
+                self.emit(depth, f"x = {cast(element(node), node.inputs[0].dtype, dtype)}")
+                target = combine_into(node)
+                self.emit(depth, f"{target} = {combine(target, 'x')}")
+
+        head = "for t in range(ninner):"
+        if nodes:
+            self.emit(depth, "tail = 0")
+            self.emit(depth, f"if ninner >= {WIDE_ROW}:")
+            inner = depth + 1
+            for node, (dtype, start, _) in rules.items():
+                acc = "lanes_" + _identifier(node.output)
+                self.emit(inner, f"{acc} = stack_array({constructor(dtype)}, {LANES})")
+                self.emit(inner, f"for j in range({LANES}):")
+                self.emit(inner + 1, f"{acc}[j] = {start}")
+            self.emit(inner, f"for block in range(ninner // {LANES}):")
+            self.emit(inner + 1, f"for j in range({LANES}):")
+            self.emit(inner + 2, f"t = block * {LANES} + j")
+            visit(inner + 2, lambda node: f"lanes_{_identifier(node.output)}[j]")
+            # Lanes fold to one vector's worth with vector operations, then one by one.
+            for node, (_, _, combine) in rules.items():
+                acc, total = "lanes_" + _identifier(node.output), "total_" + _identifier(node.output)
+                self.emit(inner, f"for j in range({FOLDED}):")
+                self.emit(inner + 1, f"for group in range(1, {LANES // FOLDED}):")
+                self.emit(inner + 2, f"x = {acc}[j + group * {FOLDED}]")
+                self.emit(inner + 2, f"{acc}[j] = {combine(f'{acc}[j]', 'x')}")
+                self.emit(inner, f"for j in range({FOLDED}):")
+                self.emit(inner + 1, f"{total} = {combine(total, f'{acc}[j]')}")
+            self.emit(inner, f"tail = ninner - ninner % {LANES}")
+            # What the lanes left (all of a short row), one accumulator.
+            head = "for t in range(tail, ninner):"
+        self.emit(depth, head)
+        visit(depth + 1, lambda node: f"total_{_identifier(node.output)}")
+        for node, (dtype, _, _) in rules.items():
+            total = "total_" + _identifier(node.output)
+            if node.op is ops.mean:
+                value = cast(f"({total} / np.float64(ninner))", np.dtype(np.float64), node.output.dtype)
+            else:
+                value = cast(total, dtype, node.output.dtype)
+            self.emit(depth, f"{self.var(node.output)} = {value}")
+
+    def reduction_rule(self, node: Node):
+        """(accumulator dtype, start literal, combine(a, b) -> expression) of a reduction."""
         dtype = self.accumulator_dtype(node)
         if node.op in (ops.sum, ops.mean):
             start = literal(0, dtype)
@@ -429,45 +513,15 @@ class KernelWriter:
         else:
             larger = node.op is ops.max
             start = _extreme(dtype, lowest=larger)
+            compare = ">" if larger else "<"
             if dtype == np.bool_:
                 combine = (lambda a, b: f"({a} | {b})") if larger else (lambda a, b: f"({a} & {b})")
             elif dtype.kind == "f":
                 # NaN is sticky: once a lane holds NaN, nothing compares past it.
-                compare = ">" if larger else "<"
                 combine = (lambda a, b, c=compare: f"({b} if ({b} {c} {a}) | ({b} != {b}) else {a})")
             else:
-                compare = ">" if larger else "<"
                 combine = (lambda a, b, c=compare: f"({b} if {b} {c} {a} else {a})")
-        element = lambda index: cast(row(index), source.dtype, dtype)        # noqa: E731
-        acc = "lanes_" + _identifier(out)
-        self.emit(depth, f"total = {start}")
-        self.emit(depth, "tail = 0")
-        self.emit(depth, f"if ninner >= {WIDE_ROW}:")
-        inner = depth + 1
-        self.emit(inner, f"{acc} = stack_array({constructor(dtype)}, {LANES})")
-        self.emit(inner, f"for j in range({LANES}):")
-        self.emit(inner + 1, f"{acc}[j] = {start}")
-        self.emit(inner, f"for block in range(ninner // {LANES}):")
-        self.emit(inner + 1, f"t = block * {LANES}")
-        self.emit(inner + 1, f"for j in range({LANES}):")
-        self.emit(inner + 2, f"x = {element('t + j')}")
-        self.emit(inner + 2, f"{acc}[j] = {combine(f'{acc}[j]', 'x')}")
-        # Lanes fold to one vector's worth with vector operations, then one by one.
-        self.emit(inner, f"for j in range({FOLDED}):")
-        self.emit(inner + 1, f"for group in range(1, {LANES // FOLDED}):")
-        self.emit(inner + 2, f"x = {acc}[j + group * {FOLDED}]")
-        self.emit(inner + 2, f"{acc}[j] = {combine(f'{acc}[j]', 'x')}")
-        self.emit(inner, f"for j in range({FOLDED}):")
-        self.emit(inner + 1, f"total = {combine('total', f'{acc}[j]')}")
-        self.emit(inner, f"tail = ninner - ninner % {LANES}")
-        # What the lanes left (all of a short row), one accumulator.
-        self.emit(depth, "for t in range(tail, ninner):")
-        self.emit(depth + 1, f"x = {element('t')}")
-        self.emit(depth + 1, f"total = {combine('total', 'x')}")
-        if node.op is ops.mean:
-            self.emit(depth, f"{result} = {cast(f'(total / {count})', np.dtype(np.float64), out.dtype)}")
-        else:
-            self.emit(depth, f"{result} = {cast('total', dtype, out.dtype)}")
+        return dtype, start, combine
 
     # -- reductions --------------------------------------------------------------------------------------
     def accumulator_dtype(self, node: Node) -> np.dtype:
