@@ -2,11 +2,12 @@
 
 For each workload, size and mode: the result is checked against numpy first (a wrong
 answer is reported as wrong and never timed), the first call is timed on its own (it
-compiles), then the median of ``--repeat`` calls after a warm-up.  A STREAM-style triad
+compiles), then the median of ``--repeat`` calls after a warm-up, the modes taking turns
+call by call so that load from elsewhere falls on all of them alike.  A STREAM-style triad
 in the same run measures memory bandwidth, which gives each elementwise workload a
 lower bound (bytes that must move / bandwidth).  A dispatch row times the chain on 16
 elements; compile rows time the first call in a fresh process, with an empty and with a
-warm kernel cache, import included.
+warm kernel cache, import included (medians of ``--compile-repeat`` processes).
 """
 
 from __future__ import annotations
@@ -107,22 +108,43 @@ def to_numpy(value):
     return np.asarray(value)
 
 
-def measure(row: Row, call, expected, dtype: str, repeat: int) -> None:
+def prepare(row: Row, call, expected, dtype: str) -> bool:
+    """Time the first call (it compiles), check its result, warm up; False if it is wrong."""
     start = time.perf_counter()
     result = call()
     row.first_call_s = time.perf_counter() - start
     problem = check(to_numpy(result), expected, dtype)
     if problem:
         row.status, row.detail = "wrong", problem
-        return
+        return False
     del result
     for _ in range(2):
         call()
+    return True
+
+
+def time_interleaved(cells: list, repeat: int) -> None:
+    """``repeat`` rounds, each timing one call of every (row, call) in turn, then medians.
+
+    Interleaved rather than one mode's calls back to back, so that a burst of load from
+    elsewhere on a shared machine lands on every mode alike and the ratios stay fair."""
+    live = list(cells)
     for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        row.times_s.append(time.perf_counter() - start)
-    row.median_s = statistics.median(row.times_s)
+        for row, call in list(live):
+            try:
+                start = time.perf_counter()
+                call()
+                row.times_s.append(time.perf_counter() - start)
+            except Exception as error:             # a peer that fails is reported, not fatal
+                row.status, row.detail, row.times_s = "error", f"{type(error).__name__}: {error}"[:200], []
+                live.remove((row, call))
+    for row, _ in live:
+        row.median_s = statistics.median(row.times_s)
+
+
+def measure(row: Row, call, expected, dtype: str, repeat: int) -> None:
+    if prepare(row, call, expected, dtype):
+        time_interleaved([(row, call)], repeat)
 
 
 # -- the bandwidth probe ----------------------------------------------------------------------------
@@ -192,7 +214,7 @@ def machine() -> dict:
 
 
 def run(workloads, sizes, modes, repeat, progress=print, compile_rows: bool = True,
-        bandwidth_elements: int = 1 << 25) -> dict:
+        bandwidth_elements: int = 1 << 25, compile_repeat: int = 3) -> dict:
     rng = np.random.default_rng(0)
     progress("measuring memory bandwidth (STREAM triad)...")
     bandwidth = stream_triad(bandwidth_elements)
@@ -207,6 +229,7 @@ def run(workloads, sizes, modes, repeat, progress=print, compile_rows: bool = Tr
             expected = np.asarray(workload.function(NumpyOps(), *args), dtype=np.float64)
             if workload.elementwise:
                 bounds[(name, label)] = bytes_moved(args, np.asarray(workload.function(NumpyOps(), *args))) / bandwidth
+            cells, cell_rows = [], []
             for mode in modes:
                 row = Row(name, label, mode)
                 reason = available(mode)
@@ -214,14 +237,20 @@ def run(workloads, sizes, modes, repeat, progress=print, compile_rows: bool = Tr
                     row.status, row.detail = "skipped", reason
                 else:
                     try:
-                        measure(row, make_callable(mode, workload, args), expected, workload.dtype, repeat)
+                        call = make_callable(mode, workload, args)
+                        if prepare(row, call, expected, workload.dtype):
+                            cells.append((row, call))
                     except LookupError as error:
                         row.status, row.detail = "skipped", str(error)
                     except Exception as error:             # a peer that fails is reported, not fatal
                         row.status, row.detail = "error", f"{type(error).__name__}: {error}"[:200]
+                cell_rows.append(row)
+            time_interleaved(cells, repeat)
+            del cells
+            for row in cell_rows:
                 rows.append(row)
                 shown = f"{row.median_s * 1e3:9.2f} ms" if row.median_s is not None else f"{row.status}: {row.detail}"
-                progress(f"  {name:<14}{label:>6}  {mode:<8} {shown}")
+                progress(f"  {name:<14}{label:>6}  {row.mode:<8} {shown}")
     dispatch = []
     chain = WORKLOADS["chain"]
     small = chain.make(16, rng)
@@ -249,11 +278,20 @@ def run(workloads, sizes, modes, repeat, progress=print, compile_rows: bool = Tr
                  + (f"{row.median_s * 1e6:8.2f} us" if row.median_s is not None else row.status))
     compiles = []
     for name in ("chain", "softmax") if compile_rows else ():
+        # Medians over fresh processes: each empty-cache one gets its own directory, the
+        # warm-cache ones share one that the first of them filled.
+        cold, warm = [], []
+        for _ in range(compile_repeat):
+            with tempfile.TemporaryDirectory() as directory:
+                cold.append(compile_time(name, directory))
         with tempfile.TemporaryDirectory() as directory:
-            cold = compile_time(name, directory)
-            warm = compile_time(name, directory)
-        compiles.append({"workload": name, "empty_cache_s": cold, "warm_cache_s": warm})
-        progress(f"  first call in a fresh process, {name}: empty cache {cold:.2f} s, warm cache {warm:.2f} s")
+            compile_time(name, directory)
+            warm = [compile_time(name, directory) for _ in range(compile_repeat)]
+        compiles.append({"workload": name, "empty_cache_s": statistics.median(cold),
+                         "warm_cache_s": statistics.median(warm), "empty_cache_times_s": cold,
+                         "warm_cache_times_s": warm})
+        progress(f"  first call in a fresh process, {name}: empty cache {statistics.median(cold):.2f} s, "
+                 f"warm cache {statistics.median(warm):.2f} s (medians of {compile_repeat})")
     return {"machine": machine(), "bandwidth_bytes_per_s": bandwidth,
             "bounds_s": {f"{k[0]}@{k[1]}": v for k, v in bounds.items()},
             "rows": [row.__dict__ for row in rows], "dispatch": [row.__dict__ for row in dispatch],
@@ -306,8 +344,9 @@ def format_table(report: dict, modes) -> str:
         f"{r['mode']} {r['median_s'] * 1e6:.2f}" if r["median_s"] else f"{r['mode']} {r['status']}"
         for r in report["dispatch"]))
     for row in report["compile"]:
+        runs = len(row.get("warm_cache_times_s", [])) or 1
         lines.append(f"first call, fresh process ({row['workload']}): empty cache {row['empty_cache_s']:.2f} s, "
-                     f"warm cache {row['warm_cache_s']:.2f} s (import included)")
+                     f"warm cache {row['warm_cache_s']:.2f} s (import included; medians of {runs})")
     skipped = {(r["mode"], r["detail"]) for r in report["rows"] if r["status"] == "skipped"}
     for mode, detail in sorted(skipped):
         lines.append(f"skipped {mode}: {detail}")
@@ -358,7 +397,10 @@ def main(argv=None) -> int:
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated (default: all)")
     parser.add_argument("--sizes", help="comma-separated among 64K, 1M, 16M (default: 1M,16M)")
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated among {', '.join(MODES)}")
-    parser.add_argument("--repeat", type=int, default=7, help="timed calls per cell, median reported (>= 7)")
+    parser.add_argument("--repeat", type=int, default=7, help="timed calls per cell, median reported (>= 7); "
+                        "the modes of a workload take turns, one call each per round")
+    parser.add_argument("--compile-repeat", type=int, default=3,
+                        help="fresh processes per compile row, median reported")
     parser.add_argument("--json", metavar="PATH", help="write every figure and the machine description")
     parser.add_argument("--plot", metavar="PATH.png", help="bar chart of speedups over numpy")
     args = parser.parse_args(argv)
@@ -373,7 +415,8 @@ def main(argv=None) -> int:
     for size in sizes:
         if size not in SIZES:
             parser.error(f"unknown size '{size}' (sizes: {', '.join(SIZES)})")
-    report = run(workloads, sizes, modes, max(1, args.repeat), progress=lambda text: print(text, flush=True))
+    report = run(workloads, sizes, modes, max(1, args.repeat), progress=lambda text: print(text, flush=True),
+                 compile_repeat=max(1, args.compile_repeat))
     print()
     print(format_table(report, modes))
     if args.json:

@@ -45,6 +45,33 @@ def test_wrong_results_are_reported_not_timed(monkeypatch):
     assert "WRONG: chain@4K fused" in harness.format_table(report, ["numpy", "unfused", "fused"])
 
 
+def test_modes_take_turns_and_a_peer_failing_while_timed_is_an_error(monkeypatch):
+    """After each mode's first call, check and warm-up, the timed calls go round the modes
+    (one call each per round); a mode that raises on its fourth call is reported as an
+    error, the others keep their medians."""
+    real, order = harness.make_callable, []
+
+    def recording(mode, workload, args):
+        call, calls = real(mode, workload, args), [0]
+
+        def wrapped():
+            order.append(mode)
+            calls[0] += 1
+            if mode == "unfused" and calls[0] == 4:
+                raise RuntimeError("lost the device")
+            return call()
+        return wrapped
+    monkeypatch.setattr(harness, "make_callable", recording)
+    report = harness.run(["chain"], ["4K"], ["numpy", "unfused", "fused"], repeat=3, progress=lambda text: None,
+                         compile_rows=False, bandwidth_elements=1 << 16)
+    assert order[:9] == ["numpy"] * 3 + ["unfused"] * 3 + ["fused"] * 3          # first call + 2 warm-ups
+    assert order[9:16] == ["numpy", "unfused", "fused", "numpy", "fused", "numpy", "fused"]
+    rows = {row["mode"]: row for row in report["rows"]}
+    assert rows["unfused"]["status"] == "error" and "lost the device" in rows["unfused"]["detail"]
+    assert rows["unfused"]["median_s"] is None
+    assert all(rows[m]["status"] == "ok" and len(rows[m]["times_s"]) == 3 for m in ("numpy", "fused"))
+
+
 def test_missing_peers_are_listed_as_skipped(monkeypatch):
     monkeypatch.setattr(harness, "available",
                         lambda mode: "jax is not installed (pip install -e '.[bench]')" if mode == "jax" else None)
@@ -66,13 +93,14 @@ def test_numexpr_skips_what_it_cannot_express(monkeypatch):
 def test_cli_writes_json(tmp_path):
     path = tmp_path / "bench.json"
     result = subprocess.run([sys.executable, "-m", "flowjit.cli", "bench", "--workloads", "chain", "--sizes", "4K",
-                             "--modes", "numpy,fused", "--repeat", "3", "--json", str(path)],
+                             "--modes", "numpy,fused", "--repeat", "3", "--compile-repeat", "1", "--json",
+                             str(path)],
                             cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     assert "median ms per call" in result.stdout and "measuring memory bandwidth" in result.stdout
     report = json.loads(path.read_text())
     assert report["machine"]["numpy"] and report["rows"][0]["workload"] == "chain"
-    assert report["compile"][0]["empty_cache_s"] > 0
+    assert report["compile"][0]["empty_cache_s"] > 0 and len(report["compile"][0]["warm_cache_times_s"]) == 1
 
 
 def test_cli_rejects_unknown_names():
