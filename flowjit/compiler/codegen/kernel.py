@@ -37,6 +37,7 @@ ROW_CHUNK = 64                  # rows per parallel task in reduce kernels
 LANES = 64                      # independent accumulators in a reduction (a power of two)
 WIDE_ROW = 2 * LANES            # rows at least this long use them
 FOLDED = 16                     # lanes left after the vector fold (a divisor of LANES)
+FLUSH_BLOCKS = 16               # float32 sum lanes pass into float64 ones after this many blocks
 
 
 @dataclass
@@ -265,15 +266,16 @@ class KernelWriter:
         stores_in = {p: [v for v in full_outputs if level[v] == p] for p in range(passes)}
 
         # With one reduced axis, a pass's elementwise loop also does the reductions whose
-        # accumulator is no wider than their input (the row is never written out to be
-        # read again).  A wider one (float32 summed in float64) would make LLVM vectorise
-        # the whole loop at its width, half the lanes for the float32 work (softmax's exp
-        # loop ran 0.43 -> 0.71 ns per element), so it reduces a scratch row after the
-        # loop, as do argmax/argmin and reductions over several axes.
+        # lanes are no wider than their input (the row is never written out to be read
+        # again; float32 sums keep float32 lanes, see lane_dtype).  Wider lanes would make
+        # LLVM vectorise the whole loop at their width, half the lanes for float32 work
+        # (softmax's exp loop ran 0.43 -> 0.71 ns per element with float64 lanes), so such
+        # a reduction reduces a scratch row after the loop, as do argmax/argmin and
+        # reductions over several axes.
         single = len(reduced) == 1
         folded = {n for n in members if n.op.kind is OpKind.REDUCTION and single
                   and n.op not in (ops.argmax, ops.argmin)
-                  and self.accumulator_dtype(n).itemsize <= compute_dtype(n.inputs[0].dtype).itemsize}
+                  and self.lane_dtype(n).itemsize <= compute_dtype(n.inputs[0].dtype).itemsize}
         # Which values each pass computes, and which a later pass reads back from scratch.
         first: dict[Value, int] = {}
         # Read straight from an input row, no copy.  Not a value this kernel computes and
@@ -453,17 +455,29 @@ class KernelWriter:
         the last ``ninner % LANES`` elements, or the whole of a shorter row.
         """
         rules = {node: self.reduction_rule(node) for node in nodes}
+        lane_dtype = {node: self.lane_dtype(node) for node in nodes}
+        narrowed = [node for node in nodes if lane_dtype[node] != rules[node][0]]
         for node, (_, start, _) in rules.items():
             self.comment(depth, node)
             self.emit(depth, f"total_{_identifier(node.output)} = {start}")
 
-        def visit(depth: int, combine_into) -> None:
+        def visit(depth: int, combine_into, in_lanes: bool) -> None:
             if body is not None:
                 body(depth)
             for node, (dtype, _, combine) in rules.items():
-                self.emit(depth, f"x = {cast(element(node), node.inputs[0].dtype, dtype)}")
+                into = lane_dtype[node] if in_lanes else dtype
+                self.emit(depth, f"x = {cast(element(node), node.inputs[0].dtype, into)}")
                 target = combine_into(node)
                 self.emit(depth, f"{target} = {combine(target, 'x')}")
+
+        def flush(depth: int) -> None:
+            """Add the narrow lanes into the wide ones."""
+            for node in narrowed:
+                dtype, _, combine = rules[node]
+                lanes, wide = "lanes_" + _identifier(node.output), "wide_" + _identifier(node.output)
+                self.emit(depth, f"for j in range({LANES}):")
+                self.emit(depth + 1, f"{wide}[j] = {combine(f'{wide}[j]', cast(f'{lanes}[j]', lane_dtype[node], dtype))}")
+                self.emit(depth + 1, f"{lanes}[j] = {literal(0, lane_dtype[node])}")
 
         head = "for t in range(ninner):"
         if nodes:
@@ -471,17 +485,26 @@ class KernelWriter:
             self.emit(depth, f"if ninner >= {WIDE_ROW}:")
             inner = depth + 1
             for node, (dtype, start, _) in rules.items():
-                acc = "lanes_" + _identifier(node.output)
-                self.emit(inner, f"{acc} = stack_array({constructor(dtype)}, {LANES})")
+                arrays = [("lanes_", lane_dtype[node])] + ([("wide_", dtype)] if node in narrowed else [])
+                for prefix, array_dtype in arrays:
+                    self.emit(inner, f"{prefix}{_identifier(node.output)} = stack_array({constructor(array_dtype)}, "
+                                     f"{LANES})")
                 self.emit(inner, f"for j in range({LANES}):")
-                self.emit(inner + 1, f"{acc}[j] = {start}")
+                for prefix, array_dtype in arrays:
+                    value = start if array_dtype == dtype else literal(0, array_dtype)
+                    self.emit(inner + 1, f"{prefix}{_identifier(node.output)}[j] = {value}")
             self.emit(inner, f"for block in range(ninner // {LANES}):")
             self.emit(inner + 1, f"for j in range({LANES}):")
             self.emit(inner + 2, f"t = block * {LANES} + j")
-            visit(inner + 2, lambda node: f"lanes_{_identifier(node.output)}[j]")
+            visit(inner + 2, lambda node: f"lanes_{_identifier(node.output)}[j]", in_lanes=True)
+            if narrowed:
+                self.emit(inner + 1, f"if block % {FLUSH_BLOCKS} == {FLUSH_BLOCKS - 1}:")
+                flush(inner + 2)
+                flush(inner)
             # Lanes fold to one vector's worth with vector operations, then one by one.
             for node, (_, _, combine) in rules.items():
-                acc, total = "lanes_" + _identifier(node.output), "total_" + _identifier(node.output)
+                acc = ("wide_" if node in narrowed else "lanes_") + _identifier(node.output)
+                total = "total_" + _identifier(node.output)
                 self.emit(inner, f"for j in range({FOLDED}):")
                 self.emit(inner + 1, f"for group in range(1, {LANES // FOLDED}):")
                 self.emit(inner + 2, f"x = {acc}[j + group * {FOLDED}]")
@@ -492,7 +515,7 @@ class KernelWriter:
             # What the lanes left (all of a short row), one accumulator.
             head = "for t in range(tail, ninner):"
         self.emit(depth, head)
-        visit(depth + 1, lambda node: f"total_{_identifier(node.output)}")
+        visit(depth + 1, lambda node: f"total_{_identifier(node.output)}", in_lanes=False)
         for node, (dtype, _, _) in rules.items():
             total = "total_" + _identifier(node.output)
             if node.op is ops.mean:
@@ -524,6 +547,17 @@ class KernelWriter:
         return dtype, start, combine
 
     # -- reductions --------------------------------------------------------------------------------------
+    def lane_dtype(self, node: Node) -> np.dtype:
+        """What a reduction's lanes hold inside the row loop: float32 sums add there in
+        float32, each lane at most ``FLUSH_BLOCKS`` elements (numpy's pairwise sum adds 16
+        per accumulator too) before the lanes are added into float64 ones, so the loop
+        stays as wide as its float32 work and the row's sum is as accurate as numpy's."""
+        dtype = self.accumulator_dtype(node)
+        source = compute_dtype(node.inputs[0].dtype)
+        if node.op in (ops.sum, ops.mean) and dtype.kind == source.kind == "f" and source.itemsize < dtype.itemsize:
+            return source
+        return dtype
+
     def accumulator_dtype(self, node: Node) -> np.dtype:
         out = compute_dtype(node.output.dtype)
         if node.op in (ops.sum, ops.prod, ops.mean) and out.kind == "f":
