@@ -8,7 +8,8 @@ in the same run measures memory bandwidth, which gives each elementwise workload
 lower bound (bytes that must move / bandwidth).  A dispatch row times the chain on 16
 elements; compile rows time the first call in a fresh process, with an empty and with a
 warm kernel cache: from starting the interpreter to the first result, import included
-(medians of ``--compile-repeat`` processes; the JSON also has the time to exit).
+(medians of ``--compile-repeat`` processes, flowjit's bytecode compiled as an installed
+package's is; the JSON also has the time to exit).
 """
 
 from __future__ import annotations
@@ -287,6 +288,14 @@ def run(workloads, sizes, modes, repeat, progress=print, compile_rows: bool = Tr
         progress(f"  dispatch, 16 elements  {mode:<8} "
                  + (f"{row.median_s * 1e6:8.2f} us" if row.median_s is not None else row.status))
     compiles = []
+    if compile_rows:
+        # An installed package has its bytecode compiled (pip does it at install); an
+        # editable one run with PYTHONDONTWRITEBYTECODE=1, as here, would recompile every
+        # module in every fresh process (~50 ms) and time that instead of flowjit.
+        import compileall
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for package in ("flowjit", "bench"):
+            compileall.compile_dir(os.path.join(root, package), quiet=1)
     for name in ("chain", "softmax") if compile_rows else ():
         # Medians over fresh processes: each empty-cache one gets its own directory, the
         # warm-cache ones share one that the first of them filled.

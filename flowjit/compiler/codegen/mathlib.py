@@ -198,7 +198,8 @@ def _tanh_taylor(terms: int) -> tuple[float, ...]:
     return tuple(float(quotient[2 * n + 1]) for n in range(terms))
 
 
-T0, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19 = _tanh_taylor(20)
+TANH_TAYLOR = _tanh_taylor(20)
+T0, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19 = TANH_TAYLOR
 TANH_SMALL = 0.55
 
 
@@ -214,7 +215,7 @@ def tanh_f64(x):
     return math.copysign(result, x)            # keeps -0.0; copysign of NaN is NaN
 
 
-F_T = tuple(np.float32(c) for c in _tanh_taylor(10))
+F_T = tuple(np.float32(c) for c in TANH_TAYLOR[:10])       # the first terms do not depend on the count
 F_T0, F_T1, F_T2, F_T3, F_T4, F_T5, F_T6, F_T7, F_T8, F_T9 = F_T
 
 
