@@ -157,11 +157,12 @@ def test_row_reduction_lanes_vectorise():
     from numba import njit
     x = np.ones((2, 256), np.float32)
     assembly = ""
-    for name, source in flowjit.jit(program).lower(x).kernel_sources().items():   # one kernel per reduction
+    for name, source in flowjit.jit(program).lower(x).kernel_sources().items():   # one kernel, both reductions
         namespace = {}
         exec(compile(source, name, "exec"), namespace)          # compiled afresh: cached code has no assembly
         kernel = njit(error_model="numpy")(namespace[name])
-        kernel(x, np.empty(2, np.float32))
+        outputs = kernel.py_func.__code__.co_argcount - 1
+        kernel(x, *(np.empty(2, np.float32) for _ in range(outputs)))
         assembly += "".join(kernel.inspect_asm().values())
     assert re.search(r"\bvaddps\s+.*%[yz]mm", assembly), "the float32 sum lanes are not packed"
     assert re.search(r"\bvaddpd\s+%[yz]mm", assembly), "the float64 lanes they flush into are not packed"

@@ -71,6 +71,23 @@ def test_siblings_share_one_multi_output_kernel():
     assert len(kernel.outputs) == 2
 
 
+def test_sibling_reductions_over_the_same_axes_share_one_kernel():
+    """x.sum(1), x.max(1) and (x*2).min(1) read each row of x once, in one kernel; a
+    reduction over other axes, or one that depends on another, is not a sibling."""
+    def stats(x):
+        return x.sum(axis=1), x.max(axis=1), (x * 2).min(axis=1, keepdims=True), x.sum(axis=0)
+    x = np.random.default_rng(3).standard_normal((5, 300)).astype(np.float32)
+    found = kernels(stats, x)
+    assert sorted(len(k.outputs) for k in found) == [1, 3]
+    (rows,) = [k for k in found if len(k.outputs) == 3]
+    assert [n.op.name for n in rows.attrs["body"].nodes if n.op.kind.name == "REDUCTION"] == ["sum", "max", "min"]
+    jitted = flowjit.jit(stats)
+    expected = flowjit.interpret(jitted.lower(x).graph, x)
+    for got, want in zip(jitted(x), expected):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
+    assert len(kernels(softmax, X)) == 1                  # max then sum: dependent, one kernel anyway
+
+
 def test_reduction_fuses_its_producers():
     def sum_of_squares(x, y):
         return np.sum((x - y) ** 2, axis=1)

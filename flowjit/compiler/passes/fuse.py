@@ -4,7 +4,7 @@ Kernels (XLA's and Inductor's shapes):
 
 - ``loop``: elementwise nodes over one iteration domain; broadcast inputs are read with
   stride 0.  Siblings over the same domain that share an input merge into one
-  multi-output kernel.
+  multi-output kernel, and so do reductions over the same axes of a shared input.
 - ``reduce``: reductions over one set of domain axes with the elementwise work before,
   between and after them.  Softmax (max, sub, exp, sum, div) and layernorm are one
   kernel each: an outer loop over the kept axes, one pass over the reduced axes per
@@ -207,18 +207,22 @@ class Fuser:
         into.ancestors.discard(other)
         other.nodes = []
 
-    def same_loop(self, a: Group, b: Group) -> bool:
-        return (a is not b and a.nodes and b.nodes and a.kind == b.kind == "loop" and a.domain == b.domain
+    def same_nest(self, a: Group, b: Group) -> bool:
+        """One loop nest can run both: loops over one domain, or reductions over the same
+        axes of one domain."""
+        return (a is not b and a.nodes and b.nodes and a.kind == b.kind and a.domain == b.domain
+                and (a.kind == "loop" or (a.kind == "reduce" and a.axes == b.axes))
                 and a.device == b.device
                 and {node.requested_device for node in a.nodes + b.nodes} == {a.nodes[0].requested_device})
 
     def can_merge_siblings(self, a: Group, b: Group) -> bool:
-        """Independent loops over one domain."""
-        return self.same_loop(a, b) and a not in b.ancestors and b not in a.ancestors
+        """Independent kernels one loop nest can run (``x.sum(1)`` and ``x.max(1)``: one pass
+        over each row of ``x`` does both)."""
+        return self.same_nest(a, b) and a not in b.ancestors and b not in a.ancestors
 
     def can_merge_producer(self, consumer: Group, producer: Group) -> bool:
-        """A loop feeding ``consumer`` directly, with no path through a third kernel."""
-        return (self.same_loop(consumer, producer) and consumer not in producer.ancestors
+        """A loop feeding the loop ``consumer`` directly, with no path through a third kernel."""
+        return (consumer.kind == "loop" and self.same_nest(consumer, producer) and consumer not in producer.ancestors
                 and not any(producer in g.ancestors for g in consumer.ancestors if g is not producer))
 
     def run(self) -> None:
@@ -255,7 +259,8 @@ class Fuser:
             self.merge_siblings()
 
     def merge_siblings(self) -> None:
-        """Loops over one domain that read a common input become one multi-output kernel."""
+        """Kernels one loop nest can run that read a common input become one multi-output
+        kernel."""
         readers: dict[Value, list[Group]] = {}
         for group in self.groups:
             for node in group.nodes:
