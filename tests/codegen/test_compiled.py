@@ -167,3 +167,64 @@ def test_row_reduction_lanes_vectorise():
     assert re.search(r"\bvaddps\s+.*%[yz]mm", assembly), "the float32 sum lanes are not packed"
     assert re.search(r"\bvaddpd\s+%[yz]mm", assembly), "the float64 lanes they flush into are not packed"
     assert re.search(r"\bv(max|cmp\w*)ps\s+.*%[yz]mm", assembly), "the float32 max lanes are not packed"
+
+
+def _outer_axes(x, w):
+    return (x.sum(axis=0), x.mean(axis=0), x.max(axis=0, keepdims=True), x.min(axis=0), x.prod(axis=0),
+            (x * w).sum(axis=0) * w, np.any(x > 1, axis=0))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_reductions_over_outer_axes_match_the_interpreter(dtype):
+    """Reductions that keep the innermost axis (x.sum(axis=0)) run over blocks of adjacent
+    outputs: widths around the block of 1024 outputs, row counts around the 16-row float32
+    flush, NaN and infinities, a broadcast input in the producer and in what follows, and
+    three-dimensional inputs reduced over their first or middle axes."""
+    rng = np.random.default_rng(12)
+    jitted = flowjit.jit(_outer_axes)
+    for rows, columns in ((1, 5), (16, 1024), (37, 1030), (130, 2049)):
+        x = rng.uniform(0.5, 1.5, (rows, columns))
+        if dtype == "int32":
+            x = rng.integers(-3, 4, (rows, columns))
+        elif rows > 1:
+            x[rows // 2, 3] = np.nan
+            x[rows - 1, columns - 1] = np.inf
+            x[0, 1] = -np.inf
+        x, w = x.astype(dtype), rng.uniform(0.5, 1.5, columns).astype(dtype)
+        (source,) = jitted.lower(x, w).kernel_sources().values()
+        assert "for c in range(high - low):" in source
+        with np.errstate(all="ignore"):
+            expected = flowjit.interpret(jitted.lower(x, w).graph, x, w)
+            got = jitted(x, w)
+        for index, (value, want) in enumerate(zip(got, expected)):
+            rtol = tolerance_for(want, (x,)) if want.dtype.kind == "f" else 0.0
+            assert close(np.asarray(value), want, rtol), f"{rows}x{columns} output {index}: {value} vs {want}"
+    cube = rng.standard_normal((3, 40, 1100)).astype(dtype)
+
+    def three(c):
+        return c.sum(axis=1), c.max(axis=(0, 1)), (c * 2).mean(axis=0, keepdims=True)
+    jitted = flowjit.jit(three)
+    expected = flowjit.interpret(jitted.lower(cube).graph, cube)
+    for value, want in zip(jitted(cube), expected):
+        assert close(np.asarray(value), want, tolerance_for(want, (cube,)) if want.dtype.kind == "f" else 0.0)
+
+
+def test_reductions_over_outer_axes_vectorise_in_both_variants():
+    """The innermost loop reads rows through slices, so the parallel variant (whose block
+    bounds come from the scheduler) has no gathers; a float32 column sum stays as accurate
+    as a float64 one."""
+    from numba import njit
+    x = (0.1 + np.random.default_rng(2).uniform(0, 1e-3, (1 << 16, 4))).astype(np.float32)
+    exact = x.astype(np.float64).sum(axis=0)
+    got = flowjit.jit(lambda x: x.sum(axis=0))(x)
+    assert np.all(np.abs(got - exact) / exact < 1e-7), (got, exact)
+    small = np.ones((64, 2048), np.float32)
+    ((name, source),) = flowjit.jit(lambda x: x.mean(axis=0)).lower(small).kernel_sources().items()
+    namespace = {}
+    exec(compile(source, name, "exec"), namespace)
+    for function, options in ((name, {}), (name + "_parallel", {"parallel": True})):
+        kernel = njit(error_model="numpy", **options)(namespace[function])
+        kernel(small, np.empty(2048, np.float32))
+        assembly = "".join(kernel.inspect_asm().values())
+        assert re.search(r"\bvaddps\s+.*%[yz]mm", assembly), function
+        assert not re.search(r"\bvgather", assembly), function

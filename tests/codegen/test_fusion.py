@@ -149,3 +149,17 @@ def test_explain_fusion_says_why():
     assert reasons == ["%max -> %reshape: reshape runs outside kernels",
                        "%log -> %add: joining k0 would create a cycle between kernels",
                        "%reshape -> %add: producer reshape runs outside kernels"]
+
+
+def test_full_shaped_uses_of_outer_axis_reductions_run_in_a_loop_kernel():
+    """x - x.mean(axis=0) is a reduction kernel over blocks of columns, then a loop kernel:
+    a second pass inside the reduction kernel would stride down the columns."""
+    def center(x):
+        return x - x.mean(axis=0)
+    x = np.ones((8, 16), np.float32)
+    first, second = kernels(center, x)
+    assert (first.attrs["kind"], second.attrs["kind"]) == ("reduce", "loop")
+    reasons = flowjit.jit(center).lower(x).explain_fusion()
+    assert any("full-shaped uses of its reductions run in a loop kernel" in r for r in reasons), reasons
+    (kernel,) = kernels(softmax, X)                      # rows: the division stays in the kernel
+    assert kernel.name == "k0_max_sub_exp_sum_div"

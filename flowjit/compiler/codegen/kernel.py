@@ -38,6 +38,7 @@ LANES = 64                      # independent accumulators in a reduction (a pow
 WIDE_ROW = 2 * LANES            # rows at least this long use them
 FOLDED = 16                     # lanes left after the vector fold (a divisor of LANES)
 FLUSH_BLOCKS = 16               # float32 sum lanes pass into float64 ones after this many blocks
+COLUMN_BLOCK = 1024              # adjacent outputs per task when reducing over outer axes
 
 
 @dataclass
@@ -127,6 +128,8 @@ class KernelWriter:
         self.outer_of = dict(zip(self.body.inputs, node.inputs))
         self.exported = dict(zip(self.body.outputs, node.outputs))
         self.matmul = next((n for n in self.body.nodes if n.op is ops.matmul), None)
+        self.slicing: int | None = None       # write_columns: the domain axis loads slice along
+        self.slices: dict[tuple, str] = {}    # (array, leading indices) -> its slice's name
 
     # -- names ------------------------------------------------------------------------------------
     def var(self, value: Value) -> str:
@@ -156,6 +159,13 @@ class KernelWriter:
     def load(self, value: Value, embedding: tuple) -> str:
         array = self.argument[value]
         self.note_extent(array, embedding, value.shape)
+        if self.slicing is not None and embedding and embedding[-1] == self.slicing:
+            # In write_columns' innermost loop: a slice of the row taken once outside it, read at
+            # ``c`` (known not negative, so no wraparound select that would turn into a gather).
+            key = (array, index_text(embedding[:-1]) if embedding[:-1] else "")
+            if key not in self.slices:
+                self.slices[key] = f"row{len(self.slices)}_{array}"
+            return f"{self.slices[key]}[c]"
         return f"{array}[{index_text(embedding)}]"
 
     def operand(self, consumer: Node, value: Value, consumer_embed: tuple, rank: int) -> str:
@@ -262,6 +272,9 @@ class KernelWriter:
         full = {n.output for n in members if any(e in reduced for e in self.embed[n.output] if e is not None)}
         full_outputs = [v for v in outputs if v in full]
         passes = max(list(pass_of.values()) + [level[v] for v in full_outputs] + [0]) + 1
+        if (kept and kept[-1] == len(self.domain) - 1 and passes == 1 and not full_outputs
+                and not any(n.op in (ops.argmax, ops.argmin) for n in members)):
+            return self.write_columns(outputs, reduced, kept, members, level)
         reductions_in = {p: [n for n in members if pass_of.get(n) == p] for p in range(passes)}
         stores_in = {p: [v for v in full_outputs if level[v] == p] for p in range(passes)}
 
@@ -415,6 +428,98 @@ class KernelWriter:
                 self.store(outer, value)
         return self.lines[start:]
 
+    def write_columns(self, outputs: list[Value], reduced: list[int], kept: list[int], members: list[Node],
+                      level: dict[Value, int]) -> list[str]:
+        """Reductions over outer axes (the innermost axis is kept, as in ``x.sum(axis=0)``).
+
+        Reading a column at a time would stride through memory, so the kernel runs over
+        blocks of ``COLUMN_BLOCK`` adjacent outputs instead: for each, accumulators in a
+        stack array, then every reduced position in order, adding a contiguous stretch of
+        a row into them (the innermost loop vectorises across outputs), then the results
+        and whatever the kernel computes from them.  float32 sums accumulate 16 rows in
+        float32 at a time, then pass into float64 ones, as row reductions do.  Only for kernels whose reductions all
+        read the inputs' values (one pass) and that return nothing full-shaped; the fuser
+        keeps full-shaped consumers of such reductions out (fuse.py).
+        """
+        start = len(self.lines)
+        self.constants(1)
+        self.emit(1, "ninner = " + " * ".join(f"n{axis}" for axis in reduced))
+        last, depth = kept[-1], 1
+        for index, axis in enumerate(kept[:-1]):
+            self.emit(depth, f"for i{axis} in range(n{axis}):" + (PARALLEL_MARK if index == 0 else ""))
+            depth += 1
+        self.emit(depth, f"for block in range((n{last} + {COLUMN_BLOCK - 1}) // {COLUMN_BLOCK}):"
+                  + ("" if kept[:-1] else PARALLEL_MARK))
+        depth += 1
+        self.emit(depth, f"low = block * {COLUMN_BLOCK}")
+        self.emit(depth, f"high = min(n{last}, low + {COLUMN_BLOCK})")
+        reductions = [n for n in members if n.op.kind is OpKind.REDUCTION]
+        rules = {node: self.reduction_rule(node) for node in reductions}
+        lane = {node: self.lane_dtype(node) for node in reductions}
+        narrowed = [node for node in reductions if lane[node] != rules[node][0]]
+        slot = {node: f"acc_{_identifier(node.output)}[c]" for node in reductions}
+        wide = {node: f"wide_{_identifier(node.output)}[c]" for node in narrowed}
+        for node, (dtype, first, _) in rules.items():
+            self.comment(depth, node)
+            arrays = [("acc_", lane[node])] + ([("wide_", dtype)] if node in narrowed else [])
+            for prefix, array_dtype in arrays:
+                self.emit(depth, f"{prefix}{_identifier(node.output)} = stack_array({constructor(array_dtype)}, "
+                                 f"{COLUMN_BLOCK})")
+            self.emit(depth, f"for j in range({COLUMN_BLOCK}):")
+            for prefix, array_dtype in arrays:
+                value = first if array_dtype == dtype else literal(0, array_dtype)
+                self.emit(depth + 1, f"{prefix}{_identifier(node.output)}[j] = {value}")
+        if narrowed:
+            self.emit(depth, "position = 0")
+        inner = depth
+        for axis in reduced:
+            self.emit(inner, f"for i{axis} in range(n{axis}):")
+            inner += 1
+        # The innermost loop counts c from 0 and reads rows through slices taken before it:
+        # numba then knows no index is negative.  (``i = low + c`` indexing, with ``low``
+        # from the parallel scheduler, kept a wraparound select that LLVM made a gather.)
+        slices_at = len(self.lines)
+        self.emit(inner, "for c in range(high - low):")
+        self.emit(inner + 1, f"i{last} = low + c")
+        self.slicing, self.slices = last, {}
+        for node in members:
+            if node.op.kind is not OpKind.REDUCTION and level[node.output] == 0:
+                self.compute(inner + 1, node)
+        for node, (dtype, _, combine) in rules.items():
+            source = node.inputs[0]
+            element = self.names.get(source) or self.load(source, _identity(source.shape))
+            self.emit(inner + 1, f"x = {cast(element, source.dtype, lane[node])}")
+            self.emit(inner + 1, f"{slot[node]} = {combine(slot[node], 'x')}")
+        self.slicing = None
+        self.lines[slices_at:slices_at] = [
+            INDENT * inner + f"{name} = {array}[{leading + ', ' if leading else ''}low:high]"
+            for (array, leading), name in self.slices.items()]
+        if narrowed:
+            # float32 sums add FLUSH_BLOCKS rows in float32, then pass into float64 (lane_dtype).
+            self.emit(inner, "position += 1")
+            self.emit(inner, f"if position % {FLUSH_BLOCKS} == 0:")
+            self.emit(inner + 1, "for c in range(high - low):")
+            for node in narrowed:
+                dtype, _, combine = rules[node]
+                self.emit(inner + 2, f"{wide[node]} = {combine(wide[node], cast(slot[node], lane[node], dtype))}")
+                self.emit(inner + 2, f"{slot[node]} = {literal(0, lane[node])}")
+        for node in members:                  # computed per element above; per output below
+            self.names.pop(node.output, None)
+        self.emit(depth, "for c in range(high - low):")
+        self.emit(depth + 1, f"i{last} = low + c")
+        for node in members:
+            if node.op.kind is OpKind.REDUCTION:
+                total = slot[node]
+                if node in narrowed:
+                    dtype, _, combine = rules[node]
+                    total = combine(wide[node], cast(slot[node], lane[node], dtype))
+                self.emit(depth + 1, f"{self.var(node.output)} = {self.reduction_result(node, total)}")
+            elif not any(e in reduced for e in self.embed[node.output] if e is not None):
+                self.compute(depth + 1, node)
+        for value in outputs:
+            self.store(depth + 1, value)
+        return self.lines[start:]
+
     def row_reader(self, value: Value, axis: int):
         """Index expressions into an input along the reduced ``axis`` (the row position)."""
         embedding = _identity(value.shape)
@@ -516,13 +621,14 @@ class KernelWriter:
             head = "for t in range(tail, ninner):"
         self.emit(depth, head)
         visit(depth + 1, lambda node: f"total_{_identifier(node.output)}", in_lanes=False)
-        for node, (dtype, _, _) in rules.items():
-            total = "total_" + _identifier(node.output)
-            if node.op is ops.mean:
-                value = cast(f"({total} / np.float64(ninner))", np.dtype(np.float64), node.output.dtype)
-            else:
-                value = cast(total, dtype, node.output.dtype)
-            self.emit(depth, f"{self.var(node.output)} = {value}")
+        for node in nodes:
+            self.emit(depth, f"{self.var(node.output)} = {self.reduction_result(node, 'total_' + _identifier(node.output))}")
+
+    def reduction_result(self, node: Node, total: str) -> str:
+        """The reduction's value from its accumulated ``total`` (a mean divides by ``ninner``)."""
+        if node.op is ops.mean:
+            return cast(f"({total} / np.float64(ninner))", np.dtype(np.float64), node.output.dtype)
+        return cast(total, self.accumulator_dtype(node), node.output.dtype)
 
     def reduction_rule(self, node: Node):
         """(accumulator dtype, start literal, combine(a, b) -> expression) of a reduction."""

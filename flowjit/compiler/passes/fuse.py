@@ -42,6 +42,7 @@ class Group:
     nodes: list[Node] = field(default_factory=list)
     embed: dict[Value, tuple] = field(default_factory=dict)
     ancestors: set = field(default_factory=set)
+    after_reduction: set = field(default_factory=set)     # values computed from a reduction of the group
 
     def __repr__(self) -> str:
         return f"k{self.index}"
@@ -136,8 +137,16 @@ class Fuser:
             if group.kind in ("loop", "matmul") and node.output.shape != group.domain:
                 return (f"different iteration domains: {node.output.type} vs "
                         f"{group.domain} of {group!r}")
-            if self.embedding_in(group, node) is None:
+            embedding = self.embedding_in(group, node)
+            if embedding is None:
                 return f"its dimensions do not line up with the loops of {group!r}"
+            if (group.kind == "reduce" and len(group.domain) - 1 not in group.axes
+                    and any(entry in group.axes for entry in embedding)
+                    and any(value in group.after_reduction for value in node.inputs)):
+                # The kernel reduces whole rows into a block of outputs at a time
+                # (kernel.write_columns); a second pass over the rows would stride.
+                return (f"{group!r} reduces outer axes {list(group.axes)}: full-shaped uses of its "
+                        f"reductions run in a loop kernel")
             return None
         if node.op.kind is OpKind.REDUCTION:
             source = node.inputs[0]
@@ -174,6 +183,8 @@ class Fuser:
                 self.add_ancestors(group, other.ancestors | {other})
         group.nodes.append(node)
         self.group_of[node] = group
+        if node.op.kind is OpKind.REDUCTION or any(value in group.after_reduction for value in node.inputs):
+            group.after_reduction.add(node.output)
         if group.kind == "extern":
             return
         if node.op is ops.matmul:
@@ -198,6 +209,7 @@ class Fuser:
             self.group_of[node] = into
         into.nodes.extend(other.nodes)
         into.embed.update(other.embed)
+        into.after_reduction |= other.after_reduction
         self.add_ancestors(into, other.ancestors - {into})
         for group in self.groups:
             if other in group.ancestors:
