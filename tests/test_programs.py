@@ -42,3 +42,16 @@ def test_program_graph_round_trips(program):
     expected = flowjit.interpret(lowered.graph, *flat)
     for got, want in zip(flowjit.interpret(reparsed, *flat), expected):
         np.testing.assert_array_equal(got, want, strict=True)
+
+
+def test_power_of_two_is_square_as_in_numpy():
+    """Found by the random-program test: ndarray's ``a ** 2`` is np.square(a), int8 for
+    booleans, while np.power(a, 2) and ``a ** 3`` are int64; interpreted and compiled alike."""
+    for x in (np.array([[True, False]]), np.arange(6, dtype=np.int16).reshape(2, 3),
+              np.linspace(-1, 1, 6, dtype=np.float32)):
+        for function in (lambda x: x ** 2, lambda x: x ** 3, lambda x: np.power(x, 2), lambda x: x ** 2.0):
+            expected = function(x)
+            for backend in ("interpreter", "kernels"):
+                got = flowjit.jit(function, backend=backend)(x)
+                assert got.dtype == expected.dtype, (x.dtype, backend, got.dtype, expected.dtype)
+                np.testing.assert_allclose(got, expected, rtol=1e-6)

@@ -256,6 +256,10 @@ def _install_operators():
     for name, ufunc in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
                         "eq": np.equal, "ne": np.not_equal}.items():
         setattr(Tracer, f"__{name}__", lambda self, other, ufunc=ufunc: ufunc(self, other))
+    # ndarray's ``a ** 2`` (a Python int 2) is np.square(a): for booleans that is int8, where
+    # np.power gives int64.
+    Tracer.__pow__ = lambda self, other: (np.square(self) if type(other) is int and other == 2
+                                          else np.power(self, other))
     Tracer.__neg__ = lambda self: np.negative(self)
     Tracer.__pos__ = lambda self: self
     Tracer.__abs__ = lambda self: np.absolute(self)
