@@ -205,6 +205,38 @@ def test_kernels_load_from_disk_without_refreshing_numba_and_a_new_kernel_still_
     assert second["stats"]["disk_hits"] >= 3 and second["stats"]["kernel_compiles"] >= 1
 
 
+LAYOUT_SCRIPT = textwrap.dedent("""
+    import json, warnings
+    import numpy as np
+    import flowjit
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jitted = flowjit.jit(lambda x: x * 2 + 1)
+        x = np.arange(12, dtype=np.float32).reshape(3, 4)
+        ok = all(np.array_equal(jitted(a), a * 2 + 1) for a in (x, np.asfortranarray(x), x))
+    print(json.dumps({"ok": ok, "stats": flowjit.stats(), "warnings": [str(w.message) for w in caught]}))
+""")
+
+
+def test_an_overload_compiled_after_the_first_call_is_in_the_manifest(tmp_path):
+    """A Fortran-ordered input after a C-ordered one compiles a second overload into the
+    same cache entry, after the entry's manifest was first written: the manifest is
+    rewritten then, so the next process finds the entry whole (it used to call it
+    corrupted and rebuild it)."""
+    env = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path))
+
+    def run():
+        result = subprocess.run([sys.executable, "-c", LAYOUT_SCRIPT], cwd=ROOT, env=env, capture_output=True,
+                                text=True)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout.splitlines()[-1])
+    first = run()
+    assert first["ok"] and first["warnings"] == []
+    second = run()
+    assert second["ok"] and second["warnings"] == [], second["warnings"]
+    assert second["stats"]["kernel_compiles"] == 0
+
+
 def test_two_processes_compiling_one_kernel_both_succeed(tmp_path):
     env = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path))
     processes = [subprocess.Popen([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, stdout=subprocess.PIPE,

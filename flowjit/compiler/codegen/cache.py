@@ -63,9 +63,10 @@ class CompiledKernel:
     recorded: int = field(default=0)         # cache files listed in the manifest so far
 
 
-def _load_without_refresh(dispatcher) -> None:
+def _kernel_dispatcher_cache(dispatcher, saved) -> None:
     """Give a kernel's dispatcher a numba cache that loads machine code without first
-    refreshing the target context.
+    refreshing the target context, and calls ``saved()`` after it saves an overload (a new
+    array layout compiled after the first call adds files the entry's manifest must list).
 
     numba's ``FunctionCache.load_overload`` refreshes the whole target context before it
     looks on disk: it imports and installs every typing and lowering registry (scipy
@@ -81,6 +82,7 @@ def _load_without_refresh(dispatcher) -> None:
     if type(cache) is not FunctionCache or _KernelFunctionCache is None:
         return
     dispatcher._cache = _KernelFunctionCache(dispatcher.py_func)
+    dispatcher._cache.saved = saved
 
 
 def _kernel_function_cache():
@@ -90,10 +92,17 @@ def _kernel_function_cache():
         return None
 
     class KernelFunctionCache(FunctionCache):
+        saved = None
+
         def load_overload(self, sig, target_context):
             rtsys.initialize(target_context)
             with self._guard_against_spurious_io_errors():
                 return self._load_overload(sig, target_context)
+
+        def save_overload(self, sig, data):
+            super().save_overload(sig, data)
+            if self.saved is not None:
+                self.saved()
     return KernelFunctionCache
 
 
@@ -195,11 +204,12 @@ class KernelCache:
         flags = dict(error_model="numpy", cache=cache, fastmath={"contract"} if fma else False)
         serial = njit(**flags)(namespace[function])
         parallel = njit(parallel=True, **flags)(namespace[function + "_parallel"])
+        STATS.dispatchers.extend([serial, parallel])
+        compiled = CompiledKernel(name, key, text, serial, parallel, path)
         if cache:
             for dispatcher in (serial, parallel):
-                _load_without_refresh(dispatcher)
-        STATS.dispatchers.extend([serial, parallel])
-        return CompiledKernel(name, key, text, serial, parallel, path)
+                _kernel_dispatcher_cache(dispatcher, lambda: self.record(compiled, force=True))
+        return compiled
 
     # -- integrity ---------------------------------------------------------------------------------
     def _entry_files(self, stem: str) -> list[str]:
@@ -239,13 +249,14 @@ class KernelCache:
             except FileNotFoundError:
                 pass
 
-    def record(self, compiled: CompiledKernel) -> None:
-        """List the entry's cache files in its manifest (after numba wrote them)."""
+    def record(self, compiled: CompiledKernel, force: bool = False) -> None:
+        """List the entry's cache files in its manifest (after numba wrote them); without
+        ``force``, only when there are files it does not list yet."""
         if compiled.path is None:
             return
         stem = os.path.splitext(os.path.basename(compiled.path))[0]
         files = self._entry_files(stem)
-        if len(files) <= compiled.recorded:
+        if len(files) <= compiled.recorded and not force:
             return
         digests = {}
         for file in files:
