@@ -81,11 +81,13 @@ def test_reductions_over_axes_of_extent_one_inside_a_kernel():
 def test_long_row_reductions_use_lanes_and_match_the_interpreter(dtype):
     """Rows of 128 elements or more reduce through 64 stack-array lanes and a tree: lengths
     around the lane width and the switch-over, NaN and infinities in the blocks and in the
-    tail, every reduction."""
+    tail, every reduction (argmax and argmin find the extreme through the lanes, then its
+    first position; over every axis of the matrix, as one merged row)."""
     def program(x):
         return (x.sum(axis=1), x.mean(axis=1), x.max(axis=1), x.min(axis=1), x.prod(axis=1),
                 x.sum(axis=0), x.max(axis=(0, 1)), (x * 2).min(axis=1, keepdims=True),
-                np.any(x, axis=1), np.all(x, axis=1))
+                np.any(x, axis=1), np.all(x, axis=1), np.argmax(x, axis=1), np.argmin(x, axis=1),
+                np.argmax(x), np.argmin(x[::-1]))
     rng = np.random.default_rng(11)
     jitted = flowjit.jit(program)
     for length in (127, 128, 129, 64 * 3 + 63, 1000):

@@ -62,8 +62,9 @@ def collapse_trailing_reduction(node: Node) -> tuple[Node, dict[Value, tuple]] |
         attrs = dict(inner.attrs)
         if inner.op.kind is OpKind.REDUCTION and inner.op not in (ops.argmax, ops.argmin):
             attrs["axes"] = (rank - len(reduced),)
-        elif inner.op.kind is OpKind.REDUCTION:
-            return None                         # an index into the merged axis means another thing
+        elif inner.op.kind is OpKind.REDUCTION and len(reduced) < rank:
+            return None                         # a position in the merged axis means another thing
+        # (over every axis, numpy's argmax is the position in C order, which the merged axis is)
         copy = merged.add_node(inner.op, [mapping[v] for v in inner.inputs], attrs,
                                [TensorType(shapes[v], v.dtype) for v in inner.outputs], name=inner.name,
                                loc=inner.loc)

@@ -532,19 +532,18 @@ class KernelWriter:
         return read
 
     def arg_reduce(self, depth: int, node: Node, row) -> None:
-        """argmax/argmin of a row (``row(index)`` reads element ``index``): the first best."""
-        self.comment(depth, node)
-        source = node.inputs[0]
-        better = ">" if node.op is ops.argmax else "<"
-        dtype = compute_dtype(source.dtype)
-        self.emit(depth, f"best = {_extreme(dtype, lowest=node.op is ops.argmax)}")
+        """argmax/argmin of a row (``row(index)`` reads element ``index``): the extreme value
+        through vectorised lanes (NaN sticky, as numpy's comparison makes NaN win), then the
+        first position that holds it, a loop that stops there."""
+        self.reduce_loop(depth, [node], lambda node: row("t"))
+        best = "total_" + _identifier(node.output)
+        nan_rule = f" or (x != x and {best} != {best})" if compute_dtype(node.inputs[0].dtype).kind == "f" else ""
         self.emit(depth, "best_index = 0")
         self.emit(depth, "for t in range(ninner):")
         self.emit(depth + 1, f"x = {row('t')}")
-        nan_rule = " or (x != x and best == best)" if dtype.kind == "f" else ""
-        self.emit(depth + 1, f"if x {better} best{nan_rule}:")
-        self.emit(depth + 2, "best = x")
+        self.emit(depth + 1, f"if x == {best}{nan_rule}:")
         self.emit(depth + 2, "best_index = t")
+        self.emit(depth + 2, "break")
         self.emit(depth, f"{self.var(node.output)} = {constructor(node.output.dtype)}(best_index)")
 
     def reduce_loop(self, depth: int, nodes: list[Node], element, body=None) -> None:
@@ -622,7 +621,9 @@ class KernelWriter:
         self.emit(depth, head)
         visit(depth + 1, lambda node: f"total_{_identifier(node.output)}", in_lanes=False)
         for node in nodes:
-            self.emit(depth, f"{self.var(node.output)} = {self.reduction_result(node, 'total_' + _identifier(node.output))}")
+            if node.op not in (ops.argmax, ops.argmin):         # arg_reduce finds the position
+                self.emit(depth, f"{self.var(node.output)} = "
+                                 f"{self.reduction_result(node, 'total_' + _identifier(node.output))}")
 
     def reduction_result(self, node: Node, total: str) -> str:
         """The reduction's value from its accumulated ``total`` (a mean divides by ``ninner``)."""
@@ -640,7 +641,7 @@ class KernelWriter:
             start = literal(1, dtype)
             combine = (lambda a, b: f"({a} & {b})") if dtype == np.bool_ else (lambda a, b: f"({a} * {b})")
         else:
-            larger = node.op is ops.max
+            larger = node.op in (ops.max, ops.argmax)
             start = _extreme(dtype, lowest=larger)
             compare = ">" if larger else "<"
             if dtype == np.bool_:
@@ -665,6 +666,8 @@ class KernelWriter:
         return dtype
 
     def accumulator_dtype(self, node: Node) -> np.dtype:
+        if node.op in (ops.argmax, ops.argmin):          # the extreme value, found first
+            return compute_dtype(node.inputs[0].dtype)
         out = compute_dtype(node.output.dtype)
         if node.op in (ops.sum, ops.prod, ops.mean) and out.kind == "f":
             return np.dtype(np.float64)
