@@ -163,3 +163,14 @@ def test_full_shaped_uses_of_outer_axis_reductions_run_in_a_loop_kernel():
     assert any("full-shaped uses of its reductions run in a loop kernel" in r for r in reasons), reasons
     (kernel,) = kernels(softmax, X)                      # rows: the division stays in the kernel
     assert kernel.name == "k0_max_sub_exp_sum_div"
+
+
+def test_sibling_reductions_feeding_one_consumer_share_its_kernel():
+    """x.max(1) - x.min(1): the two reductions merge before the subtraction joins them, so
+    one kernel reads each row once (it was two, the second an ancestor of the first)."""
+    def spread(x):
+        return x.max(axis=1) - x.min(axis=1)
+    x = np.random.default_rng(8).standard_normal((6, 300)).astype(np.float32)
+    (kernel,) = kernels(spread, x)
+    assert [n.op.name for n in kernel.attrs["body"].nodes] == ["max", "min", "sub"]
+    np.testing.assert_allclose(flowjit.jit(spread)(x), spread(x), rtol=1e-6)

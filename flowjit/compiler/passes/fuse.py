@@ -250,6 +250,7 @@ class Fuser:
                 continue
             joined = None
             if self.enabled:
+                self.merge_input_siblings(node)
                 for group in reversed(self.input_groups(node)):
                     reason = self.why_not(node, group)
                     if reason is None:
@@ -270,15 +271,29 @@ class Fuser:
         if self.enabled:
             self.merge_siblings()
 
+    def merge_input_siblings(self, node: Node) -> None:
+        """Kernels feeding ``node`` that one loop nest can run and that read a common input
+        merge before ``node`` joins one of them (``x.max(1) - x.min(1)``): once it had
+        joined, the other would be an ancestor of that kernel and could no longer merge."""
+        groups = self.input_groups(node)
+        for index, a in enumerate(groups):
+            for b in groups[index + 1:]:
+                if a.nodes and b.nodes and self.can_merge_siblings(a, b) and \
+                        self.outside_inputs(a).keys() & self.outside_inputs(b).keys():
+                    self.merge(a, b)
+
+    def outside_inputs(self, group: Group) -> dict[Value, None]:
+        """The values ``group`` reads from outside itself, in order of first use."""
+        return {value: None for node in group.nodes for value in node.inputs
+                if self.group_of.get(value.producer) is not group}
+
     def merge_siblings(self) -> None:
         """Kernels one loop nest can run that read a common input become one multi-output
         kernel."""
         readers: dict[Value, list[Group]] = {}
         for group in self.groups:
-            for node in group.nodes:
-                for value in node.inputs:
-                    if self.group_of.get(value.producer) is not group:
-                        readers.setdefault(value, []).append(group)
+            for value in self.outside_inputs(group):
+                readers.setdefault(value, []).append(group)
         for groups in readers.values():
             for i, a in enumerate(groups):
                 for b in groups[i + 1:]:
