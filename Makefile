@@ -25,6 +25,7 @@ fuzz: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/flowjit bench --json bench-results.json --plot bench-results.png
 	$(BIN)/python bench/pipeline_scaling.py
+	$(BIN)/python bench/reductions.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -110,3 +110,12 @@ def test_cli_rejects_unknown_names():
     result = subprocess.run([sys.executable, "-m", "flowjit.cli", "bench", "--workloads", "nope"], cwd=ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 2 and "unknown workload 'nope'" in result.stderr
+
+
+def test_reductions_benchmark_checks_every_case(capsys):
+    """bench/reductions.py on a tiny matrix: every case runs, matches numpy, and is timed."""
+    from bench import reductions
+    assert reductions.main(["--rows", "64", "--columns", "192"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line for line in lines[2:] if line.strip()]
+    assert len(rows) == len(reductions.CASES) and not any("WRONG" in line for line in rows), lines
