@@ -38,6 +38,7 @@ LANES = 64                      # independent accumulators in a reduction (a pow
 WIDE_ROW = 2 * LANES            # rows at least this long use them
 FOLDED = 16                     # lanes left after the vector fold (a divisor of LANES)
 FLUSH_BLOCKS = 16               # float32 sum lanes pass into float64 ones after this many blocks
+PARTS, PART_MIN = 64, 1 << 16  # a whole-domain reduction: at most 64 parts, of 64K elements at least
 COLUMN_BLOCK = 1024              # adjacent outputs per task when reducing over outer axes
 
 
@@ -128,7 +129,8 @@ class KernelWriter:
         self.outer_of = dict(zip(self.body.inputs, node.inputs))
         self.exported = dict(zip(self.body.outputs, node.outputs))
         self.matmul = next((n for n in self.body.nodes if n.op is ops.matmul), None)
-        self.slicing: int | None = None       # write_columns: the domain axis loads slice along
+        self.slicing: int | None = None       # the domain axis loads slice along (write_columns, parts)
+        self.slice_index = "c"                # what indexes the slices
         self.slices: dict[tuple, str] = {}    # (array, leading indices) -> its slice's name
 
     # -- names ------------------------------------------------------------------------------------
@@ -165,7 +167,7 @@ class KernelWriter:
             key = (array, index_text(embedding[:-1]) if embedding[:-1] else "")
             if key not in self.slices:
                 self.slices[key] = f"row{len(self.slices)}_{array}"
-            return f"{self.slices[key]}[c]"
+            return f"{self.slices[key]}[{self.slice_index}]"
         return f"{array}[{index_text(embedding)}]"
 
     def operand(self, consumer: Node, value: Value, consumer_embed: tuple, rank: int) -> str:
@@ -358,6 +360,9 @@ class KernelWriter:
                 return self.row_reader(source, reduced[0])
             return lambda index, name=scratch_name[source]: f"{name}[{index}]"
 
+        # The whole domain is one row, reduced in one pass: reduce it in parts, in parallel.
+        parts = (not kept and single and passes == 1 and not full_outputs
+                 and all(n in folded for n in members if n.op.kind is OpKind.REDUCTION))
         compute_outer(0)
         order = {node.output: index for index, node in enumerate(self.body.nodes)}
         for current in range(passes):
@@ -405,7 +410,10 @@ class KernelWriter:
                 return self.load(source, _identity(source.shape))
 
             has_body = bool(todo or stores or set(wanted) & scratch)
-            if single and (in_loop or has_body):
+            if parts:
+                self.reduce_in_parts(outer, in_loop, lambda node: self.names.get(node.inputs[0]) or self.load(
+                    node.inputs[0], _identity(node.inputs[0].shape)), body if has_body else None, reduced[0])
+            elif single and (in_loop or has_body):
                 self.reduce_loop(outer, in_loop, element, body if has_body else None)
             elif not single and wanted:
                 # Several reduced axes: one loop nest that writes scratch, indexed by a counter.
@@ -481,7 +489,7 @@ class KernelWriter:
         slices_at = len(self.lines)
         self.emit(inner, "for c in range(high - low):")
         self.emit(inner + 1, f"i{last} = low + c")
-        self.slicing, self.slices = last, {}
+        self.slicing, self.slice_index, self.slices = last, "c", {}
         for node in members:
             if node.op.kind is not OpKind.REDUCTION and level[node.output] == 0:
                 self.compute(inner + 1, node)
@@ -491,9 +499,7 @@ class KernelWriter:
             self.emit(inner + 1, f"x = {cast(element, source.dtype, lane[node])}")
             self.emit(inner + 1, f"{slot[node]} = {combine(slot[node], 'x')}")
         self.slicing = None
-        self.lines[slices_at:slices_at] = [
-            INDENT * inner + f"{name} = {array}[{leading + ', ' if leading else ''}low:high]"
-            for (array, leading), name in self.slices.items()]
+        self.insert_slices(slices_at, inner)
         if narrowed:
             # float32 sums add FLUSH_BLOCKS rows in float32, then pass into float64 (lane_dtype).
             self.emit(inner, "position += 1")
@@ -519,6 +525,39 @@ class KernelWriter:
         for value in outputs:
             self.store(depth + 1, value)
         return self.lines[start:]
+
+    def insert_slices(self, at: int, depth: int) -> None:
+        """Take, at line ``at``, the slices the loads made since ``self.slices`` was reset."""
+        self.lines[at:at] = [INDENT * depth + f"{name} = {array}[{leading + ', ' if leading else ''}low:high]"
+                             for (array, leading), name in self.slices.items()]
+
+    def reduce_in_parts(self, depth: int, nodes: list[Node], element, body, axis: int) -> None:
+        """A reduction of the whole domain, one row: ``PARTS`` at most, of ``PART_MIN``
+        elements at least, reduce in parallel into partial totals, combined in order after
+        (how many depends on the size alone, so the result does not depend on the threads).
+        Each part reads its stretch through slices indexed from 0 (see write_columns)."""
+        self.emit(depth, f"nparts = max(1, min({PARTS}, ninner // {PART_MIN}))")
+        for node in nodes:
+            dtype = self.accumulator_dtype(node)
+            self.emit(depth, f"partials_{_identifier(node.output)} = np.empty(nparts, {constructor(dtype)})")
+        self.emit(depth, "for part in range(nparts):" + PARALLEL_MARK)
+        inner = depth + 1
+        self.emit(inner, "low = part * ninner // nparts")
+        self.emit(inner, "high = (part + 1) * ninner // nparts")
+        slices_at = len(self.lines)
+        self.slicing, self.slice_index, self.slices = axis, "t", {}
+        self.reduce_loop(inner, nodes, element, body, length="(high - low)", finish=False)
+        self.slicing = None
+        self.insert_slices(slices_at, inner)
+        for node in nodes:
+            self.emit(inner, f"partials_{_identifier(node.output)}[part] = total_{_identifier(node.output)}")
+        for node in nodes:
+            _, start, combine = self.reduction_rule(node)
+            total = "total_" + _identifier(node.output)
+            self.emit(depth, f"{total} = {start}")
+            self.emit(depth, "for part in range(nparts):")
+            self.emit(depth + 1, f"{total} = {combine(total, f'partials_{_identifier(node.output)}[part]')}")
+            self.emit(depth, f"{self.var(node.output)} = {self.reduction_result(node, total)}")
 
     def row_reader(self, value: Value, axis: int):
         """Index expressions into an input along the reduced ``axis`` (the row position)."""
@@ -546,10 +585,12 @@ class KernelWriter:
         self.emit(depth + 2, "break")
         self.emit(depth, f"{self.var(node.output)} = {constructor(node.output.dtype)}(best_index)")
 
-    def reduce_loop(self, depth: int, nodes: list[Node], element, body=None) -> None:
+    def reduce_loop(self, depth: int, nodes: list[Node], element, body=None, length: str = "ninner",
+                    finish: bool = True) -> None:
         """One loop over the row position ``t`` that runs ``body(depth)`` (a pass's
         elementwise work, when there is any) and reduces each node's input, read by
-        ``element(node)`` once the body has run.
+        ``element(node)`` once the body has run.  The row has ``length`` elements; without
+        ``finish`` the totals are left in ``total_<name>`` for the caller.
 
         Rows of at least ``WIDE_ROW`` elements go through ``LANES`` independent accumulators
         per reduction in a stack array: the lane loop carries no dependency from one element
@@ -583,10 +624,10 @@ class KernelWriter:
                 self.emit(depth + 1, f"{wide}[j] = {combine(f'{wide}[j]', cast(f'{lanes}[j]', lane_dtype[node], dtype))}")
                 self.emit(depth + 1, f"{lanes}[j] = {literal(0, lane_dtype[node])}")
 
-        head = "for t in range(ninner):"
+        head = f"for t in range({length}):"
         if nodes:
             self.emit(depth, "tail = 0")
-            self.emit(depth, f"if ninner >= {WIDE_ROW}:")
+            self.emit(depth, f"if {length} >= {WIDE_ROW}:")
             inner = depth + 1
             for node, (dtype, start, _) in rules.items():
                 arrays = [("lanes_", lane_dtype[node])] + ([("wide_", dtype)] if node in narrowed else [])
@@ -597,7 +638,7 @@ class KernelWriter:
                 for prefix, array_dtype in arrays:
                     value = start if array_dtype == dtype else literal(0, array_dtype)
                     self.emit(inner + 1, f"{prefix}{_identifier(node.output)}[j] = {value}")
-            self.emit(inner, f"for block in range(ninner // {LANES}):")
+            self.emit(inner, f"for block in range({length} // {LANES}):")
             self.emit(inner + 1, f"for j in range({LANES}):")
             self.emit(inner + 2, f"t = block * {LANES} + j")
             visit(inner + 2, lambda node: f"lanes_{_identifier(node.output)}[j]", in_lanes=True)
@@ -615,12 +656,12 @@ class KernelWriter:
                 self.emit(inner + 2, f"{acc}[j] = {combine(f'{acc}[j]', 'x')}")
                 self.emit(inner, f"for j in range({FOLDED}):")
                 self.emit(inner + 1, f"{total} = {combine(total, f'{acc}[j]')}")
-            self.emit(inner, f"tail = ninner - ninner % {LANES}")
+            self.emit(inner, f"tail = {length} - {length} % {LANES}")
             # What the lanes left (all of a short row), one accumulator.
-            head = "for t in range(tail, ninner):"
+            head = f"for t in range(tail, {length}):"
         self.emit(depth, head)
         visit(depth + 1, lambda node: f"total_{_identifier(node.output)}", in_lanes=False)
-        for node in nodes:
+        for node in nodes if finish else ():
             if node.op not in (ops.argmax, ops.argmin):         # arg_reduce finds the position
                 self.emit(depth, f"{self.var(node.output)} = "
                                  f"{self.reduction_result(node, 'total_' + _identifier(node.output))}")
