@@ -38,8 +38,8 @@ LANES = 64                      # independent accumulators in a reduction (a pow
 WIDE_ROW = 2 * LANES            # rows at least this long use them
 FOLDED = 16                     # lanes left after the vector fold (a divisor of LANES)
 FLUSH_BLOCKS = 16               # float32 sum lanes pass into float64 ones after this many blocks
-PARTS, PART_MIN = 64, 1 << 16  # a whole-domain reduction: at most 64 parts, of 64K elements at least
-COLUMN_BLOCK = 1024              # adjacent outputs per task when reducing over outer axes
+PARTS, PART_MIN = 64, 1 << 16   # a whole-domain reduction: at most 64 parts, of 64K elements at least
+COLUMN_BLOCK = 1024             # adjacent outputs per task when reducing over outer axes
 
 
 @dataclass
@@ -405,14 +405,13 @@ class KernelWriter:
                 source = node.inputs[0]
                 if source in self.names:
                     return self.names[source]
-                if source in direct:
+                if source in direct and self.slicing is None:
                     return self.row_reader(source, reduced[0])("t")
-                return self.load(source, _identity(source.shape))
+                return self.load(source, _identity(source.shape))       # (in parts: through a slice)
 
             has_body = bool(todo or stores or set(wanted) & scratch)
             if parts:
-                self.reduce_in_parts(outer, in_loop, lambda node: self.names.get(node.inputs[0]) or self.load(
-                    node.inputs[0], _identity(node.inputs[0].shape)), body if has_body else None, reduced[0])
+                self.reduce_in_parts(outer, in_loop, element, body if has_body else None, reduced[0])
             elif single and (in_loop or has_body):
                 self.reduce_loop(outer, in_loop, element, body if has_body else None)
             elif not single and wanted:
