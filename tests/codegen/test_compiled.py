@@ -77,6 +77,19 @@ def test_reductions_over_axes_of_extent_one_inside_a_kernel():
         assert_close(flowjit.jit(function)(x), expected, (x,))
 
 
+def assert_matches_interpreter(jitted, args, label) -> None:
+    """Every output of ``jitted`` on ``args`` within tolerance of the interpreter's (exact
+    for integers and booleans)."""
+    with np.errstate(all="ignore"):
+        expected = flowjit.interpret(jitted.lower(*args).graph, *args)
+        got = jitted(*args)
+    got = got if isinstance(got, tuple) else (got,)
+    assert len(got) == len(expected)
+    for index, (value, want) in enumerate(zip(got, expected)):
+        rtol = tolerance_for(want, args[:1]) if want.dtype.kind == "f" else 0.0
+        assert close(np.asarray(value), want, rtol), f"{label}, output {index}: {value} vs {want}"
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "bool"])
 def test_long_row_reductions_use_lanes_and_match_the_interpreter(dtype):
     """Rows of 128 elements or more reduce through 64 stack-array lanes and a tree: lengths
@@ -102,12 +115,7 @@ def test_long_row_reductions_use_lanes_and_match_the_interpreter(dtype):
         else:
             x = x > 1.49
         x = x.astype(dtype)
-        with np.errstate(all="ignore"):
-            expected = flowjit.interpret(jitted.lower(x).graph, x)
-            got = jitted(x)
-        for index, (value, want) in enumerate(zip(got, expected)):
-            rtol = tolerance_for(want, (x,)) if want.dtype.kind == "f" else 0.0
-            assert close(np.asarray(value), want, rtol), f"length {length}, output {index}: {value} vs {want}"
+        assert_matches_interpreter(jitted, (x,), f"length {length}")
 
 
 def _layernorm_and_max(x):
@@ -195,20 +203,12 @@ def test_reductions_over_outer_axes_match_the_interpreter(dtype):
         x, w = x.astype(dtype), rng.uniform(0.5, 1.5, columns).astype(dtype)
         (source,) = jitted.lower(x, w).kernel_sources().values()
         assert "for c in range(high - low):" in source
-        with np.errstate(all="ignore"):
-            expected = flowjit.interpret(jitted.lower(x, w).graph, x, w)
-            got = jitted(x, w)
-        for index, (value, want) in enumerate(zip(got, expected)):
-            rtol = tolerance_for(want, (x,)) if want.dtype.kind == "f" else 0.0
-            assert close(np.asarray(value), want, rtol), f"{rows}x{columns} output {index}: {value} vs {want}"
+        assert_matches_interpreter(jitted, (x, w), f"{rows}x{columns}")
     cube = rng.standard_normal((3, 40, 1100)).astype(dtype)
 
     def three(c):
         return c.sum(axis=1), c.max(axis=(0, 1)), (c * 2).mean(axis=0, keepdims=True)
-    jitted = flowjit.jit(three)
-    expected = flowjit.interpret(jitted.lower(cube).graph, cube)
-    for value, want in zip(jitted(cube), expected):
-        assert close(np.asarray(value), want, tolerance_for(want, (cube,)) if want.dtype.kind == "f" else 0.0)
+    assert_matches_interpreter(flowjit.jit(three), (cube,), "cube")
 
 
 def test_reductions_over_outer_axes_vectorise_in_both_variants():
@@ -248,11 +248,9 @@ def test_trailing_reduced_axes_are_read_as_one_row():
         return (c.sum(), c.max(), (c * w).sum(axis=(1, 2)), c.mean(axis=(1, 2), keepdims=True),
                 e / e.sum(axis=(1, 2), keepdims=True), (c * row).sum(axis=(1, 2)))
     jitted = flowjit.jit(programs)
-    for args in ((cube, w, row), (np.ascontiguousarray(cube.transpose(0, 2, 1)).transpose(0, 2, 1), w, row)):
-        expected = flowjit.interpret(jitted.lower(*args).graph, *args)
-        got = jitted(*args)
-        for index, (value, want) in enumerate(zip(got, expected)):
-            assert close(np.asarray(value), want, tolerance_for(want, args[:1])), index
+    strided = np.ascontiguousarray(cube.transpose(0, 2, 1)).transpose(0, 2, 1)
+    for label, c in (("C order", cube), ("a strided view", strided)):
+        assert_matches_interpreter(jitted, (c, w, row), label)
     merged = flowjit.jit(lambda m: m.sum()).lower(np.ones((64, 300), np.float32)).kernel_sources()
     (source,) = merged.values()
     kernel = source[source.index("def k0_sum("):]
@@ -276,12 +274,7 @@ def test_whole_domain_reductions_run_in_parts():
             x.flat[70000] = -np.inf
         (source,) = jitted.lower(x).kernel_sources().values()
         assert "partials_max[part] = total_max" in source
-        with np.errstate(all="ignore"):
-            expected = flowjit.interpret(jitted.lower(x).graph, x)
-            got = jitted(x)
-        for index, (value, want) in enumerate(zip(got, expected)):
-            rtol = tolerance_for(want, (x,)) if want.dtype.kind == "f" else 0.0
-            assert close(np.asarray(value), want, rtol), f"{shape} output {index}: {value} vs {want}"
+        assert_matches_interpreter(jitted, (x,), str(shape))
     x = (0.1 + rng.uniform(0, 1e-3, 1 << 21)).astype(np.float32)
     exact = x.astype(np.float64).sum()
     assert abs(flowjit.jit(lambda x: x.sum())(x) - exact) / exact < 1e-7

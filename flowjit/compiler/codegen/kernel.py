@@ -468,14 +468,7 @@ class KernelWriter:
         wide = {node: f"wide_{_identifier(node.output)}[c]" for node in narrowed}
         for node, (dtype, first, _) in rules.items():
             self.comment(depth, node)
-            arrays = [("acc_", lane[node])] + ([("wide_", dtype)] if node in narrowed else [])
-            for prefix, array_dtype in arrays:
-                self.emit(depth, f"{prefix}{_identifier(node.output)} = stack_array({constructor(array_dtype)}, "
-                                 f"{COLUMN_BLOCK})")
-            self.emit(depth, f"for j in range({COLUMN_BLOCK}):")
-            for prefix, array_dtype in arrays:
-                value = first if array_dtype == dtype else literal(0, array_dtype)
-                self.emit(depth + 1, f"{prefix}{_identifier(node.output)}[j] = {value}")
+            self.accumulators(depth, node, "acc_", lane[node], dtype, first, COLUMN_BLOCK)
         if narrowed:
             self.emit(depth, "position = 0")
         inner = depth
@@ -524,6 +517,20 @@ class KernelWriter:
         for value in outputs:
             self.store(depth + 1, value)
         return self.lines[start:]
+
+    def accumulators(self, depth: int, node: Node, prefix: str, lane: np.dtype, dtype: np.dtype, start: str,
+                     size: int) -> None:
+        """``size`` accumulators for ``node`` in a stack array, ``<prefix><name>``, in the lane
+        dtype; where that is narrower than the accumulator dtype, also ``wide_<name>`` that
+        the lanes flush into.  All start at the reduction's start value."""
+        arrays = [(prefix, lane)] + ([("wide_", dtype)] if lane != dtype else [])
+        name = _identifier(node.output)
+        for array_prefix, array_dtype in arrays:
+            self.emit(depth, f"{array_prefix}{name} = stack_array({constructor(array_dtype)}, {size})")
+        self.emit(depth, f"for j in range({size}):")
+        for array_prefix, array_dtype in arrays:
+            value = start if array_dtype == dtype else literal(0, array_dtype)
+            self.emit(depth + 1, f"{array_prefix}{name}[j] = {value}")
 
     def insert_slices(self, at: int, depth: int) -> None:
         """Take, at line ``at``, the slices the loads made since ``self.slices`` was reset."""
@@ -620,7 +627,8 @@ class KernelWriter:
                 dtype, _, combine = rules[node]
                 lanes, wide = "lanes_" + _identifier(node.output), "wide_" + _identifier(node.output)
                 self.emit(depth, f"for j in range({LANES}):")
-                self.emit(depth + 1, f"{wide}[j] = {combine(f'{wide}[j]', cast(f'{lanes}[j]', lane_dtype[node], dtype))}")
+                narrow = cast(f"{lanes}[j]", lane_dtype[node], dtype)
+                self.emit(depth + 1, f"{wide}[j] = {combine(f'{wide}[j]', narrow)}")
                 self.emit(depth + 1, f"{lanes}[j] = {literal(0, lane_dtype[node])}")
 
         head = f"for t in range({length}):"
@@ -629,14 +637,7 @@ class KernelWriter:
             self.emit(depth, f"if {length} >= {WIDE_ROW}:")
             inner = depth + 1
             for node, (dtype, start, _) in rules.items():
-                arrays = [("lanes_", lane_dtype[node])] + ([("wide_", dtype)] if node in narrowed else [])
-                for prefix, array_dtype in arrays:
-                    self.emit(inner, f"{prefix}{_identifier(node.output)} = stack_array({constructor(array_dtype)}, "
-                                     f"{LANES})")
-                self.emit(inner, f"for j in range({LANES}):")
-                for prefix, array_dtype in arrays:
-                    value = start if array_dtype == dtype else literal(0, array_dtype)
-                    self.emit(inner + 1, f"{prefix}{_identifier(node.output)}[j] = {value}")
+                self.accumulators(inner, node, "lanes_", lane_dtype[node], dtype, start, LANES)
             self.emit(inner, f"for block in range({length} // {LANES}):")
             self.emit(inner + 1, f"for j in range({LANES}):")
             self.emit(inner + 2, f"t = block * {LANES} + j")
