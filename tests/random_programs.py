@@ -22,11 +22,30 @@ def _flat(x):
     return np.reshape(x, (-1,))
 
 
+def _axes(x, choice):
+    """0-3: one axis; 4: every axis; 5: the last two (one axis below rank 2)."""
+    rank = np.ndim(x)
+    if choice == 4:
+        return None
+    if choice == 5:
+        return tuple(range(max(rank - 2, 0), rank))
+    return choice % rank
+
+
 def _reduce(name):
     def run(x, axis, keepdims):
         if np.ndim(x) == 0:
             return getattr(np, name)(x)
-        return getattr(np, name)(x, axis=axis % np.ndim(x), keepdims=keepdims)
+        return getattr(np, name)(x, axis=_axes(x, axis), keepdims=keepdims)
+    return run
+
+
+def _arg_reduce(name):
+    def run(x, axis, keepdims):                  # over one axis or all of them, no keepdims
+        if np.ndim(x) == 0:
+            return getattr(np, name)(x)
+        axes = _axes(x, axis)
+        return getattr(np, name)(x, axis=None if axes is None or isinstance(axes, tuple) else axes)
     return run
 
 
@@ -55,6 +74,7 @@ BINARY = {
     lambda a, b: np.sqrt(a * a + b * b), "fmax": np.fmax,
 }
 REDUCTIONS = {name: _reduce(name) for name in ("sum", "mean", "max", "min", "prod")}
+REDUCTIONS.update({name: _arg_reduce(name) for name in ("argmax", "argmin")})
 
 
 @dataclass(frozen=True)
@@ -126,7 +146,7 @@ def random_programs(draw, max_steps: int = 10) -> RandomProgram:
         else:
             name = draw(st.sampled_from(sorted(REDUCTIONS)))
             operands = (draw(st.integers(0, len(shapes) - 1)),)
-            params = (draw(st.integers(0, 3)), draw(st.booleans()))
+            params = (draw(st.integers(0, 5)), draw(st.booleans()))
         probe = RandomProgram((), ((kind, name, tuple(range(len(operands))), params),), (len(operands),))
         try:
             with np.errstate(all="ignore"):
