@@ -260,12 +260,13 @@ def test_trailing_reduced_axes_are_read_as_one_row():
 def test_whole_domain_reductions_run_in_parts():
     """x.sum() and friends reduce parts of at least 64K elements in parallel, combined in
     order: sizes around the part size, NaN in a later part, -inf, a fused producer, a
-    matrix (its axes merged first), against the interpreter; float32 sums stay as accurate
-    as numpy's."""
+    matrix (its axes merged first), argmax and argmin (ties, and the NaN), against the
+    interpreter; float32 sums stay as accurate as numpy's."""
     rng = np.random.default_rng(30)
 
     def whole(x):
-        return x.sum(), x.max(), (x * 2).min(), x.mean(), np.abs(x).sum(), np.any(x > 3)
+        return (x.sum(), x.max(), (x * 2).min(), x.mean(), np.abs(x).sum(), np.any(x > 3), np.argmax(x),
+                np.argmin(np.round(x * 2)))
     jitted = flowjit.jit(whole)
     for shape in ((100,), (65535,), (3 * 65536 + 17,), (300, 1100)):
         x = rng.standard_normal(shape).astype(np.float32)

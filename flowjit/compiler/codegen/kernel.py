@@ -297,7 +297,13 @@ class KernelWriter:
         # also returns: its output buffer is written only at the end of the row.
         direct = {n.inputs[0] for n in members if n.op.kind is OpKind.REDUCTION and n.inputs[0] in self.argument
                   and n.inputs[0].producer is None and single}
-        scratch = {n.inputs[0] for n in members if n.op.kind is OpKind.REDUCTION and n not in folded} - direct
+        # The whole domain is one row, reduced in one pass: reduce it in parts, in parallel
+        # (argmax/argmin too: then the part holding the extreme is read again; no scratch).
+        parts = (not kept and single and passes == 1 and not full_outputs
+                 and all(n in folded or n.op in (ops.argmax, ops.argmin)
+                         for n in members if n.op.kind is OpKind.REDUCTION))
+        scratch = {n.inputs[0] for n in members
+                   if n.op.kind is OpKind.REDUCTION and n not in folded and not parts} - direct
         for p in range(passes):
             stack = [v for v in [n.inputs[0] for n in reductions_in[p]] + stores_in[p] if v in full]
             seen = set()
@@ -360,9 +366,6 @@ class KernelWriter:
                 return self.row_reader(source, reduced[0])
             return lambda index, name=scratch_name[source]: f"{name}[{index}]"
 
-        # The whole domain is one row, reduced in one pass: reduce it in parts, in parallel.
-        parts = (not kept and single and passes == 1 and not full_outputs
-                 and all(n in folded for n in members if n.op.kind is OpKind.REDUCTION))
         compute_outer(0)
         order = {node.output: index for index, node in enumerate(self.body.nodes)}
         for current in range(passes):
@@ -411,7 +414,8 @@ class KernelWriter:
 
             has_body = bool(todo or stores or set(wanted) & scratch)
             if parts:
-                self.reduce_in_parts(outer, in_loop, element, body if has_body else None, reduced[0])
+                self.reduce_in_parts(outer, reductions, element, body if has_body else None, reduced[0])
+                after = []
             elif single and (in_loop or has_body):
                 self.reduce_loop(outer, in_loop, element, body if has_body else None)
             elif not single and wanted:
@@ -563,7 +567,38 @@ class KernelWriter:
             self.emit(depth, f"{total} = {start}")
             self.emit(depth, "for part in range(nparts):")
             self.emit(depth + 1, f"{total} = {combine(total, f'partials_{_identifier(node.output)}[part]')}")
-            self.emit(depth, f"{self.var(node.output)} = {self.reduction_result(node, total)}")
+            if node.op in (ops.argmax, ops.argmin):
+                self.first_position_in_parts(depth, node, element, body, axis, total)
+            else:
+                self.emit(depth, f"{self.var(node.output)} = {self.reduction_result(node, total)}")
+
+    def first_position_in_parts(self, depth: int, node: Node, element, body, axis: int, best: str) -> None:
+        """argmax/argmin in parts, once the extreme ``best`` is known: the first part whose
+        own extreme is ``best`` holds its first occurrence (numpy's answer), so only that
+        part is read again, up to the position."""
+        partials = "partials_" + _identifier(node.output)
+        dtype = self.accumulator_dtype(node)
+        nan_rule = (lambda x: f" or ({x} != {x} and {best} != {best})") if dtype.kind == "f" else (lambda x: "")
+        self.emit(depth, "found = 0")
+        self.emit(depth, "for part in range(nparts):")
+        self.emit(depth + 1, f"if {partials}[part] == {best}{nan_rule(f'{partials}[part]')}:")
+        self.emit(depth + 2, "found = part")
+        self.emit(depth + 2, "break")
+        self.emit(depth, "low = found * ninner // nparts")
+        self.emit(depth, "high = (found + 1) * ninner // nparts")
+        slices_at = len(self.lines)
+        self.slicing, self.slice_index, self.slices = axis, "t", {}
+        self.emit(depth, "best_index = low")
+        self.emit(depth, "for t in range(high - low):")
+        if body is not None:
+            body(depth + 1)
+        self.emit(depth + 1, f"x = {cast(element(node), node.inputs[0].dtype, dtype)}")
+        self.emit(depth + 1, f"if x == {best}{nan_rule('x')}:")
+        self.emit(depth + 2, "best_index = low + t")
+        self.emit(depth + 2, "break")
+        self.slicing = None
+        self.insert_slices(slices_at, depth)
+        self.emit(depth, f"{self.var(node.output)} = {constructor(node.output.dtype)}(best_index)")
 
     def row_reader(self, value: Value, axis: int):
         """Index expressions into an input along the reduced ``axis`` (the row position)."""
