@@ -613,15 +613,26 @@ class KernelWriter:
 
     def arg_reduce(self, depth: int, node: Node, row) -> None:
         """argmax/argmin of a row (``row(index)`` reads element ``index``): the extreme value
-        through vectorised lanes (NaN sticky, as numpy's comparison makes NaN win), then the
-        first position that holds it, a loop that stops there."""
+        through vectorised lanes (NaN sticky, as numpy's comparison makes NaN win), then its
+        first position: blocks of ``LANES`` are tested whole (a loop LLVM vectorises) up to
+        the first that holds it, and only that block, or the tail, is searched one by one."""
         self.reduce_loop(depth, [node], lambda node: row("t"))
         best = "total_" + _identifier(node.output)
-        nan_rule = f" or (x != x and {best} != {best})" if compute_dtype(node.inputs[0].dtype).kind == "f" else ""
+        floating = compute_dtype(node.inputs[0].dtype).kind == "f"
+        holds = f"(x == {best})" + (f" | ((x != x) & ({best} != {best}))" if floating else "")
+        self.emit(depth, "first = ninner - ninner % " + str(LANES))
+        self.emit(depth, f"for block in range(ninner // {LANES}):")
+        self.emit(depth + 1, "hit = False")
+        self.emit(depth + 1, f"for j in range({LANES}):")
+        self.emit(depth + 2, f"x = {row(f'block * {LANES} + j')}")
+        self.emit(depth + 2, f"hit = hit | {holds}")
+        self.emit(depth + 1, "if hit:")
+        self.emit(depth + 2, f"first = block * {LANES}")
+        self.emit(depth + 2, "break")
         self.emit(depth, "best_index = 0")
-        self.emit(depth, "for t in range(ninner):")
+        self.emit(depth, "for t in range(first, ninner):")
         self.emit(depth + 1, f"x = {row('t')}")
-        self.emit(depth + 1, f"if x == {best}{nan_rule}:")
+        self.emit(depth + 1, f"if {holds}:")
         self.emit(depth + 2, "best_index = t")
         self.emit(depth + 2, "break")
         self.emit(depth, f"{self.var(node.output)} = {constructor(node.output.dtype)}(best_index)")
