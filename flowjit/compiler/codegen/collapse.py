@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 
-from flowjit.compiler.codegen.kernel import domain_of, embeddings
-from flowjit.compiler.ir import ops
+from flowjit.compiler.codegen.reduce import ARG_REDUCTIONS
+from flowjit.compiler.codegen.writer import domain_of, embeddings
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.compiler.ir.types import TensorType
@@ -60,7 +60,7 @@ def collapse_trailing_reduction(node: Node) -> tuple[Node, dict[Value, tuple]] |
         mapping[value] = merged.add_input(value.name, TensorType(shapes[value], value.dtype))
     for inner in body.nodes:
         attrs = dict(inner.attrs)
-        if inner.op.kind is OpKind.REDUCTION and inner.op not in (ops.argmax, ops.argmin):
+        if inner.op.kind is OpKind.REDUCTION and inner.op not in ARG_REDUCTIONS:
             attrs["axes"] = (rank - len(reduced),)
         elif inner.op.kind is OpKind.REDUCTION and len(reduced) < rank:
             return None                         # a position in the merged axis means another thing

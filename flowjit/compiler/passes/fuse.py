@@ -144,7 +144,7 @@ class Fuser:
                     and any(entry in group.axes for entry in embedding)
                     and any(value in group.after_reduction for value in node.inputs)):
                 # The kernel reduces whole rows into a block of outputs at a time
-                # (kernel.write_columns); a second pass over the rows would stride.
+                # (reduce.ReduceWriter.write_columns); a second pass over the rows would stride.
                 return (f"{group!r} reduces outer axes {list(group.axes)}: full-shaped uses of its "
                         f"reductions run in a loop kernel")
             return None

@@ -1,0 +1,556 @@
+"""Reduce kernels: how a fused node with reductions becomes loops.
+
+- Rows (the innermost axis reduced): loops over the kept axes outside, in parallel chunks
+  of rows; per row, one pass per dependent reduction, each a loop that does the pass's
+  elementwise work and accumulates its reductions in vectorised stack-array lanes
+  (``reduce_loop``); argmax/argmin find the extreme that way, then its first position.
+- The whole domain as one row: reduced in parallel parts (``reduce_in_parts``).
+- Outer axes (the innermost axis kept): blocks of adjacent outputs, adding contiguous row
+  stretches into them (``write_columns``).
+Several trailing reduced axes reach here merged into one (collapse.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from flowjit.compiler.codegen.scalar import cast, compute_dtype, constructor, literal
+from flowjit.compiler.codegen.writer import PARALLEL_MARK, KernelWriter, _identifier, _identity
+from flowjit.compiler.ir import ops
+from flowjit.compiler.ir.graph import Node, Value
+from flowjit.compiler.ir.ops.base import OpKind
+
+ROW_CHUNK = 64                  # rows per parallel task in reduce kernels
+LANES = 64                      # independent accumulators in a reduction (a power of two)
+WIDE_ROW = 2 * LANES            # rows at least this long use them
+FOLDED = 16                     # lanes left after the vector fold (a divisor of LANES)
+FLUSH_BLOCKS = 16               # float32 sum lanes pass into float64 ones after this many blocks
+PARTS, PART_MIN = 64, 1 << 16   # a whole-domain reduction: at most 64 parts, of 64K elements at least
+COLUMN_BLOCK = 1024             # adjacent outputs per task when reducing over outer axes
+ARG_REDUCTIONS = (ops.argmax, ops.argmin)
+
+
+class ReduceWriter(KernelWriter):
+    def write_body(self, outputs: list[Value]) -> list[str]:
+        return self.write_reduce(outputs)
+
+    def write_reduce(self, outputs: list[Value]) -> list[str]:
+        """Loops over the kept axes outside; per row, one pass per dependent reduction.
+
+        Each pass is one loop over the row that computes the pass's elementwise values,
+        writes what later passes read into per-row scratch arrays, stores full-shaped
+        outputs, and accumulates the pass's reductions in independent lanes (no serial
+        dependency chain), so a value reduced is never written out to be read again.
+        Reductions over several axes, argmax and argmin reduce a scratch row after the loop.
+        Kernels that keep the innermost axis go to write_columns; a one-pass reduction of
+        the whole domain runs in parts (reduce_in_parts).
+        """
+        start = len(self.lines)
+        reduced = sorted(set(self.axes))
+        kept = [axis for axis in range(len(self.domain)) if axis not in reduced]
+        members = [n for n in self.body.nodes if n.op is not ops.constant]
+        level: dict[Value, int] = {}
+        pass_of: dict[Node, int] = {}
+        for node in self.body.nodes:
+            inputs_level = max((level.get(v, 0) for v in node.inputs), default=0)
+            if node.op.kind is OpKind.REDUCTION:
+                pass_of[node] = inputs_level
+                level[node.output] = inputs_level + 1
+            else:
+                level[node.output] = inputs_level
+        full = {n.output for n in members if any(e in reduced for e in self.embed[n.output] if e is not None)}
+        full_outputs = [v for v in outputs if v in full]
+        passes = max(list(pass_of.values()) + [level[v] for v in full_outputs] + [0]) + 1
+        if (kept and kept[-1] == len(self.domain) - 1 and passes == 1 and not full_outputs
+                and not any(n.op in ARG_REDUCTIONS for n in members)):
+            return self.write_columns(outputs, reduced, kept, members, level)
+        reductions_in = {p: [n for n in members if pass_of.get(n) == p] for p in range(passes)}
+        stores_in = {p: [v for v in full_outputs if level[v] == p] for p in range(passes)}
+
+        # With one reduced axis, a pass's elementwise loop also does the reductions whose
+        # lanes are no wider than their input (the row is never written out to be read
+        # again; float32 sums keep float32 lanes, see lane_dtype).  Wider lanes would make
+        # LLVM vectorise the whole loop at their width, half the lanes for float32 work
+        # (softmax's exp loop ran 0.43 -> 0.71 ns per element with float64 lanes), so such
+        # a reduction reduces a scratch row after the loop, as do argmax/argmin and
+        # reductions over several axes.
+        single = len(reduced) == 1
+        folded = {n for n in members if n.op.kind is OpKind.REDUCTION and single
+                  and n.op not in ARG_REDUCTIONS
+                  and self.lane_dtype(n).itemsize <= compute_dtype(n.inputs[0].dtype).itemsize}
+        # Read straight from an input row, no copy.  Not a value this kernel computes and
+        # also returns: its output buffer is written only at the end of the row.
+        direct = {n.inputs[0] for n in members if n.op.kind is OpKind.REDUCTION and n.inputs[0] in self.argument
+                  and n.inputs[0].producer is None and single}
+        # The whole domain is one row, reduced in one pass: reduce it in parts, in parallel
+        # (argmax/argmin too: then the part holding the extreme is read again; no scratch).
+        parts = (not kept and single and passes == 1 and not full_outputs
+                 and all(n in folded or n.op in ARG_REDUCTIONS
+                         for n in members if n.op.kind is OpKind.REDUCTION))
+        scratch = {n.inputs[0] for n in members
+                   if n.op.kind is OpKind.REDUCTION and n not in folded and not parts} - direct
+        # Which values each pass computes, and which a later pass reads back from scratch.
+        first: dict[Value, int] = {}
+        for p in range(passes):
+            stack = [v for v in [n.inputs[0] for n in reductions_in[p]] + stores_in[p] if v in full]
+            seen = set()
+            while stack:
+                value = stack.pop()
+                if value in seen:
+                    continue
+                seen.add(value)
+                if value in first and first[value] < p:
+                    scratch.add(value)          # computed in an earlier pass: read it back
+                    continue
+                first.setdefault(value, p)
+                stack.extend(v for v in value.producer.inputs if v in full)
+        for value in scratch:
+            if value not in first:
+                # A source constant along the reduced axes (its extent there is 1) is written
+                # into scratch by the pass whose reduction reads it, once it has been computed.
+                first[value] = min(pass_of[n] for n in members
+                                   if n.op.kind is OpKind.REDUCTION and n.inputs[0] is value)
+        scratch_name = {value: "s_" + _identifier(value) for value in scratch}
+
+        self.constants(1)
+        inner = " * ".join(f"n{axis}" for axis in reduced) or "1"
+        self.emit(1, f"ninner = {inner}")
+        depth = 1
+        allocations = [f"{scratch_name[v]} = np.empty(ninner, {constructor(v.dtype)})"
+                       for v in sorted(scratch, key=lambda v: scratch_name[v])]
+        if kept:
+            # Rows in chunks: the chunk loop runs in parallel, scratch rows are allocated per chunk.
+            first_axis = kept[0]
+            self.emit(depth, f"for chunk in range((n{first_axis} + {ROW_CHUNK - 1}) // {ROW_CHUNK}):"
+                      + PARALLEL_MARK)
+            depth += 1
+            for line in allocations:
+                self.emit(depth, line)
+            self.emit(depth, f"for i{first_axis} in range(chunk * {ROW_CHUNK}, "
+                             f"min(n{first_axis}, (chunk + 1) * {ROW_CHUNK})):")
+            depth += 1
+            for axis in kept[1:]:
+                self.emit(depth, f"for i{axis} in range(n{axis}):")
+                depth += 1
+        else:
+            for line in allocations:
+                self.emit(depth, line)
+        outer = depth
+        computed_outer: set[Value] = set()
+
+        def compute_outer(upto: int) -> None:
+            for node in members:
+                value = node.output
+                if value in full or node.op.kind is OpKind.REDUCTION or value in computed_outer:
+                    continue
+                if level[value] <= upto:
+                    self.compute(outer, node)
+                    computed_outer.add(value)
+
+        def read_row(source: Value):
+            """How a reduction after the loop reads its row: the input itself, or scratch."""
+            if source in direct:
+                return self.row_reader(source, reduced[0])
+            return lambda index, name=scratch_name[source]: f"{name}[{index}]"
+
+        compute_outer(0)
+        order = {node.output: index for index, node in enumerate(self.body.nodes)}
+        for current in range(passes):
+            reductions, stores = reductions_in[current], stores_in[current]
+            if not reductions and not stores:
+                continue
+            in_loop = [n for n in reductions if n in folded]
+            after = [n for n in reductions if n not in folded]
+            wanted = [n.inputs[0] for n in reductions if n.inputs[0] in full] + stores
+            wanted += [v for v in scratch if first.get(v) == current and v not in wanted]
+            available = {v for v in scratch if first.get(v, current) < current}
+            todo = set()
+            stack = [v for v in wanted if v in full]
+            while stack:
+                value = stack.pop()
+                if value in todo:
+                    continue
+                todo.add(value)
+                if value not in available:
+                    stack.extend(v for v in value.producer.inputs if v in full)
+
+            def body(depth: int, todo=sorted(todo, key=order.__getitem__), wanted=wanted, available=available,
+                     stores=stores) -> None:
+                """The pass's elementwise work at row position ``t`` (``i<axis>`` for one axis)."""
+                if single and todo:
+                    self.emit(depth, f"i{reduced[0]} = t")
+                for value in todo:
+                    if value in available:
+                        self.emit(depth, f"{self.var(value)} = {scratch_name[value]}[t]")
+                    else:
+                        self.compute(depth, value.producer)
+                for value in wanted:
+                    if value in scratch and value not in available:
+                        source = self.names.get(value) or self.load(value, _identity(value.shape))
+                        self.emit(depth, f"{scratch_name[value]}[t] = {source}")
+                for value in stores:
+                    self.store(depth, value)
+
+            def element(node: Node) -> str:
+                source = node.inputs[0]
+                if source in self.names:
+                    return self.names[source]
+                if source in direct and self.slicing is None:
+                    return self.row_reader(source, reduced[0])("t")
+                return self.load(source, _identity(source.shape))       # (in parts: through a slice)
+
+            has_body = bool(todo or stores or set(wanted) & scratch)
+            if parts:
+                self.reduce_in_parts(outer, reductions, element, body if has_body else None, reduced[0])
+                after = []
+            elif single and (in_loop or has_body):
+                self.reduce_loop(outer, in_loop, element, body if has_body else None)
+            elif not single and wanted:
+                # Several reduced axes: one loop nest that writes scratch, indexed by a counter.
+                self.emit(outer, "t = 0")
+                depth = outer
+                for axis in reduced:
+                    self.emit(depth, f"for i{axis} in range(n{axis}):")
+                    depth += 1
+                body(depth)
+                self.emit(depth, "t += 1")
+            self.names = {k: v for k, v in self.names.items() if k not in full}
+            for node in after:
+                if node.op in ARG_REDUCTIONS:
+                    self.arg_reduce(outer, node, read_row(node.inputs[0]))
+                else:
+                    self.reduce_loop(outer, [node], lambda node: read_row(node.inputs[0])("t"))
+            compute_outer(current + 1)
+        for value in outputs:
+            if value not in full:
+                self.store(outer, value)
+        return self.lines[start:]
+
+    def write_columns(self, outputs: list[Value], reduced: list[int], kept: list[int], members: list[Node],
+                      level: dict[Value, int]) -> list[str]:
+        """Reductions over outer axes (the innermost axis is kept, as in ``x.sum(axis=0)``).
+
+        Reading a column at a time would stride through memory, so the kernel runs over
+        blocks of ``COLUMN_BLOCK`` adjacent outputs instead: for each, accumulators in a
+        stack array, then every reduced position in order, adding a contiguous stretch of
+        a row into them (the innermost loop vectorises across outputs), then the results
+        and whatever the kernel computes from them.  float32 sums accumulate 16 rows in
+        float32 at a time, then pass into float64 ones, as row reductions do.  Only for kernels whose reductions all
+        read the inputs' values (one pass) and that return nothing full-shaped; the fuser
+        keeps full-shaped consumers of such reductions out (fuse.py).
+        """
+        start = len(self.lines)
+        self.constants(1)
+        self.emit(1, "ninner = " + " * ".join(f"n{axis}" for axis in reduced))
+        last, depth = kept[-1], 1
+        for index, axis in enumerate(kept[:-1]):
+            self.emit(depth, f"for i{axis} in range(n{axis}):" + (PARALLEL_MARK if index == 0 else ""))
+            depth += 1
+        self.emit(depth, f"for block in range((n{last} + {COLUMN_BLOCK - 1}) // {COLUMN_BLOCK}):"
+                  + ("" if kept[:-1] else PARALLEL_MARK))
+        depth += 1
+        self.emit(depth, f"low = block * {COLUMN_BLOCK}")
+        self.emit(depth, f"high = min(n{last}, low + {COLUMN_BLOCK})")
+        reductions = [n for n in members if n.op.kind is OpKind.REDUCTION]
+        rules = {node: self.reduction_rule(node) for node in reductions}
+        lane = {node: self.lane_dtype(node) for node in reductions}
+        narrowed = [node for node in reductions if lane[node] != rules[node][0]]
+        slot = {node: f"acc_{_identifier(node.output)}[c]" for node in reductions}
+        wide = {node: f"wide_{_identifier(node.output)}[c]" for node in narrowed}
+        for node, (dtype, first, _) in rules.items():
+            self.comment(depth, node)
+            self.accumulators(depth, node, "acc_", lane[node], dtype, first, COLUMN_BLOCK)
+        if narrowed:
+            self.emit(depth, "position = 0")
+        inner = depth
+        for axis in reduced:
+            self.emit(inner, f"for i{axis} in range(n{axis}):")
+            inner += 1
+        # The innermost loop counts c from 0 and reads rows through slices taken before it:
+        # numba then knows no index is negative.  (``i = low + c`` indexing, with ``low``
+        # from the parallel scheduler, kept a wraparound select that LLVM made a gather.)
+        slices_at = len(self.lines)
+        self.emit(inner, "for c in range(high - low):")
+        self.emit(inner + 1, f"i{last} = low + c")
+        self.slicing, self.slice_index, self.slices = last, "c", {}
+        for node in members:
+            if node.op.kind is not OpKind.REDUCTION and level[node.output] == 0:
+                self.compute(inner + 1, node)
+        for node, (dtype, _, combine) in rules.items():
+            source = node.inputs[0]
+            element = self.names.get(source) or self.load(source, _identity(source.shape))
+            self.emit(inner + 1, f"x = {cast(element, source.dtype, lane[node])}")
+            self.emit(inner + 1, f"{slot[node]} = {combine(slot[node], 'x')}")
+        self.slicing = None
+        self.insert_slices(slices_at, inner)
+        if narrowed:
+            # float32 sums add FLUSH_BLOCKS rows in float32, then pass into float64 (lane_dtype).
+            self.emit(inner, "position += 1")
+            self.emit(inner, f"if position % {FLUSH_BLOCKS} == 0:")
+            self.emit(inner + 1, "for c in range(high - low):")
+            for node in narrowed:
+                dtype, _, combine = rules[node]
+                self.emit(inner + 2, f"{wide[node]} = {combine(wide[node], cast(slot[node], lane[node], dtype))}")
+                self.emit(inner + 2, f"{slot[node]} = {literal(0, lane[node])}")
+        for node in members:                  # computed per element above; per output below
+            self.names.pop(node.output, None)
+        self.emit(depth, "for c in range(high - low):")
+        self.emit(depth + 1, f"i{last} = low + c")
+        for node in members:
+            if node.op.kind is OpKind.REDUCTION:
+                total = slot[node]
+                if node in narrowed:
+                    dtype, _, combine = rules[node]
+                    total = combine(wide[node], cast(slot[node], lane[node], dtype))
+                self.emit(depth + 1, f"{self.var(node.output)} = {self.reduction_result(node, total)}")
+            elif not any(e in reduced for e in self.embed[node.output] if e is not None):
+                self.compute(depth + 1, node)
+        for value in outputs:
+            self.store(depth + 1, value)
+        return self.lines[start:]
+
+    def accumulators(self, depth: int, node: Node, prefix: str, lane: np.dtype, dtype: np.dtype, start: str,
+                     size: int) -> None:
+        """``size`` accumulators for ``node`` in a stack array, ``<prefix><name>``, in the lane
+        dtype; where that is narrower than the accumulator dtype, also ``wide_<name>`` that
+        the lanes flush into.  All start at the reduction's start value."""
+        arrays = [(prefix, lane)] + ([("wide_", dtype)] if lane != dtype else [])
+        name = _identifier(node.output)
+        for array_prefix, array_dtype in arrays:
+            self.emit(depth, f"{array_prefix}{name} = stack_array({constructor(array_dtype)}, {size})")
+        self.emit(depth, f"for j in range({size}):")
+        for array_prefix, array_dtype in arrays:
+            value = start if array_dtype == dtype else literal(0, array_dtype)
+            self.emit(depth + 1, f"{array_prefix}{name}[j] = {value}")
+
+    def reduce_in_parts(self, depth: int, nodes: list[Node], element, body, axis: int) -> None:
+        """A reduction of the whole domain, one row: ``PARTS`` at most, of ``PART_MIN``
+        elements at least, reduce in parallel into partial totals, combined in order after
+        (how many depends on the size alone, so the result does not depend on the threads).
+        Each part reads its stretch through slices indexed from 0 (see write_columns)."""
+        self.emit(depth, f"nparts = max(1, min({PARTS}, ninner // {PART_MIN}))")
+        for node in nodes:
+            dtype = self.accumulator_dtype(node)
+            self.emit(depth, f"partials_{_identifier(node.output)} = np.empty(nparts, {constructor(dtype)})")
+        self.emit(depth, "for part in range(nparts):" + PARALLEL_MARK)
+        inner = depth + 1
+        self.part_bounds(inner, "part")
+        slices_at = len(self.lines)
+        self.slicing, self.slice_index, self.slices = axis, "t", {}
+        self.reduce_loop(inner, nodes, element, body, length="(high - low)", finish=False)
+        self.slicing = None
+        self.insert_slices(slices_at, inner)
+        for node in nodes:
+            self.emit(inner, f"partials_{_identifier(node.output)}[part] = total_{_identifier(node.output)}")
+        for node in nodes:
+            _, start, combine = self.reduction_rule(node)
+            total = "total_" + _identifier(node.output)
+            self.emit(depth, f"{total} = {start}")
+            self.emit(depth, "for part in range(nparts):")
+            self.emit(depth + 1, f"{total} = {combine(total, f'partials_{_identifier(node.output)}[part]')}")
+            if node.op in ARG_REDUCTIONS:
+                self.first_position_in_parts(depth, node, element, body, axis, total)
+            else:
+                self.emit(depth, f"{self.var(node.output)} = {self.reduction_result(node, total)}")
+
+    def part_bounds(self, depth: int, part: str) -> None:
+        """``low`` and ``high``: where part number ``part`` of ``nparts`` starts and ends."""
+        self.emit(depth, f"low = {part} * ninner // nparts")
+        self.emit(depth, f"high = ({part} + 1) * ninner // nparts")
+
+    def first_position_in_parts(self, depth: int, node: Node, element, body, axis: int, best: str) -> None:
+        """argmax/argmin in parts, once the extreme ``best`` is known: the first part whose
+        own extreme is ``best`` holds its first occurrence (numpy's answer), so only that
+        part is read again, up to the position."""
+        partials = "partials_" + _identifier(node.output)
+        dtype = self.accumulator_dtype(node)
+        nan_rule = (lambda x: f" or ({x} != {x} and {best} != {best})") if dtype.kind == "f" else (lambda x: "")
+        self.emit(depth, "found = 0")
+        self.emit(depth, "for part in range(nparts):")
+        self.emit(depth + 1, f"if {partials}[part] == {best}{nan_rule(f'{partials}[part]')}:")
+        self.emit(depth + 2, "found = part")
+        self.emit(depth + 2, "break")
+        self.part_bounds(depth, "found")
+        slices_at = len(self.lines)
+        self.slicing, self.slice_index, self.slices = axis, "t", {}
+        self.emit(depth, "best_index = low")
+        self.emit(depth, "for t in range(high - low):")
+        if body is not None:
+            body(depth + 1)
+        self.emit(depth + 1, f"x = {cast(element(node), node.inputs[0].dtype, dtype)}")
+        self.emit(depth + 1, f"if x == {best}{nan_rule('x')}:")
+        self.emit(depth + 2, "best_index = low + t")
+        self.emit(depth + 2, "break")
+        self.slicing = None
+        self.insert_slices(slices_at, depth)
+        self.emit(depth, f"{self.var(node.output)} = {constructor(node.output.dtype)}(best_index)")
+
+    def row_reader(self, value: Value, axis: int):
+        """Index expressions into an input along the reduced ``axis`` (the row position)."""
+        embedding = _identity(value.shape)
+        array = self.argument[value]
+        self.note_extent(array, embedding, value.shape)
+
+        def read(index: str) -> str:
+            parts = [index if entry == axis else ("0" if entry is None else f"i{entry}") for entry in embedding]
+            return f"{array}[{', '.join(parts)}]"
+        return read
+
+    def arg_reduce(self, depth: int, node: Node, row) -> None:
+        """argmax/argmin of a row (``row(index)`` reads element ``index``): the extreme value
+        through vectorised lanes (NaN sticky, as numpy's comparison makes NaN win), then its
+        first position: blocks of ``LANES`` are tested whole (a loop LLVM vectorises) up to
+        the first that holds it, and only that block, or the tail, is searched one by one."""
+        self.reduce_loop(depth, [node], lambda node: row("t"))
+        best = "total_" + _identifier(node.output)
+        floating = compute_dtype(node.inputs[0].dtype).kind == "f"
+        holds = f"(x == {best})" + (f" | ((x != x) & ({best} != {best}))" if floating else "")
+        self.emit(depth, "first = ninner - ninner % " + str(LANES))
+        self.emit(depth, f"for block in range(ninner // {LANES}):")
+        self.emit(depth + 1, "hit = False")
+        self.emit(depth + 1, f"for j in range({LANES}):")
+        self.emit(depth + 2, f"x = {row(f'block * {LANES} + j')}")
+        self.emit(depth + 2, f"hit = hit | {holds}")
+        self.emit(depth + 1, "if hit:")
+        self.emit(depth + 2, f"first = block * {LANES}")
+        self.emit(depth + 2, "break")
+        self.emit(depth, "best_index = 0")
+        self.emit(depth, "for t in range(first, ninner):")
+        self.emit(depth + 1, f"x = {row('t')}")
+        self.emit(depth + 1, f"if {holds}:")
+        self.emit(depth + 2, "best_index = t")
+        self.emit(depth + 2, "break")
+        self.emit(depth, f"{self.var(node.output)} = {constructor(node.output.dtype)}(best_index)")
+
+    def reduce_loop(self, depth: int, nodes: list[Node], element, body=None, length: str = "ninner",
+                    finish: bool = True) -> None:
+        """One loop over the row position ``t`` that runs ``body(depth)`` (a pass's
+        elementwise work, when there is any) and reduces each node's input, read by
+        ``element(node)`` once the body has run.  The row has ``length`` elements; without
+        ``finish`` the totals are left in ``total_<name>`` for the caller.
+
+        Rows of at least ``WIDE_ROW`` elements go through ``LANES`` independent accumulators
+        per reduction in a stack array: the lane loop carries no dependency from one element
+        to the next, so LLVM vectorises it without reassociating anything.  At the end of
+        the row a vector fold leaves ``FOLDED`` lanes, combined one by one (a full tree
+        scalarised into ~250 instructions a row).  One loop then takes what the lanes left:
+        the last ``ninner % LANES`` elements, or the whole of a shorter row.
+        """
+        rules = {node: self.reduction_rule(node) for node in nodes}
+        lane_dtype = {node: self.lane_dtype(node) for node in nodes}
+        narrowed = [node for node in nodes if lane_dtype[node] != rules[node][0]]
+        for node, (_, start, _) in rules.items():
+            self.comment(depth, node)
+            self.emit(depth, f"total_{_identifier(node.output)} = {start}")
+
+        def visit(depth: int, combine_into, in_lanes: bool) -> None:
+            if body is not None:
+                body(depth)
+            for node, (dtype, _, combine) in rules.items():
+                into = lane_dtype[node] if in_lanes else dtype
+                self.emit(depth, f"x = {cast(element(node), node.inputs[0].dtype, into)}")
+                target = combine_into(node)
+                self.emit(depth, f"{target} = {combine(target, 'x')}")
+
+        def flush(depth: int) -> None:
+            """Add the narrow lanes into the wide ones."""
+            for node in narrowed:
+                dtype, _, combine = rules[node]
+                lanes, wide = "lanes_" + _identifier(node.output), "wide_" + _identifier(node.output)
+                self.emit(depth, f"for j in range({LANES}):")
+                narrow = cast(f"{lanes}[j]", lane_dtype[node], dtype)
+                self.emit(depth + 1, f"{wide}[j] = {combine(f'{wide}[j]', narrow)}")
+                self.emit(depth + 1, f"{lanes}[j] = {literal(0, lane_dtype[node])}")
+
+        head = f"for t in range({length}):"
+        if nodes:
+            self.emit(depth, "tail = 0")
+            self.emit(depth, f"if {length} >= {WIDE_ROW}:")
+            inner = depth + 1
+            for node, (dtype, start, _) in rules.items():
+                self.accumulators(inner, node, "lanes_", lane_dtype[node], dtype, start, LANES)
+            self.emit(inner, f"for block in range({length} // {LANES}):")
+            self.emit(inner + 1, f"for j in range({LANES}):")
+            self.emit(inner + 2, f"t = block * {LANES} + j")
+            visit(inner + 2, lambda node: f"lanes_{_identifier(node.output)}[j]", in_lanes=True)
+            if narrowed:
+                self.emit(inner + 1, f"if block % {FLUSH_BLOCKS} == {FLUSH_BLOCKS - 1}:")
+                flush(inner + 2)
+                flush(inner)
+            # Lanes fold to one vector's worth with vector operations, then one by one.
+            for node, (_, _, combine) in rules.items():
+                acc = ("wide_" if node in narrowed else "lanes_") + _identifier(node.output)
+                total = "total_" + _identifier(node.output)
+                self.emit(inner, f"for j in range({FOLDED}):")
+                self.emit(inner + 1, f"for group in range(1, {LANES // FOLDED}):")
+                self.emit(inner + 2, f"x = {acc}[j + group * {FOLDED}]")
+                self.emit(inner + 2, f"{acc}[j] = {combine(f'{acc}[j]', 'x')}")
+                self.emit(inner, f"for j in range({FOLDED}):")
+                self.emit(inner + 1, f"{total} = {combine(total, f'{acc}[j]')}")
+            self.emit(inner, f"tail = {length} - {length} % {LANES}")
+            # What the lanes left (all of a short row), one accumulator.
+            head = f"for t in range(tail, {length}):"
+        self.emit(depth, head)
+        visit(depth + 1, lambda node: f"total_{_identifier(node.output)}", in_lanes=False)
+        for node in nodes if finish else ():
+            if node.op not in ARG_REDUCTIONS:         # arg_reduce finds the position
+                self.emit(depth, f"{self.var(node.output)} = "
+                                 f"{self.reduction_result(node, 'total_' + _identifier(node.output))}")
+
+    def reduction_result(self, node: Node, total: str) -> str:
+        """The reduction's value from its accumulated ``total`` (a mean divides by ``ninner``)."""
+        if node.op is ops.mean:
+            return cast(f"({total} / np.float64(ninner))", np.dtype(np.float64), node.output.dtype)
+        return cast(total, self.accumulator_dtype(node), node.output.dtype)
+
+    def reduction_rule(self, node: Node):
+        """(accumulator dtype, start literal, combine(a, b) -> expression) of a reduction."""
+        dtype = self.accumulator_dtype(node)
+        if node.op in (ops.sum, ops.mean):
+            start = literal(0, dtype)
+            combine = (lambda a, b: f"({a} | {b})") if dtype == np.bool_ else (lambda a, b: f"({a} + {b})")
+        elif node.op is ops.prod:
+            start = literal(1, dtype)
+            combine = (lambda a, b: f"({a} & {b})") if dtype == np.bool_ else (lambda a, b: f"({a} * {b})")
+        else:
+            larger = node.op in (ops.max, ops.argmax)
+            start = _extreme(dtype, lowest=larger)
+            compare = ">" if larger else "<"
+            if dtype == np.bool_:
+                combine = (lambda a, b: f"({a} | {b})") if larger else (lambda a, b: f"({a} & {b})")
+            elif dtype.kind == "f":
+                # NaN is sticky: once a lane holds NaN, nothing compares past it.
+                combine = (lambda a, b, c=compare: f"({b} if ({b} {c} {a}) | ({b} != {b}) else {a})")
+            else:
+                combine = (lambda a, b, c=compare: f"({b} if {b} {c} {a} else {a})")
+        return dtype, start, combine
+
+    # -- reductions --------------------------------------------------------------------------------------
+    def lane_dtype(self, node: Node) -> np.dtype:
+        """What a reduction's lanes hold inside the row loop: float32 sums add there in
+        float32, each lane at most ``FLUSH_BLOCKS`` elements (numpy's pairwise sum adds 16
+        per accumulator too) before the lanes are added into float64 ones, so the loop
+        stays as wide as its float32 work and the row's sum is as accurate as numpy's."""
+        dtype = self.accumulator_dtype(node)
+        source = compute_dtype(node.inputs[0].dtype)
+        if node.op in (ops.sum, ops.mean) and dtype.kind == source.kind == "f" and source.itemsize < dtype.itemsize:
+            return source
+        return dtype
+
+    def accumulator_dtype(self, node: Node) -> np.dtype:
+        if node.op in ARG_REDUCTIONS:          # the extreme value, found first
+            return compute_dtype(node.inputs[0].dtype)
+        out = compute_dtype(node.output.dtype)
+        if node.op in (ops.sum, ops.prod, ops.mean) and out.kind == "f":
+            return np.dtype(np.float64)
+        return out
+
+
+def _extreme(dtype: np.dtype, lowest: bool) -> str:
+    dtype = compute_dtype(dtype)
+    if dtype == np.bool_:
+        return "False" if lowest else "True"
+    if dtype.kind == "f":
+        return literal(-np.inf if lowest else np.inf, dtype)
+    info = np.iinfo(dtype)
+    return literal(info.min if lowest else info.max, dtype)
