@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from scipy.special import erf, expit
 
 DTYPES = [np.float32, np.float64, np.int32, np.bool_]
-BASE_SHAPES = [(3, 4), (2, 3, 4), (5,), (4, 1), ()]
+BASE_SHAPES = [(3, 4), (2, 3, 4), (5,), (4, 1), (), (4, 4), (3, 3, 3)]   # squares: x.T keeps the shape
 
 
 def _flat(x):
@@ -30,6 +30,26 @@ def _axes(x, choice):
     if choice == 5:
         return tuple(range(max(rank - 2, 0), rank))
     return choice % rank
+
+
+# Reads of a buffer beside a view of itself: y gets a buffer of its own, a kernel reads it
+# next to a reversed, transposed, sliced or broadcast view, and y dies there; the kernel's
+# result then feeds a barrier (a view, a matmul, a concatenation), so it is no program result
+# and the driver may plan it into y's buffer -- legal only when every read is at the index
+# written (driver.py's may_write_over).
+SELF_VIEWS = {"reversed": lambda y: y[::-1], "reversed_last": lambda y: y[..., ::-1],
+              "transposed": lambda y: y.T, "first_row": lambda y: y[:1], "last_column": lambda y: y[..., -1:],
+              "column_mean": lambda y: y.mean(axis=0), "shifted": lambda y: y[1:]}
+COMBINES = [np.subtract, np.add, np.maximum, np.multiply]
+BARRIERS = {"then_transposed": lambda z: z.T + 1, "then_matmul": lambda z: z @ z.T,
+            "then_concatenated": lambda z: np.concatenate([z, z])}
+
+
+def _self_view(view, combine, barrier):
+    def run(x):
+        y = x * 2
+        return barrier(combine(y, view(y)))
+    return run
 
 
 def _reduce(name):
@@ -67,9 +87,11 @@ UNARY = {
     "full_exp": lambda x: np.exp(np.full_like(x, 0.5)) * x, "times_zero": lambda x: x * 0,
     "minus_self": lambda x: x - x,
 }
+UNARY.update({f"{view}_{barrier}": _self_view(SELF_VIEWS[view], COMBINES[index % len(COMBINES)], BARRIERS[barrier])
+              for index, (view, barrier) in enumerate((v, b) for v in SELF_VIEWS for b in BARRIERS)})
 BINARY = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
-    "maximum": np.maximum, "minimum": np.minimum, "arctan2": np.arctan2, "less": np.less,
+    "maximum": np.maximum, "minimum": np.minimum, "arctan2": np.arctan2, "less": np.less, "matmul": np.matmul,
     "equal": np.equal, "where_greater": lambda a, b: np.where(a > b, a, b), "hypot_like":
     lambda a, b: np.sqrt(a * a + b * b), "fmax": np.fmax,
 }

@@ -6,7 +6,8 @@ and plans memory once per trace:
 
 - intermediates live in workspace slots reused by liveness (a value's slot frees after
   the last use of the value and of every view of it);
-- an elementwise kernel writes in place into an input that dies there;
+- an elementwise kernel writes in place into an input that dies there, but only when every
+  read of that buffer in the kernel is at the index being written (``may_write_over``);
 - results come from an output pool that hands a buffer out again only when the user no
   longer holds it, or any view of it (its reference count says so).
 """
@@ -163,6 +164,24 @@ class DriverBuilder:
         slot_of[value] = slot
         return f"workspace[{slot}]"
 
+    def may_write_over(self, candidate: Value, value: Value, reads: list[Value], index: int,
+                       slot_of: dict) -> bool:
+        """Whether the loop kernel at ``index`` may write ``value`` into ``candidate``'s buffer.
+
+        Legal only when every read of that buffer in the kernel is elementwise at the index
+        being written: the buffer is the workspace's own (no user array, no result), it dies
+        here, it has ``value``'s shape and storage dtype (a loop kernel reads an operand of
+        the domain's shape at the domain's index), and no other operand of the kernel is a
+        view of it -- a transposed, reversed, strided, sliced or broadcast read would see
+        elements the kernel has already overwritten.
+        """
+        if not (candidate is self.root.get(candidate) and candidate in slot_of
+                and self.last_use.get(candidate) == index and candidate not in self.escapes
+                and candidate.shape == value.shape
+                and compute_dtype(candidate.dtype) == compute_dtype(value.dtype)):
+            return False
+        return all(other is candidate or self.root.get(other) is not candidate for other in reads)
+
     def argument(self, value: Value) -> str:
         text = self.name(value)
         if not value.shape:
@@ -212,15 +231,11 @@ class DriverBuilder:
         for value in kernel.outputs:
             reuse = None
             if node.attrs["kind"] == "loop":
-                for candidate in kernel.inputs:
-                    if (candidate is self.root.get(candidate) and candidate in slot_of
-                            and self.last_use.get(candidate) == index and candidate.shape == value.shape
-                            and compute_dtype(candidate.dtype) == compute_dtype(value.dtype)
-                            and candidate not in self.escapes):
-                        reuse = candidate
-                        break
+                reuse = next((candidate for candidate in kernel.inputs
+                              if self.may_write_over(candidate, value, kernel.inputs, index, slot_of)), None)
             elif dying is not None and dying in slot_of and dying.shape == value.shape and \
                     compute_dtype(dying.dtype) == compute_dtype(value.dtype) and value not in self.escapes:
+                # the BLAS result, read by the epilogue at the index it writes (nothing else sees it)
                 reuse, dying = dying, None
             buffer = self.buffer(value, free_slots, slot_of, reuse)
             self.emit(f"{self.name(value)} = {buffer}")
