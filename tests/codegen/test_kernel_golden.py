@@ -1,0 +1,94 @@
+"""Golden kernel snapshots: the generated source of a dozen representative kernels, so every
+change to code generation is a reviewable diff.
+
+    FLOWJIT_UPDATE_GOLDEN=1 pytest tests/codegen/test_kernel_golden.py   # rewrite them
+
+Each snapshot holds the kernels of one program as they are compiled (without the module
+header and helpers every kernel module shares), in the order the driver runs them, with the
+user's locations elided.  The program also runs, and its
+result is checked against numpy, so a snapshot is never of a wrong kernel.
+"""
+
+import os
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+import flowjit
+from flowjit.compiler.codegen.kernel import MODULE_HEADER
+from flowjit.compiler.codegen.scalar import HELPERS
+from helpers import assert_same_result, tolerance_for
+
+GOLDEN = pathlib.Path(__file__).parent.parent / "golden" / "kernels"
+UPDATE = os.environ.get("FLOWJIT_UPDATE_GOLDEN") == "1"
+
+
+def rows(shape, dtype=np.float32, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def layernorm(x, gamma, beta):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-5) * gamma + beta
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+
+# name -> (function, arguments); shapes are tiny: kernels are size-generic, only ranks,
+# dtypes and which dimensions are 1 shape the source.
+CASES = {
+    "chain": (lambda x: (x * 2.0 + 1.0) * x - np.abs(x) / 3.0, (rows((8,), np.float64),)),
+    "gelu_f32": (gelu, (rows((4, 8)),)),
+    "softmax_rows": (softmax, (rows((4, 8)),)),
+    "layernorm": (layernorm, (rows((4, 8)), rows((8,), seed=1), rows((8,), seed=2))),
+    "column_mean": (lambda x: x.mean(axis=0), (rows((4, 8)),)),
+    "whole_sum": (lambda x: x.sum(), (rows((4, 8)),)),
+    "argmax_rows": (lambda x: np.argmax(x, axis=1), (rows((4, 8)),)),
+    "sibling_reductions": (lambda x: (x.sum(axis=1), x.max(axis=1)), (rows((4, 8)),)),
+    "matmul_epilogue": (lambda a, b, bias: np.maximum(a @ b + bias, 0.0),
+                        (rows((4, 6)), rows((6, 8), seed=1), rows((8,), seed=2))),
+    "float16": (lambda x, y: x * y + np.float16(1.5), (rows((8,), np.float16), rows((8,), np.float16, 1))),
+    "integer_ops": (lambda i: (i // 3) % 5 + i * 2 - (i > 0), (np.arange(-8, 8, dtype=np.int32),)),
+    "broadcast_outer": (lambda x, y: np.exp(x[:, None] - y[None, :]), (rows((4,)), rows((8,), seed=1))),
+}
+
+
+def kernels_text(function, args) -> str:
+    """The kernels the program compiles, as compiled (less the module header and helpers)."""
+    shared = MODULE_HEADER + HELPERS + "\n\n"
+    sources = flowjit.jit(function).lower(*args).executable.kernel_sources
+    for source in sources.values():
+        assert source.startswith(shared)
+    text = "\n\n".join(source[len(shared):].rstrip() + "\n" for source in sources.values())
+    return re.sub(r'loc\("[^"]*":\d+\)', "loc(...)", text)       # stable when this file is edited
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_kernel_source_matches_its_snapshot(name):
+    function, args = CASES[name]
+    with np.errstate(all="ignore"):
+        expected = function(*args)
+    rtol = tolerance_for(expected, args)
+    assert_same_result(flowjit.jit(function)(*args), expected, exact=rtol == 0.0, rtol=rtol)
+    text = kernels_text(function, args)
+    path = GOLDEN / f"{name}.py"
+    if UPDATE:
+        path.write_text(text)
+        return
+    assert path.exists(), f"no snapshot {path}: run with FLOWJIT_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), (f"the kernels of '{name}' changed; review the diff and rewrite "
+                                      f"the snapshot with FLOWJIT_UPDATE_GOLDEN=1")
+
+
+def test_every_snapshot_has_a_case():
+    assert sorted(path.stem for path in GOLDEN.glob("*.py")) == sorted(CASES)

@@ -1,0 +1,92 @@
+def k0_argmax(in0_x, out0):
+    n0 = in0_x.shape[0]
+    n1 = in0_x.shape[1]
+    ninner = n1
+    for chunk in range((n0 + 63) // 64):
+        for i0 in range(chunk * 64, min(n0, (chunk + 1) * 64)):
+            # %argmax = argmax %x {axis=1} : i64[4] loc(...)
+            total_argmax = np.float32(-np.inf)
+            tail = 0
+            if ninner >= 128:
+                lanes_argmax = stack_array(np.float32, 64)
+                for j in range(64):
+                    lanes_argmax[j] = np.float32(-np.inf)
+                for block in range(ninner // 64):
+                    for j in range(64):
+                        t = block * 64 + j
+                        x = in0_x[i0, t]
+                        lanes_argmax[j] = (x if (x > lanes_argmax[j]) | (x != x) else lanes_argmax[j])
+                for j in range(16):
+                    for group in range(1, 4):
+                        x = lanes_argmax[j + group * 16]
+                        lanes_argmax[j] = (x if (x > lanes_argmax[j]) | (x != x) else lanes_argmax[j])
+                for j in range(16):
+                    total_argmax = (lanes_argmax[j] if (lanes_argmax[j] > total_argmax) | (lanes_argmax[j] != lanes_argmax[j]) else total_argmax)
+                tail = ninner - ninner % 64
+            for t in range(tail, ninner):
+                x = in0_x[i0, t]
+                total_argmax = (x if (x > total_argmax) | (x != x) else total_argmax)
+            first = ninner - ninner % 64
+            for block in range(ninner // 64):
+                hit = False
+                for j in range(64):
+                    x = in0_x[i0, block * 64 + j]
+                    hit = hit | (x == total_argmax) | ((x != x) & (total_argmax != total_argmax))
+                if hit:
+                    first = block * 64
+                    break
+            best_index = 0
+            for t in range(first, ninner):
+                x = in0_x[i0, t]
+                if (x == total_argmax) | ((x != x) & (total_argmax != total_argmax)):
+                    best_index = t
+                    break
+            v_argmax = np.int64(best_index)
+            out0[i0] = v_argmax
+
+
+def k0_argmax_parallel(in0_x, out0):
+    n0 = in0_x.shape[0]
+    n1 = in0_x.shape[1]
+    ninner = n1
+    for chunk in prange((n0 + 63) // 64):
+        for i0 in range(chunk * 64, min(n0, (chunk + 1) * 64)):
+            # %argmax = argmax %x {axis=1} : i64[4] loc(...)
+            total_argmax = np.float32(-np.inf)
+            tail = 0
+            if ninner >= 128:
+                lanes_argmax = stack_array(np.float32, 64)
+                for j in range(64):
+                    lanes_argmax[j] = np.float32(-np.inf)
+                for block in range(ninner // 64):
+                    for j in range(64):
+                        t = block * 64 + j
+                        x = in0_x[i0, t]
+                        lanes_argmax[j] = (x if (x > lanes_argmax[j]) | (x != x) else lanes_argmax[j])
+                for j in range(16):
+                    for group in range(1, 4):
+                        x = lanes_argmax[j + group * 16]
+                        lanes_argmax[j] = (x if (x > lanes_argmax[j]) | (x != x) else lanes_argmax[j])
+                for j in range(16):
+                    total_argmax = (lanes_argmax[j] if (lanes_argmax[j] > total_argmax) | (lanes_argmax[j] != lanes_argmax[j]) else total_argmax)
+                tail = ninner - ninner % 64
+            for t in range(tail, ninner):
+                x = in0_x[i0, t]
+                total_argmax = (x if (x > total_argmax) | (x != x) else total_argmax)
+            first = ninner - ninner % 64
+            for block in range(ninner // 64):
+                hit = False
+                for j in range(64):
+                    x = in0_x[i0, block * 64 + j]
+                    hit = hit | (x == total_argmax) | ((x != x) & (total_argmax != total_argmax))
+                if hit:
+                    first = block * 64
+                    break
+            best_index = 0
+            for t in range(first, ninner):
+                x = in0_x[i0, t]
+                if (x == total_argmax) | ((x != x) & (total_argmax != total_argmax)):
+                    best_index = t
+                    break
+            v_argmax = np.int64(best_index)
+            out0[i0] = v_argmax

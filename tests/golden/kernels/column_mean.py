@@ -1,0 +1,60 @@
+def k0_mean(in0_x, out0):
+    n0 = in0_x.shape[0]
+    n1 = in0_x.shape[1]
+    ninner = n0
+    for block in range((n1 + 1023) // 1024):
+        low = block * 1024
+        high = min(n1, low + 1024)
+        # %mean = mean %x {axes=[0]} : f32[8] loc(...)
+        acc_mean = stack_array(np.float32, 1024)
+        wide_mean = stack_array(np.float64, 1024)
+        for j in range(1024):
+            acc_mean[j] = np.float32(0.0)
+            wide_mean[j] = np.float64(0.0)
+        position = 0
+        for i0 in range(n0):
+            row0_in0_x = in0_x[i0, low:high]
+            for c in range(high - low):
+                i1 = low + c
+                x = row0_in0_x[c]
+                acc_mean[c] = (acc_mean[c] + x)
+            position += 1
+            if position % 16 == 0:
+                for c in range(high - low):
+                    wide_mean[c] = (wide_mean[c] + np.float64(acc_mean[c]))
+                    acc_mean[c] = np.float32(0.0)
+        for c in range(high - low):
+            i1 = low + c
+            v_mean = np.float32(((wide_mean[c] + np.float64(acc_mean[c])) / np.float64(ninner)))
+            out0[i1] = v_mean
+
+
+def k0_mean_parallel(in0_x, out0):
+    n0 = in0_x.shape[0]
+    n1 = in0_x.shape[1]
+    ninner = n0
+    for block in prange((n1 + 1023) // 1024):
+        low = block * 1024
+        high = min(n1, low + 1024)
+        # %mean = mean %x {axes=[0]} : f32[8] loc(...)
+        acc_mean = stack_array(np.float32, 1024)
+        wide_mean = stack_array(np.float64, 1024)
+        for j in range(1024):
+            acc_mean[j] = np.float32(0.0)
+            wide_mean[j] = np.float64(0.0)
+        position = 0
+        for i0 in range(n0):
+            row0_in0_x = in0_x[i0, low:high]
+            for c in range(high - low):
+                i1 = low + c
+                x = row0_in0_x[c]
+                acc_mean[c] = (acc_mean[c] + x)
+            position += 1
+            if position % 16 == 0:
+                for c in range(high - low):
+                    wide_mean[c] = (wide_mean[c] + np.float64(acc_mean[c]))
+                    acc_mean[c] = np.float32(0.0)
+        for c in range(high - low):
+            i1 = low + c
+            v_mean = np.float32(((wide_mean[c] + np.float64(acc_mean[c])) / np.float64(ninner)))
+            out0[i1] = v_mean
