@@ -11,7 +11,7 @@ from flowjit.errors import (ArgumentError, FlowjitError, OpTypeError, ShapeError
                             TracerConversionError, UnsupportedDTypeError, UnsupportedFunctionError)
 from flowjit.frontend.jit import Jitted, ShapeDtype, jit
 from flowjit.frontend.tracer import colocate_with, device
-from flowjit.runtime.devices import Device, DeviceSet, current_devices, set_devices
+from flowjit.devices import Device, DeviceSet, current_devices, set_devices
 from flowjit.runtime.interpreter import interpret
 
 __version__ = "0.1.0"
@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 def stats() -> dict:
     """Counters since start: traces, executables, kernel compiles, disk cache hits and misses."""
-    from flowjit.runtime.counters import STATS
+    from flowjit.counters import STATS
     return STATS.snapshot()
 
 __all__ = ["stats", "jit", "device", "colocate_with", "Device", "DeviceSet", "set_devices", "current_devices", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",

@@ -139,7 +139,7 @@ def _device_options(args) -> dict:
 
 
 def _device_set(text: str):
-    from flowjit.runtime.devices import DeviceSet
+    from flowjit.devices import DeviceSet
     return DeviceSet.parse(text)
 
 
@@ -154,7 +154,7 @@ def _add_device_flags(parser) -> None:
 
 
 def command_devices(args) -> int:
-    from flowjit.runtime.devices import current_devices
+    from flowjit.devices import current_devices
     devices = _device_set(args.devices) if args.devices else current_devices()
     print(devices.describe())
     return 0

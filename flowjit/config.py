@@ -33,12 +33,12 @@ class CompileOptions:
 
     def __post_init__(self):
         if self.devices is not None:
-            from flowjit.runtime.devices import DeviceSet
+            from flowjit.devices import DeviceSet
             object.__setattr__(self, "devices", DeviceSet.of(self.devices))
 
     def device_set(self):
         """The devices to place on: ``devices``, else the session-wide set."""
-        from flowjit.runtime.devices import current_devices
+        from flowjit.devices import current_devices
         return self.devices if self.devices is not None else current_devices()
 
     def replace(self, **fields) -> "CompileOptions":

@@ -20,7 +20,7 @@ import numpy as np
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
-from flowjit.runtime.devices import Device
+from flowjit.devices import Device
 
 # Flops per element for elementwise ops that are not one arithmetic instruction.
 TRANSCENDENTAL = {"exp": 10, "log": 10, "tanh": 15, "sigmoid": 12, "erf": 20, "sin": 20, "cos": 20,

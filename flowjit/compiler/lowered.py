@@ -157,11 +157,12 @@ class Lowered:
     def multi_device_executable(self):
         """The partitioned program on the multi-device executor (also what ``profile`` runs)."""
         from flowjit.compiler.codegen.cache import kernel_cache
+        from flowjit.compiler.codegen.driver import Executable, single_node_graph
         from flowjit.runtime.executor import MultiDeviceExecutable
         partitioned = self.partitioned
+        cache, fma = kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma
         return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs,
-                                     self.devices, kernel_cache(cache_directory(self.options.cache_dir)),
-                                     self.options.fma)
+                                     self.devices, lambda node: Executable(single_node_graph(node), cache, fma))
 
     def compile(self):
         """A callable taking the flat input arrays and returning the flat outputs."""

@@ -188,7 +188,7 @@ class Jitted:
     def _note_retrace(self, signature: tuple, array_paths: list[str]) -> None:
         """Count the trace; say why it happened when asked (FLOWJIT_LOG=recompiles)."""
         from flowjit.config import log_recompiles
-        from flowjit.runtime.counters import STATS
+        from flowjit.counters import STATS
         STATS.traces += 1
         self._trace_count = getattr(self, "_trace_count", 0) + 1
         previous = getattr(self, "_last_signature", None)

@@ -72,7 +72,7 @@ def device(name: str | None):
     Partial specs (``"/device:gpu:*"``, ``"/job:worker"``) constrain; nested scopes merge,
     the inner one's parts winning; ``device(None)`` clears the request.
     """
-    from flowjit.runtime.devices import DeviceSpec
+    from flowjit.devices import DeviceSpec
     outer = getattr(_local, "device", None)
     if name is None:
         inner = None

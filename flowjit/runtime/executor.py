@@ -22,11 +22,12 @@ import collections
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node
 from flowjit.errors import FlowjitError
-from flowjit.runtime.devices import Device, DeviceError, DeviceSet
+from flowjit.devices import Device, DeviceError, DeviceSet
 
 
 class ExecutionError(FlowjitError):
@@ -45,15 +46,6 @@ class Step:
     key: str = ""                        # send/recv: the rendezvous key
     successors: list[int] = field(default_factory=list)
     pending: int = 0                     # unfinished inputs at the start of a call
-
-
-def _single_node_graph(node: Node) -> Graph:
-    graph = Graph(node.name)
-    inputs = [graph.add_input(f"in{i}", value.type) for i, value in enumerate(node.inputs)]
-    copy = graph.add_node(node.op, inputs, node.attrs, [value.type for value in node.outputs], name=node.name,
-                          loc=node.loc)
-    graph.outputs.extend(copy.outputs)
-    return graph
 
 
 class _Worker:
@@ -188,8 +180,10 @@ class MultiDeviceExecutable:
     """A partitioned, fused program: call it with the program's input arrays."""
 
     def __init__(self, partitions: list[Graph], inputs: list[list[int]], outputs: list[tuple[int, int]],
-                 devices: DeviceSet, cache, fma: bool = True):
-        from flowjit.compiler.codegen.driver import Executable
+                 devices: DeviceSet, compile_node: Callable[[Node], Callable]):
+        """``compile_node`` turns one node of a partition into a callable taking its input
+        arrays and returning its outputs (with a ``kernel_sources`` mapping): the compiler
+        hands compiled code to the runtime, which never generates any itself."""
         self.devices = [devices[graph.attrs["device"]] for graph in partitions]
         for device in self.devices:
             if not device.executable:
@@ -220,7 +214,7 @@ class MultiDeviceExecutable:
                         constant = node.attrs["value"]
                         step.run = lambda constant=constant: [constant]
                     else:
-                        executable = Executable(_single_node_graph(node), cache, fma)
+                        executable = compile_node(node)
                         self.kernels[(part, node.name)] = executable
                         step.run = executable
                 self.steps.append(step)

@@ -1,49 +1,21 @@
 """The numpy reference interpreter: runs any graph op by op with each op's reference.
 
 It is the oracle every compiled path is checked against, so it stays simple: no
-fusion, no buffer reuse, each op's own numpy implementation.
+fusion, no buffer reuse, each op's own numpy implementation (the IR's meaning, in
+flowjit.compiler.ir.evaluate), with the session's state for variables and random numbers.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from flowjit.compiler.ir.graph import Graph, Value
-from flowjit.errors import FlowjitError
+from flowjit.compiler.ir.evaluate import InterpreterError, evaluate
+from flowjit.compiler.ir.graph import Graph
 from flowjit.runtime.state import State
 
-
-class InterpreterError(FlowjitError):
-    pass
+__all__ = ["InterpreterError", "interpret"]
 
 
 def interpret(graph: Graph, *arrays, state: State | None = None, check_types: bool = True) -> list[np.ndarray]:
     """Run ``graph`` on ``arrays`` (one per graph input); return the outputs as a list."""
-    if len(arrays) != len(graph.inputs):
-        raise InterpreterError(f"graph @{graph.name} takes {len(graph.inputs)} inputs, got {len(arrays)}")
-    env: dict[Value, np.ndarray] = {}
-    for value, array in zip(graph.inputs, arrays):
-        array = np.asarray(array)
-        if check_types and (array.shape != value.shape or array.dtype != value.dtype):
-            raise InterpreterError(f"input %{value.name} is {value.type} but got "
-                                   f"{array.dtype}{list(array.shape)}")
-        env[value] = array
-    state = state if state is not None else State()
-    for node in graph.nodes:
-        inputs = [env[value] for value in node.inputs]
-        run_with_state = node.op.extensions.get("run_with_state")
-        try:
-            if run_with_state is not None:
-                results = [np.asarray(r) for r in run_with_state(inputs, node.attrs, state)]
-            else:
-                results = node.op.evaluate(inputs, node.attrs)
-        except Exception as error:
-            where = f" (traced at {node.loc})" if node.loc else ""
-            raise InterpreterError(f"%{node.name} ({node.op.name}) failed{where}: {error}") from error
-        for value, result in zip(node.outputs, results):
-            if check_types and (result.shape != value.shape or result.dtype != value.dtype):
-                raise InterpreterError(
-                    f"%{node.name} ({node.op.name}) is typed {value.type} but computed "
-                    f"{result.dtype}{list(result.shape)}")
-            env[value] = result
-    return [env[value] for value in graph.outputs]
+    return evaluate(graph, arrays, state if state is not None else State(), check_types)

@@ -32,7 +32,7 @@ import numba
 from numba import njit
 
 from flowjit.compiler.codegen.kernel import KernelSource, module_source
-from flowjit.runtime.counters import STATS
+from flowjit.counters import STATS
 
 _PLACEHOLDER = "__kernel__"
 

@@ -28,7 +28,7 @@ from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.shape import python_slices
 from flowjit.compiler.ir.printer import format_node
-from flowjit.runtime.counters import STATS
+from flowjit.counters import STATS
 
 PARALLEL_MIN_ELEMENTS = 1 << 18
 VIEW_OPS = (ops.reshape, ops.transpose, ops.broadcast_to, ops.slice)
@@ -267,6 +267,16 @@ class DriverBuilder:
         else:
             raise CodegenError(f"op '{op.name}' (%{node.name}) cannot run in a compiled program"
                                + (f" (traced at {node.loc})" if node.loc else ""))
+
+
+def single_node_graph(node: Node) -> Graph:
+    """A graph running just ``node`` (the multi-device executor runs a partition node by node)."""
+    graph = Graph(node.name)
+    inputs = [graph.add_input(f"in{i}", value.type) for i, value in enumerate(node.inputs)]
+    copy = graph.add_node(node.op, inputs, node.attrs, [value.type for value in node.outputs], name=node.name,
+                          loc=node.loc)
+    graph.outputs.extend(copy.outputs)
+    return graph
 
 
 class Executable:

@@ -13,7 +13,7 @@ from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.compiler.ir.printer import format_node
-from flowjit.compiler.passes.fuse import reduction_axes
+from flowjit.compiler.ir.ops.reduction import reduction_axes
 
 INDENT = "    "
 PARALLEL_MARK = "  # parallel loop"

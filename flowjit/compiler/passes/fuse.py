@@ -27,6 +27,7 @@ import numpy as np
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value, stable_topological_order
 from flowjit.compiler.ir.ops.base import OpKind
+from flowjit.compiler.ir.ops.reduction import reduction_axes
 from flowjit.compiler.passes.base import Pass
 
 MAX_NAME_OPS = 6
@@ -46,13 +47,6 @@ class Group:
 
     def __repr__(self) -> str:
         return f"k{self.index}"
-
-
-def reduction_axes(node: Node) -> tuple[int, ...]:
-    if node.op in (ops.argmax, ops.argmin):
-        axis = node.attrs["axis"]
-        return tuple(range(node.inputs[0].type.rank)) if axis is None else (axis,)
-    return tuple(node.attrs["axes"])
 
 
 def is_fusible_elementwise(node: Node) -> bool:

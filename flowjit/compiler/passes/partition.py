@@ -33,7 +33,7 @@ from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.comm import rendezvous_key
 from flowjit.compiler.passes.place import topological_order
-from flowjit.runtime.devices import DeviceSet
+from flowjit.devices import DeviceSet
 
 COPY_CONSTANT_LIMIT = 1 << 12        # elements: smaller constants are copied, not sent
 

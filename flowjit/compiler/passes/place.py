@@ -28,7 +28,7 @@ from flowjit.compiler.costmodel import CostModel
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, stable_topological_order
 from flowjit.errors import FlowjitError
-from flowjit.runtime.devices import DeviceSet, DeviceSpec, canonical
+from flowjit.devices import DeviceSet, DeviceSpec, canonical
 
 # Ops without a kernel for a device type.  flowjit's random numbers and variables live
 # in host memory (numpy generators, the variable store), so they run on CPUs only.

@@ -6,6 +6,7 @@ graph runs through the same oracle as the graph it came from.
 
 from __future__ import annotations
 
+from flowjit.compiler.ir.evaluate import evaluate
 from flowjit.compiler.ir.ops.base import AttrKind, Op, OpKind, attr, register, required
 from flowjit.errors import OpTypeError
 
@@ -24,8 +25,7 @@ def _fused_rule(types, attrs):
 
 
 def _fused_reference(arrays, attrs):
-    from flowjit.runtime.interpreter import interpret
-    return interpret(attrs["body"], *arrays, check_types=False)
+    return evaluate(attrs["body"], arrays, check_types=False)
 
 
 fused = register(Op("fused", OpKind.FUSED, None, _fused_rule, _fused_reference,

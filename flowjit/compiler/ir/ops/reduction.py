@@ -98,3 +98,11 @@ def _arg_reduction(name: str, function) -> Op:
 
 argmax = _arg_reduction("argmax", np.argmax)
 argmin = _arg_reduction("argmin", np.argmin)
+
+
+def reduction_axes(node) -> tuple[int, ...]:
+    """The input axes a reduction node reduces (argmax/argmin over None: every axis)."""
+    if node.op in (argmax, argmin):
+        axis = node.attrs["axis"]
+        return tuple(range(node.inputs[0].type.rank)) if axis is None else (axis,)
+    return tuple(node.attrs["axes"])
