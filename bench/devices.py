@@ -27,7 +27,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import flowjit  # noqa: E402
-from flowjit.runtime.devices import Device  # noqa: E402
+from flowjit.devices import Device  # noqa: E402
 
 
 def two_chains(a, b):

@@ -12,7 +12,7 @@ import flowjit
 from flowjit.compiler.ir import ops
 from flowjit.compiler.passes.partition import partition
 from flowjit.compiler.passes.place import PlacementError, place
-from flowjit.runtime.devices import DeviceError, DeviceSet, DeviceSpec, canonical
+from flowjit.devices import DeviceError, DeviceSet, DeviceSpec, canonical
 from flowjit.runtime.executor import ExecutionError
 from helpers import assert_same_result, tolerance_for
 from programs import PROGRAMS

@@ -59,7 +59,7 @@ def run_directive(path: pathlib.Path) -> str:
     elif mode in ("place", "place-error", "partition"):
         from flowjit.compiler.passes.partition import partition
         from flowjit.compiler.passes.place import PlacementError, place
-        from flowjit.runtime.devices import DeviceSet
+        from flowjit.devices import DeviceSet
         options = dict(argument.split("=", 1) for argument in arguments)
         devices = DeviceSet.parse(options["devices"])
         soft = options.get("soft") == "true"
