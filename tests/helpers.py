@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from flowjit.frontend import pytree
@@ -48,3 +50,30 @@ def assert_same_result(actual, expected, *, exact: bool = True, rtol: float | No
         else:
             np.testing.assert_allclose(got_array, want_array, rtol=rtol, atol=scaled_atol(want_array, rtol),
                                        equal_nan=True, err_msg=path)
+
+
+# -- packed (SIMD) instructions in a kernel's assembly, whatever the host CPU ----------------------
+_X86_OPERATIONS = {"add": r"v?add", "mul": r"v?(mul|fn?m(add|sub)\d*)", "max": r"v?(max|cmp\w*)",
+                   "arith": r"v?(mul|add|sub|fn?m(add|sub)\d*)"}
+_ARM_OPERATIONS = {"add": r"fadd", "mul": r"f(mul|mla|ml[as]|n?madd)", "max": r"f(maxnm|max|cm\w+)",
+                   "arith": r"f(mul|add|sub|mla|mls)"}
+
+
+def packed(assembly: str, operation: str, dtype) -> bool:
+    """Whether ``assembly`` holds a packed ``operation`` (add, mul, max, or any of add/sub/mul:
+    arith) over ``dtype`` lanes at the host's widest vector width: ymm/zmm registers with AVX,
+    xmm with SSE only, NEON v-registers on AArch64.  Skips the test on other CPUs."""
+    import platform
+
+    import pytest
+    float64 = np.dtype(dtype) == np.float64
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64"):
+        from llvmlite import binding
+        registers = r"%[yz]mm" if binding.get_host_cpu_features().get("avx") else r"%xmm"
+        suffix = "pd" if float64 else "ps"
+        return re.search(rf"\b{_X86_OPERATIONS[operation]}{suffix}\s+[^\n]*{registers}", assembly) is not None
+    if machine in ("aarch64", "arm64"):
+        lanes = "2d" if float64 else "4s"
+        return re.search(rf"\b{_ARM_OPERATIONS[operation]}\s+v\d+\.{lanes}", assembly) is not None
+    pytest.skip(f"no packed-instruction patterns for {machine} CPUs")

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 
 import flowjit
-from helpers import assert_same_result, close, tolerance_for
+from helpers import assert_same_result, close, packed, tolerance_for
 from programs import PROGRAMS
 from random_programs import random_programs
 
@@ -174,9 +174,9 @@ def test_row_reduction_lanes_vectorise():
         outputs = kernel.py_func.__code__.co_argcount - 1
         kernel(x, *(np.empty(2, np.float32) for _ in range(outputs)))
         assembly += "".join(kernel.inspect_asm().values())
-    assert re.search(r"\bvaddps\s+.*%[yz]mm", assembly), "the float32 sum lanes are not packed"
-    assert re.search(r"\bvaddpd\s+%[yz]mm", assembly), "the float64 lanes they flush into are not packed"
-    assert re.search(r"\bv(max|cmp\w*)ps\s+.*%[yz]mm", assembly), "the float32 max lanes are not packed"
+    assert packed(assembly, "add", np.float32), "the float32 sum lanes are not packed"
+    assert packed(assembly, "add", np.float64), "the float64 lanes they flush into are not packed"
+    assert packed(assembly, "max", np.float32), "the float32 max lanes are not packed"
 
 
 def _outer_axes(x, w):
@@ -228,7 +228,7 @@ def test_reductions_over_outer_axes_vectorise_in_both_variants():
         kernel = njit(error_model="numpy", **options)(namespace[function])
         kernel(small, np.empty(2048, np.float32))
         assembly = "".join(kernel.inspect_asm().values())
-        assert re.search(r"\bvaddps\s+.*%[yz]mm", assembly), function
+        assert packed(assembly, "add", np.float32), function
         assert not re.search(r"\bvgather", assembly), function
 
 

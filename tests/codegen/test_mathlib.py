@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from flowjit.compiler.codegen import accuracy, mathlib
+from helpers import packed
 
 DOCS = pathlib.Path(__file__).parent.parent.parent / "docs" / "math.md"
 
@@ -64,7 +65,9 @@ def test_kernels_vectorise(function):
     kernel(x, np.empty(8, dtype))
     assembly = next(iter(kernel.inspect_asm().values()))
     assert not re.search(r"call\w*\s+\S*(sin|cos|exp|log|tanh|erf)", assembly)
-    assert re.search(r"\bv(mul|add|fmadd\d+)p[sd]\b", assembly) and re.search(r"[yz]mm", assembly)
+    # (log_f32 and sin_f32 evaluate in float64 lanes and round once at the end)
+    assert packed(assembly, "arith", dtype) or packed(assembly, "arith", np.float64), \
+        "the polynomial is not evaluated in packed lanes"
 
 
 def test_polynomial_literals_match_their_derivation():

@@ -4,6 +4,7 @@ import gc
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -99,11 +100,18 @@ def test_inputs_are_never_written():
 
 
 def test_kernel_traceback_shows_the_generated_line():
+    """An error inside a kernel shows the generated driver line that called it and the
+    generated kernel line that raised, with their text (linecache holds the sources)."""
     def power(x, n):
         return x ** n
     with pytest.raises(ValueError) as info:
         flowjit.jit(power, static_argnums=())(np.arange(4), np.array([-1, 1, 1, 1]))
     assert "Integers to negative integer powers are not allowed" in str(info.value)
+    frames = traceback.extract_tb(info.tb)
+    driver = [frame for frame in frames if frame.filename.startswith("<flowjit driver power")]
+    assert driver and re.match(r"k0_pow\w*\(t_x, t_n, t_k0_pow\)", driver[-1].line or ""), frames
+    raised = frames[-1]
+    assert "raise ValueError" in (raised.line or ""), frames
 
 
 def test_recompile_log_says_what_changed(caplog):
@@ -265,13 +273,16 @@ def test_parallel_variants_are_correct():
     rng = np.random.default_rng(5)
     x = rng.standard_normal(PARALLEL_MIN_ELEMENTS + 1000).astype(np.float32)
     rows = rng.standard_normal((PARALLEL_MIN_ELEMENTS // 256 + 3, 256))
-    w = rng.standard_normal((256, 8))
+    w = rng.standard_normal((256, 256))               # the epilogue over rows @ w is above it too
 
     def program(x, rows, w):
         return (np.tanh(x) * 2 + 1, np.sum(x * 2), np.max(x - 1), np.argmax(x), x.mean(),
                 rows.sum(axis=0), rows.max(axis=1), np.argmin(rows, axis=1),
                 (rows - rows.mean(axis=1, keepdims=True)).std(axis=1), np.maximum(rows @ w + 1, 0))
-    got = flowjit.jit(program)(x, rows, w)
+    jitted = flowjit.jit(program)
+    calls = re.findall(r"^    (k\d+\w*?)_\d+\(", jitted.lower(x, rows, w).executable.driver_source, re.M)
+    assert len(calls) >= 4 and all(call.endswith("_parallel") for call in calls), calls
+    got = jitted(x, rows, w)
     expected = program(x, rows, w)
     for index, (value, want) in enumerate(zip(got, expected)):
         np.testing.assert_allclose(value, want, rtol=1e-5 if np.asarray(want).dtype == np.float32 else 1e-9,

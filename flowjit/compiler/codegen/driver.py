@@ -243,7 +243,7 @@ class DriverBuilder:
         size = max([int(np.prod(v.shape, dtype=np.int64)) for v in kernel.inputs + kernel.outputs] + [0])
         parallel = kernel.parallel and size >= PARALLEL_MIN_ELEMENTS
         function = compiled.parallel if parallel else compiled.serial
-        symbol = self.global_(f"{node.name}_", function)
+        symbol = self.global_(f"{node.name}_parallel_" if parallel else f"{node.name}_", function)
         self.emit(f"{symbol}({', '.join(inputs + outputs)})")
 
     def emit_extern(self, node: Node) -> None:
