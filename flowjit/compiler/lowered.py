@@ -11,6 +11,9 @@ from flowjit.compiler.passes.fuse import fuse
 from flowjit.compiler.passes.pipeline import PassRecord, Pipeline
 from flowjit.config import CompileOptions, cache_directory
 
+# Passes that rewrite the kernel plans fusion recorded; the printed ``fused`` stage is after them.
+KERNEL_PASSES = ("collapse-reductions", "plan-reductions")
+
 
 class Lowered:
     """Handle on every stage of one trace.  ``as_text(stage)`` prints one of ``stages``.
@@ -71,12 +74,7 @@ class Lowered:
     @cached_property
     def fused_partitions(self) -> list[Graph]:
         """Each partition after fusion (which never crosses a device: each is one device)."""
-        graphs = []
-        for graph in self.partitioned.partitions:
-            graph = graph.copy()
-            ExpandComposites().run(graph)
-            graphs.append(fuse(graph, enabled=self.options.fuse)[0])
-        return graphs
+        return [self.kernels_of(graph)[0] for graph in self.partitioned.partitions]
 
     @property
     def multi_device(self) -> bool:
@@ -92,9 +90,18 @@ class Lowered:
 
     @cached_property
     def _fusion(self) -> tuple[Graph, list[str]]:
-        graph = self.optimized.copy()
+        return self.kernels_of(self.optimized)
+
+    def kernels_of(self, graph: Graph) -> tuple[Graph, list[str]]:
+        """``graph`` as kernels: composites expanded, fused, then the passes that rewrite kernel
+        plans (verified after each when checks are on), and why each edge left between
+        kernels was not fused."""
+        graph = graph.copy()
         ExpandComposites().run(graph)
-        return fuse(graph, enabled=self.options.fuse)
+        fused, boundaries = fuse(graph, enabled=self.options.fuse)
+        plans = Pipeline.from_names(KERNEL_PASSES, verify_each=self.options.verify_each,
+                                    dump_after=self.options.dump_after)
+        return plans.run(fused), boundaries
 
     @property
     def fused(self) -> Graph:

@@ -6,6 +6,7 @@ import pytest
 import flowjit
 from flowjit.compiler import ir
 from flowjit.compiler.ir import ops
+from flowjit.compiler.ir.plan import KernelKind
 
 
 def kernels(function, *args, **options):
@@ -37,20 +38,20 @@ X = np.ones((4, 16), np.float32)
 
 def test_elementwise_chain_is_one_kernel():
     (kernel,) = kernels(chain, np.ones(64, np.float32))
-    assert kernel.attrs["kind"] == "loop"
+    assert kernel.attrs["plan"].kind is KernelKind.LOOP
     assert kernel.name == "k0_mul_add_mul_sub_mul_add"
     assert len(kernel.attrs["body"].nodes) >= 7
 
 
 def test_softmax_is_one_row_kernel():
     (kernel,) = kernels(softmax, X)
-    assert kernel.attrs["kind"] == "reduce"
+    assert kernel.attrs["plan"].kind is KernelKind.REDUCE
     assert kernel.name == "k0_max_sub_exp_sum_div"
 
 
 def test_layernorm_is_one_kernel():
     (kernel,) = kernels(layernorm, X, np.ones(16, np.float32), np.zeros(16, np.float32))
-    assert kernel.attrs["kind"] == "reduce"
+    assert kernel.attrs["plan"].kind is KernelKind.REDUCE
     names = [node.op.name for node in kernel.attrs["body"].nodes]
     assert names.count("mean") == 2 and "sqrt" in names and "div" in names
 
@@ -59,7 +60,7 @@ def test_mlp_epilogue_is_fused_after_each_matmul():
     args = (np.ones((8, 16), np.float32), np.ones((16, 32), np.float32), np.ones(32, np.float32),
             np.ones((32, 4), np.float32), np.ones(4, np.float32))
     first, second = kernels(mlp, *args)
-    assert first.attrs["kind"] == second.attrs["kind"] == "matmul"
+    assert first.attrs["plan"].kind is second.attrs["plan"].kind is KernelKind.MATMUL
     assert [n.op.name for n in first.attrs["body"].nodes if n.op is not ops.constant] == ["matmul", "add", "maximum"]
     assert [n.op.name for n in second.attrs["body"].nodes] == ["matmul", "add"]
 
@@ -92,7 +93,7 @@ def test_reduction_fuses_its_producers():
     def sum_of_squares(x, y):
         return np.sum((x - y) ** 2, axis=1)
     (kernel,) = kernels(sum_of_squares, np.ones((4, 5)), np.ones(5))
-    assert kernel.attrs["kind"] == "reduce"
+    assert kernel.attrs["plan"].kind is KernelKind.REDUCE
 
 
 def test_unfused_is_one_kernel_per_op():
@@ -158,7 +159,7 @@ def test_full_shaped_uses_of_outer_axis_reductions_run_in_a_loop_kernel():
         return x - x.mean(axis=0)
     x = np.ones((8, 16), np.float32)
     first, second = kernels(center, x)
-    assert (first.attrs["kind"], second.attrs["kind"]) == ("reduce", "loop")
+    assert (first.attrs["plan"].kind, second.attrs["plan"].kind) == (KernelKind.REDUCE, KernelKind.LOOP)
     reasons = flowjit.jit(center).lower(x).explain_fusion()
     assert any("full-shaped uses of its reductions run in a loop kernel" in r for r in reasons), reasons
     (kernel,) = kernels(softmax, X)                      # rows: the division stays in the kernel

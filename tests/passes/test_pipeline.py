@@ -57,9 +57,11 @@ def test_pass_failure_names_the_pass_and_what_ran_before():
 
 
 def test_unknown_pass_lists_the_known_ones():
-    with pytest.raises(PassError, match="unknown pass 'cse2' \\(passes: cse, dce, expand-composites, fold-constants, fuse, prune, "
-                                        "simplify\\)"):
+    from flowjit.compiler.passes.base import PASSES
+    assert {"cse", "fuse", "collapse-reductions", "plan-reductions"} <= set(PASSES)
+    with pytest.raises(PassError) as info:
         Pipeline.from_names(["cse2"])
+    assert str(info.value) == f"unknown pass 'cse2' (passes: {', '.join(sorted(PASSES))})"
 
 
 def test_prune_with_feeds_and_fetches():

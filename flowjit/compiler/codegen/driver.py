@@ -21,12 +21,12 @@ import threading
 import numpy as np
 
 from flowjit.compiler.codegen.cache import KernelCache
-from flowjit.compiler.codegen.collapse import collapse_trailing_reduction
 from flowjit.compiler.codegen.kernel import KernelSource, kernel_source, module_source
 from flowjit.compiler.codegen.scalar import CodegenError, compute_dtype
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.shape import python_slices
+from flowjit.compiler.ir.plan import KernelKind
 from flowjit.compiler.ir.printer import format_node
 from flowjit.counters import STATS
 
@@ -190,10 +190,10 @@ class DriverBuilder:
 
     def emit_kernel(self, index: int, node: Node, free_slots, slot_of) -> None:
         kernel: KernelSource | None = None
-        reshaped: dict = {}
         body = node.attrs["body"]
         compute = [n for n in body.nodes if n.op is not ops.constant]
-        if node.attrs["kind"] == "matmul":
+        kind = node.attrs["plan"].kind
+        if kind is KernelKind.MATMUL:
             matmul = compute[0]
             outer = dict(zip(body.inputs, node.inputs))
             exported = dict(zip(body.outputs, node.outputs))
@@ -215,13 +215,8 @@ class DriverBuilder:
             inputs = [mm_name] + [self.argument(v) for v in kernel.inputs[1:]]
             dying = None if mm_outer is not None else matmul.output
         else:
-            reshaped: dict = {}
-            collapsed = collapse_trailing_reduction(node)
-            if collapsed is not None:                 # trailing reduced axes read as one (collapse.py)
-                node, reshaped = collapsed
             kernel = kernel_source(node)
-            inputs = [self.argument(v) + (f".reshape({reshaped[v]})" if v in reshaped else "")
-                      for v in kernel.inputs]
+            inputs = [self.argument(v) for v in kernel.inputs]
             dying = None
         compiled = self.cache.get(kernel, self.fma)
         self.compiled.append(compiled)
@@ -230,7 +225,7 @@ class DriverBuilder:
         outputs = []
         for value in kernel.outputs:
             reuse = None
-            if node.attrs["kind"] == "loop":
+            if kind is KernelKind.LOOP:
                 reuse = next((candidate for candidate in kernel.inputs
                               if self.may_write_over(candidate, value, kernel.inputs, index, slot_of)), None)
             elif dying is not None and dying in slot_of and dying.shape == value.shape and \
@@ -239,7 +234,7 @@ class DriverBuilder:
                 reuse, dying = dying, None
             buffer = self.buffer(value, free_slots, slot_of, reuse)
             self.emit(f"{self.name(value)} = {buffer}")
-            outputs.append(self.name(value) + (f".reshape({reshaped[value]})" if value in reshaped else ""))
+            outputs.append(self.name(value))
         size = max([int(np.prod(v.shape, dtype=np.int64)) for v in kernel.inputs + kernel.outputs] + [0])
         parallel = kernel.parallel and size >= PARALLEL_MIN_ELEMENTS
         function = compiled.parallel if parallel else compiled.serial

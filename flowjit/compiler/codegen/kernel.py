@@ -22,6 +22,7 @@ from __future__ import annotations
 from flowjit.compiler.codegen.reduce import ReduceWriter
 from flowjit.compiler.codegen.writer import KernelSource, KernelWriter
 from flowjit.compiler.ir.graph import Node
+from flowjit.compiler.ir.plan import KernelKind
 
 
 MODULE_HEADER = '''"""flowjit kernels (generated): each line follows the IR line it implements."""
@@ -39,7 +40,7 @@ from flowjit.compiler.codegen.mathlib import (bits_float32, cos_f32, cos_f64, er
 
 def kernel_source(node: Node) -> KernelSource:
     """The source of the kernel for one fused node (a matmul without epilogue has none)."""
-    return (ReduceWriter if node.attrs["kind"] == "reduce" else KernelWriter)(node).write()
+    return (ReduceWriter if node.attrs["plan"].kind is KernelKind.REDUCE else KernelWriter)(node).write()
 
 
 def module_source(kernel: KernelSource) -> str:

@@ -12,13 +12,19 @@ Several trailing reduced axes reach here merged into one (collapse.py).
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass, field
+
 import numpy as np
 
-from flowjit.compiler.codegen.scalar import cast, compute_dtype, constructor, literal
+from flowjit.compiler.codegen.scalar import CodegenError, cast, compute_dtype, constructor, literal
 from flowjit.compiler.codegen.writer import PARALLEL_MARK, KernelWriter, _identifier, _identity
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
+from flowjit.compiler.ir.ops.reduction import accumulator_dtype, lane_dtype
+from flowjit.compiler.ir.plan import ReduceStrategy
+from flowjit.compiler.ir.reduce_rows import full_values, levels
 
 ROW_CHUNK = 64                  # rows per parallel task in reduce kernels
 LANES = 64                      # independent accumulators in a reduction (a power of two)
@@ -28,6 +34,28 @@ FLUSH_BLOCKS = 16               # float32 sum lanes pass into float64 ones after
 PARTS, PART_MIN = 64, 1 << 16   # a whole-domain reduction: at most 64 parts, of 64K elements at least
 COLUMN_BLOCK = 1024             # adjacent outputs per task when reducing over outer axes
 ARG_REDUCTIONS = (ops.argmax, ops.argmin)
+
+
+@dataclass
+class Rows:
+    """A reduce kernel's row plan resolved to its body's values, and the rendering's state."""
+
+    reduced: list[int]
+    kept: list[int]
+    members: list[Node]
+    level: dict[Value, int]
+    full: set[Value]
+    reductions_in: list[list[Node]]
+    stores_in: list[list[Value]]
+    folded: set[Node]
+    direct: set[Value]
+    parts: bool
+    scratch: set[Value]
+    first: dict[Value, int]
+    scratch_name: dict[Value, str]
+    order: dict[Value, int]
+    outer: int = 1                                     # the depth of the per-row code
+    computed_outer: set[Value] = field(default_factory=set)
 
 
 class ReduceWriter(KernelWriter):
@@ -43,84 +71,52 @@ class ReduceWriter(KernelWriter):
         dependency chain), so a value reduced is never written out to be read again.
         Reductions over several axes, argmax and argmin reduce a scratch row after the loop.
         Kernels that keep the innermost axis go to write_columns; a one-pass reduction of
-        the whole domain runs in parts (reduce_in_parts).
+        the whole domain runs in parts (reduce_in_parts).  What goes where is the plan's
+        (passes/plan_reductions.py); this renders it.
         """
         start = len(self.lines)
+        if self.plan.strategy is None:
+            raise CodegenError(f"reduce kernel {self.name} has no row plan: run the plan-reductions pass first")
+        rows = self.resolve_rows()
+        if self.plan.strategy is ReduceStrategy.COLUMNS:
+            return self.write_columns(outputs, rows.reduced, rows.kept, rows.members, rows.level)
+        self.open_rows(rows)
+        self.compute_outer(rows, 0)
+        for current in range(len(self.plan.passes)):
+            self.write_pass(rows, current)
+        for value in outputs:
+            if value not in rows.full:
+                self.store(rows.outer, value)
+        return self.lines[start:]
+
+    def resolve_rows(self) -> "Rows":
+        """The plan's row decisions as the body's values and nodes."""
+        plan = self.plan
+        named = {v.name: v for v in self.body.inputs} | {v.name: v for n in self.body.nodes for v in n.outputs}
         reduced = sorted(set(self.axes))
-        kept = [axis for axis in range(len(self.domain)) if axis not in reduced]
-        members = [n for n in self.body.nodes if n.op is not ops.constant]
-        level: dict[Value, int] = {}
-        pass_of: dict[Node, int] = {}
-        for node in self.body.nodes:
-            inputs_level = max((level.get(v, 0) for v in node.inputs), default=0)
-            if node.op.kind is OpKind.REDUCTION:
-                pass_of[node] = inputs_level
-                level[node.output] = inputs_level + 1
-            else:
-                level[node.output] = inputs_level
-        full = {n.output for n in members if any(e in reduced for e in self.embed[n.output] if e is not None)}
-        full_outputs = [v for v in outputs if v in full]
-        passes = max(list(pass_of.values()) + [level[v] for v in full_outputs] + [0]) + 1
-        if (kept and kept[-1] == len(self.domain) - 1 and passes == 1 and not full_outputs
-                and not any(n.op in ARG_REDUCTIONS for n in members)):
-            return self.write_columns(outputs, reduced, kept, members, level)
-        reductions_in = {p: [n for n in members if pass_of.get(n) == p] for p in range(passes)}
-        stores_in = {p: [v for v in full_outputs if level[v] == p] for p in range(passes)}
+        scratch = {named[name] for name in plan.scratch}
+        return Rows(
+            reduced=reduced, kept=[axis for axis in range(len(self.domain)) if axis not in reduced],
+            members=[n for n in self.body.nodes if n.op is not ops.constant], level=levels(self.body)[0],
+            full=full_values(self.body, plan),
+            reductions_in=[[named[name].producer for name in row.reduce] for row in plan.passes],
+            stores_in=[[named[name] for name in row.store] for row in plan.passes],
+            folded={named[name].producer for row in plan.passes for name in row.fold},
+            direct={named[name] for name in plan.direct}, parts=plan.strategy is ReduceStrategy.PARTS,
+            scratch=scratch, first={named[name]: at for name, at in plan.scratch.items()},
+            scratch_name={value: "s_" + _identifier(value) for value in scratch},
+            order={node.output: index for index, node in enumerate(self.body.nodes)})
 
-        # With one reduced axis, a pass's elementwise loop also does the reductions whose
-        # lanes are no wider than their input (the row is never written out to be read
-        # again; float32 sums keep float32 lanes, see lane_dtype).  Wider lanes would make
-        # LLVM vectorise the whole loop at their width, half the lanes for float32 work
-        # (softmax's exp loop ran 0.43 -> 0.71 ns per element with float64 lanes), so such
-        # a reduction reduces a scratch row after the loop, as do argmax/argmin and
-        # reductions over several axes.
-        single = len(reduced) == 1
-        folded = {n for n in members if n.op.kind is OpKind.REDUCTION and single
-                  and n.op not in ARG_REDUCTIONS
-                  and self.lane_dtype(n).itemsize <= compute_dtype(n.inputs[0].dtype).itemsize}
-        # Read straight from an input row, no copy.  Not a value this kernel computes and
-        # also returns: its output buffer is written only at the end of the row.
-        direct = {n.inputs[0] for n in members if n.op.kind is OpKind.REDUCTION and n.inputs[0] in self.argument
-                  and n.inputs[0].producer is None and single}
-        # The whole domain is one row, reduced in one pass: reduce it in parts, in parallel
-        # (argmax/argmin too: then the part holding the extreme is read again; no scratch).
-        parts = (not kept and single and passes == 1 and not full_outputs
-                 and all(n in folded or n.op in ARG_REDUCTIONS
-                         for n in members if n.op.kind is OpKind.REDUCTION))
-        scratch = {n.inputs[0] for n in members
-                   if n.op.kind is OpKind.REDUCTION and n not in folded and not parts} - direct
-        # Which values each pass computes, and which a later pass reads back from scratch.
-        first: dict[Value, int] = {}
-        for p in range(passes):
-            stack = [v for v in [n.inputs[0] for n in reductions_in[p]] + stores_in[p] if v in full]
-            seen = set()
-            while stack:
-                value = stack.pop()
-                if value in seen:
-                    continue
-                seen.add(value)
-                if value in first and first[value] < p:
-                    scratch.add(value)          # computed in an earlier pass: read it back
-                    continue
-                first.setdefault(value, p)
-                stack.extend(v for v in value.producer.inputs if v in full)
-        for value in scratch:
-            if value not in first:
-                # A source constant along the reduced axes (its extent there is 1) is written
-                # into scratch by the pass whose reduction reads it, once it has been computed.
-                first[value] = min(pass_of[n] for n in members
-                                   if n.op.kind is OpKind.REDUCTION and n.inputs[0] is value)
-        scratch_name = {value: "s_" + _identifier(value) for value in scratch}
-
+    def open_rows(self, rows: "Rows") -> None:
+        """Constants, the row length, scratch rows, and the loops over the kept axes: rows in
+        chunks, the chunk loop in parallel, scratch rows allocated per chunk."""
         self.constants(1)
-        inner = " * ".join(f"n{axis}" for axis in reduced) or "1"
-        self.emit(1, f"ninner = {inner}")
+        self.emit(1, f"ninner = {' * '.join(f'n{axis}' for axis in rows.reduced) or '1'}")
         depth = 1
-        allocations = [f"{scratch_name[v]} = np.empty(ninner, {constructor(v.dtype)})"
-                       for v in sorted(scratch, key=lambda v: scratch_name[v])]
-        if kept:
-            # Rows in chunks: the chunk loop runs in parallel, scratch rows are allocated per chunk.
-            first_axis = kept[0]
+        allocations = [f"{rows.scratch_name[v]} = np.empty(ninner, {constructor(v.dtype)})"
+                       for v in sorted(rows.scratch, key=lambda v: rows.scratch_name[v])]
+        if rows.kept:
+            first_axis = rows.kept[0]
             self.emit(depth, f"for chunk in range((n{first_axis} + {ROW_CHUNK - 1}) // {ROW_CHUNK}):"
                       + PARALLEL_MARK)
             depth += 1
@@ -129,102 +125,106 @@ class ReduceWriter(KernelWriter):
             self.emit(depth, f"for i{first_axis} in range(chunk * {ROW_CHUNK}, "
                              f"min(n{first_axis}, (chunk + 1) * {ROW_CHUNK})):")
             depth += 1
-            for axis in kept[1:]:
+            for axis in rows.kept[1:]:
                 self.emit(depth, f"for i{axis} in range(n{axis}):")
                 depth += 1
         else:
             for line in allocations:
                 self.emit(depth, line)
-        outer = depth
-        computed_outer: set[Value] = set()
+        rows.outer = depth
 
-        def compute_outer(upto: int) -> None:
-            for node in members:
-                value = node.output
-                if value in full or node.op.kind is OpKind.REDUCTION or value in computed_outer:
-                    continue
-                if level[value] <= upto:
-                    self.compute(outer, node)
-                    computed_outer.add(value)
-
-        def read_row(source: Value):
-            """How a reduction after the loop reads its row: the input itself, or scratch."""
-            if source in direct:
-                return self.row_reader(source, reduced[0])
-            return lambda index, name=scratch_name[source]: f"{name}[{index}]"
-
-        compute_outer(0)
-        order = {node.output: index for index, node in enumerate(self.body.nodes)}
-        for current in range(passes):
-            reductions, stores = reductions_in[current], stores_in[current]
-            if not reductions and not stores:
+    def compute_outer(self, rows: "Rows", upto: int) -> None:
+        """Per-row values (not along the reduced axes) known after pass ``upto``."""
+        for node in rows.members:
+            value = node.output
+            if value in rows.full or node.op.kind is OpKind.REDUCTION or value in rows.computed_outer:
                 continue
-            in_loop = [n for n in reductions if n in folded]
-            after = [n for n in reductions if n not in folded]
-            wanted = [n.inputs[0] for n in reductions if n.inputs[0] in full] + stores
-            wanted += [v for v in scratch if first.get(v) == current and v not in wanted]
-            available = {v for v in scratch if first.get(v, current) < current}
-            todo = set()
-            stack = [v for v in wanted if v in full]
-            while stack:
-                value = stack.pop()
-                if value in todo:
-                    continue
-                todo.add(value)
-                if value not in available:
-                    stack.extend(v for v in value.producer.inputs if v in full)
+            if rows.level[value] <= upto:
+                self.compute(rows.outer, node)
+                rows.computed_outer.add(value)
 
-            def body(depth: int, todo=sorted(todo, key=order.__getitem__), wanted=wanted, available=available,
-                     stores=stores) -> None:
-                """The pass's elementwise work at row position ``t`` (``i<axis>`` for one axis)."""
-                if single and todo:
-                    self.emit(depth, f"i{reduced[0]} = t")
-                for value in todo:
-                    if value in available:
-                        self.emit(depth, f"{self.var(value)} = {scratch_name[value]}[t]")
-                    else:
-                        self.compute(depth, value.producer)
-                for value in wanted:
-                    if value in scratch and value not in available:
-                        source = self.names.get(value) or self.load(value, _identity(value.shape))
-                        self.emit(depth, f"{scratch_name[value]}[t] = {source}")
-                for value in stores:
-                    self.store(depth, value)
+    def pass_values(self, rows: "Rows", current: int) -> tuple[list, set, set]:
+        """What pass ``current`` needs (reduction inputs, stores, scratch it writes first), what
+        it reads back from scratch, and everything it computes or reads for them."""
+        reductions, stores = rows.reductions_in[current], rows.stores_in[current]
+        wanted = [n.inputs[0] for n in reductions if n.inputs[0] in rows.full] + stores
+        wanted += [v for v in rows.scratch if rows.first.get(v) == current and v not in wanted]
+        available = {v for v in rows.scratch if rows.first.get(v, current) < current}
+        todo = set()
+        stack = [v for v in wanted if v in rows.full]
+        while stack:
+            value = stack.pop()
+            if value in todo:
+                continue
+            todo.add(value)
+            if value not in available:
+                stack.extend(v for v in value.producer.inputs if v in rows.full)
+        return wanted, available, todo
 
-            def element(node: Node) -> str:
-                source = node.inputs[0]
-                if source in self.names:
-                    return self.names[source]
-                if source in direct and self.slicing is None:
-                    return self.row_reader(source, reduced[0])("t")
-                return self.load(source, _identity(source.shape))       # (in parts: through a slice)
+    def write_pass(self, rows: "Rows", current: int) -> None:
+        reductions, stores = rows.reductions_in[current], rows.stores_in[current]
+        if not reductions and not stores:
+            return
+        in_loop = [n for n in reductions if n in rows.folded]
+        after = [n for n in reductions if n not in rows.folded]
+        wanted, available, todo = self.pass_values(rows, current)
+        body = functools.partial(self.pass_body, rows, sorted(todo, key=rows.order.__getitem__), wanted,
+                                 available, stores)
+        element = functools.partial(self.row_element, rows)
+        has_body = bool(todo or stores or set(wanted) & rows.scratch)
+        single, outer = len(rows.reduced) == 1, rows.outer
+        if rows.parts:
+            self.reduce_in_parts(outer, reductions, element, body if has_body else None, rows.reduced[0])
+            after = []
+        elif single and (in_loop or has_body):
+            self.reduce_loop(outer, in_loop, element, body if has_body else None)
+        elif not single and wanted:
+            # Several reduced axes: one loop nest that writes scratch, indexed by a counter.
+            self.emit(outer, "t = 0")
+            depth = outer
+            for axis in rows.reduced:
+                self.emit(depth, f"for i{axis} in range(n{axis}):")
+                depth += 1
+            body(depth)
+            self.emit(depth, "t += 1")
+        self.names = {k: v for k, v in self.names.items() if k not in rows.full}
+        for node in after:
+            if node.op in ARG_REDUCTIONS:
+                self.arg_reduce(outer, node, self.row_of(rows, node.inputs[0]))
+            else:
+                self.reduce_loop(outer, [node], lambda node: self.row_of(rows, node.inputs[0])("t"))
+        self.compute_outer(rows, current + 1)
 
-            has_body = bool(todo or stores or set(wanted) & scratch)
-            if parts:
-                self.reduce_in_parts(outer, reductions, element, body if has_body else None, reduced[0])
-                after = []
-            elif single and (in_loop or has_body):
-                self.reduce_loop(outer, in_loop, element, body if has_body else None)
-            elif not single and wanted:
-                # Several reduced axes: one loop nest that writes scratch, indexed by a counter.
-                self.emit(outer, "t = 0")
-                depth = outer
-                for axis in reduced:
-                    self.emit(depth, f"for i{axis} in range(n{axis}):")
-                    depth += 1
-                body(depth)
-                self.emit(depth, "t += 1")
-            self.names = {k: v for k, v in self.names.items() if k not in full}
-            for node in after:
-                if node.op in ARG_REDUCTIONS:
-                    self.arg_reduce(outer, node, read_row(node.inputs[0]))
-                else:
-                    self.reduce_loop(outer, [node], lambda node: read_row(node.inputs[0])("t"))
-            compute_outer(current + 1)
-        for value in outputs:
-            if value not in full:
-                self.store(outer, value)
-        return self.lines[start:]
+    def pass_body(self, rows: "Rows", todo: list, wanted: list, available: set, stores: list, depth: int) -> None:
+        """A pass's elementwise work at row position ``t`` (``i<axis>`` for one axis)."""
+        if len(rows.reduced) == 1 and todo:
+            self.emit(depth, f"i{rows.reduced[0]} = t")
+        for value in todo:
+            if value in available:
+                self.emit(depth, f"{self.var(value)} = {rows.scratch_name[value]}[t]")
+            else:
+                self.compute(depth, value.producer)
+        for value in wanted:
+            if value in rows.scratch and value not in available:
+                source = self.names.get(value) or self.load(value, _identity(value.shape))
+                self.emit(depth, f"{rows.scratch_name[value]}[t] = {source}")
+        for value in stores:
+            self.store(depth, value)
+
+    def row_element(self, rows: "Rows", node: Node) -> str:
+        """What a reduction inside a pass's loop reduces at row position ``t``."""
+        source = node.inputs[0]
+        if source in self.names:
+            return self.names[source]
+        if source in rows.direct and self.slicing is None:
+            return self.row_reader(source, rows.reduced[0])("t")
+        return self.load(source, _identity(source.shape))       # (in parts: through a slice)
+
+    def row_of(self, rows: "Rows", source: Value):
+        """How a reduction after the loop reads its row: the input itself, or scratch."""
+        if source in rows.direct:
+            return self.row_reader(source, rows.reduced[0])
+        return lambda index, name=rows.scratch_name[source]: f"{name}[{index}]"
 
     def write_columns(self, outputs: list[Value], reduced: list[int], kept: list[int], members: list[Node],
                       level: dict[Value, int]) -> list[str]:
@@ -525,25 +525,11 @@ class ReduceWriter(KernelWriter):
                 combine = (lambda a, b, c=compare: f"({b} if {b} {c} {a} else {a})")
         return dtype, start, combine
 
-    # -- reductions --------------------------------------------------------------------------------------
     def lane_dtype(self, node: Node) -> np.dtype:
-        """What a reduction's lanes hold inside the row loop: float32 sums add there in
-        float32, each lane at most ``FLUSH_BLOCKS`` elements (numpy's pairwise sum adds 16
-        per accumulator too) before the lanes are added into float64 ones, so the loop
-        stays as wide as its float32 work and the row's sum is as accurate as numpy's."""
-        dtype = self.accumulator_dtype(node)
-        source = compute_dtype(node.inputs[0].dtype)
-        if node.op in (ops.sum, ops.mean) and dtype.kind == source.kind == "f" and source.itemsize < dtype.itemsize:
-            return source
-        return dtype
+        return lane_dtype(node)
 
     def accumulator_dtype(self, node: Node) -> np.dtype:
-        if node.op in ARG_REDUCTIONS:          # the extreme value, found first
-            return compute_dtype(node.inputs[0].dtype)
-        out = compute_dtype(node.output.dtype)
-        if node.op in (ops.sum, ops.prod, ops.mean) and out.kind == "f":
-            return np.dtype(np.float64)
-        return out
+        return accumulator_dtype(node)
 
 
 def _extreme(dtype: np.dtype, lowest: bool) -> str:

@@ -11,17 +11,12 @@ import numpy as np
 
 from flowjit.compiler.codegen.mathlib import VECTORIZED
 from flowjit.compiler.ir import ops
-from flowjit.compiler.ir.types import TensorType
+from flowjit.compiler.ir.types import TensorType, compute_dtype
 from flowjit.errors import FlowjitError
 
 
 class CodegenError(FlowjitError):
     pass
-
-
-def compute_dtype(dtype: np.dtype) -> np.dtype:
-    """The dtype a kernel computes a value in."""
-    return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
 
 
 def constructor(dtype: np.dtype) -> str:

@@ -13,7 +13,7 @@ from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.compiler.ir.printer import format_node
-from flowjit.compiler.ir.ops.reduction import reduction_axes
+from flowjit.compiler.ir.plan import KernelKind, KernelPlan
 
 INDENT = "    "
 PARALLEL_MARK = "  # parallel loop"
@@ -25,7 +25,7 @@ class KernelSource:
     source: str                 # the module text: serial ``name`` and parallel ``name_parallel``
     inputs: list[Value]         # outer values, in argument order (for matmul: the BLAS result first)
     outputs: list[Value]        # outer values written by the kernel
-    kind: str
+    kind: KernelKind
     parallel: bool = True       # False: no loop can run in parallel (the ``_parallel`` twin is serial)
 
 
@@ -35,47 +35,6 @@ def _identifier(value: Value) -> str:
 
 def _identity(shape) -> tuple:
     return tuple(None if size == 1 else axis for axis, size in enumerate(shape))
-
-
-def domain_of(body: Graph, kind: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    compute = [node for node in body.nodes if node.op is not ops.constant]
-    if kind == "reduce":
-        first = next(node for node in compute if node.op.kind is OpKind.REDUCTION)
-        return first.inputs[0].shape, reduction_axes(first)
-    return compute[0].output.shape, ()
-
-
-def embeddings(body: Graph, domain, axes) -> dict[Value, tuple]:
-    """For each value computed in the body: the domain axis of each of its dimensions."""
-    embed: dict[Value, tuple] = {}
-    for node in body.nodes:
-        out = node.outputs[0] if node.outputs else None
-        if node.op is ops.constant:
-            embed[out] = (None,) * out.type.rank
-        elif node.op is ops.matmul:
-            embed[out] = _identity(out.shape)
-        elif node.op.kind is OpKind.REDUCTION:
-            source = node.inputs[0]
-            source_embed = embed.get(source, _identity(source.shape))
-            reduced = reduction_axes(node)
-            entries = [None if dim in reduced else e for dim, e in enumerate(source_embed)]
-            if not node.attrs["keepdims"]:
-                entries = [e for dim, e in enumerate(entries) if dim not in reduced]
-            embed[out] = tuple(entries)
-        else:
-            rank = out.type.rank
-            if out.shape == tuple(domain):
-                embed[out] = _identity(out.shape)
-                continue
-            entries = [None] * rank
-            for value in node.inputs:
-                if value in embed:
-                    offset = rank - value.type.rank
-                    for dim, entry in enumerate(embed[value]):
-                        if entry is not None and value.shape[dim] != 1:
-                            entries[offset + dim] = entry
-            embed[out] = tuple(entries)
-    return embed
 
 
 def operand_embedding(consumer_embed: tuple, consumer_rank: int, value: Value) -> tuple:
@@ -92,13 +51,15 @@ class KernelWriter:
     def __init__(self, node: Node):
         self.node = node
         self.body: Graph = node.attrs["body"]
-        self.kind: str = node.attrs["kind"]
+        self.plan: KernelPlan = node.attrs["plan"]
+        self.kind = self.plan.kind
         self.name = node.name
-        self.domain, self.axes = domain_of(self.body, self.kind)
-        if self.kind == "reduce" and not self.axes:
+        self.domain, self.axes = self.plan.domain, self.plan.reduced
+        if self.kind is KernelKind.REDUCE and not self.axes:
             raise CodegenError(f"kernel {self.name} reduces over no axes: run the expand-composites pass "
                                f"first (it lowers such reductions to casts)")
-        self.embed = embeddings(self.body, self.domain, self.axes)
+        self.embed = {value: self.plan.embedding(value.name)
+                      for inner in self.body.nodes for value in inner.outputs}
         self.lines: list[str] = []
         self.names: dict[Value, str] = {}
         self.extents: dict[int, str] = {}

@@ -7,6 +7,7 @@ import json
 import numpy as np
 
 from flowjit.compiler.ir.graph import Graph
+from flowjit.compiler.ir.plan import KernelPlan
 from flowjit.compiler.ir.printer import format_attr
 
 
@@ -59,6 +60,8 @@ def to_dot(graph: Graph) -> str:
 
 
 def _json_attr(value):
+    if isinstance(value, KernelPlan):
+        return value.to_json()
     if isinstance(value, Graph):
         return to_json_dict(value)
     if isinstance(value, np.ndarray):

@@ -19,6 +19,7 @@ import numpy as np
 from flowjit.compiler.ir import ops as ops_module
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import AttrKind
+from flowjit.compiler.ir.plan import KernelKind, KernelPlan, ReduceStrategy, RowPass
 from flowjit.compiler.ir.types import TensorType, dtype_from_short_name
 from flowjit.errors import FlowjitError, Location, TraceError
 
@@ -64,6 +65,9 @@ def tokenize(source: str, filename: str) -> list[Token]:
         position = match.end()
     tokens.append(Token("eof", "", len(source)))
     return tokens
+
+
+PLAN_KINDS = {kind.value for kind in KernelKind}
 
 
 class _Ident(str):
@@ -296,10 +300,105 @@ class Parser:
                 return bytes.fromhex(json.loads(data.text))
             except ValueError:
                 raise self.error("malformed hex bytes", data) from None
+        if token.kind == "ident" and token.text in PLAN_KINDS and self.tokens[self.index + 1].text == "<":
+            return self.parse_plan()
         if token.kind == "ident":
             self.next()
             return {"true": True, "false": False, "none": None}.get(token.text, _Ident(token.text))
         raise self.error("expected an attribute value")
+
+    def parse_plan(self) -> KernelPlan:
+        """``reduce<domain=[4, 8], reduced=[1], embed={%x=[0, 1], %max=[0, _]}>``"""
+        start = self.next()
+        self.expect("<")
+        fields: dict = {"kind": KernelKind(start.text)}
+        while not self.at(">"):
+            key = self.expect_kind("ident", "a plan field")
+            self.expect("=")
+            if key.text in ("domain", "reduced"):
+                fields[key.text] = self.parse_axes(allow_broadcast=False)
+            elif key.text == "embed":
+                fields["embed"] = self.parse_named(lambda: self.parse_axes(allow_broadcast=True))
+            elif key.text == "strategy":
+                token = self.expect_kind("ident", "a strategy")
+                try:
+                    fields["strategy"] = ReduceStrategy(token.text)
+                except ValueError:
+                    raise self.error(f"unknown strategy '{token.text}' (strategies: "
+                                     f"{', '.join(s.value for s in ReduceStrategy)})", token) from None
+            elif key.text == "passes":
+                fields["passes"] = self.parse_list(self.parse_row_pass)
+            elif key.text == "scratch":
+                fields["scratch"] = self.parse_named(lambda: int(self.expect_kind("number", "a pass number").text))
+            elif key.text == "direct":
+                fields["direct"] = self.parse_list(self.parse_value_name)
+            else:
+                raise self.error(f"a kernel plan has no field '{key.text}' (fields: domain, reduced, embed, "
+                                 f"strategy, passes, scratch, direct)", key)
+            if not self.at(">"):
+                self.expect(",")
+        self.expect(">")
+        if "domain" not in fields:
+            raise self.error("a kernel plan needs its domain", start)
+        return KernelPlan(**fields)
+
+    def parse_value_name(self) -> str:
+        return self.expect_kind("value", "a body value").text[1:]
+
+    def parse_list(self, item) -> list:
+        """``[item, item, ...]``"""
+        self.expect("[")
+        items = []
+        while not self.at("]"):
+            items.append(item())
+            if not self.at("]"):
+                self.expect(",")
+        self.expect("]")
+        return items
+
+    def parse_named(self, item) -> dict:
+        """``{%name=item, ...}``"""
+        self.expect("{")
+        entries = {}
+        while not self.at("}"):
+            name = self.parse_value_name()
+            self.expect("=")
+            entries[name] = item()
+            if not self.at("}"):
+                self.expect(",")
+        self.expect("}")
+        return entries
+
+    def parse_row_pass(self) -> RowPass:
+        """``{reduce=[%max], fold=[%max], store=[%div]}``"""
+        self.expect("{")
+        fields = {}
+        while not self.at("}"):
+            key = self.expect_kind("ident", "reduce, fold or store")
+            if key.text not in ("reduce", "fold", "store"):
+                raise self.error(f"a row pass has no field '{key.text}' (fields: reduce, fold, store)", key)
+            self.expect("=")
+            fields[key.text] = self.parse_list(self.parse_value_name)
+            if not self.at("}"):
+                self.expect(",")
+        self.expect("}")
+        return RowPass(**fields)
+
+    def parse_axes(self, allow_broadcast: bool) -> tuple:
+        self.expect("[")
+        entries = []
+        while not self.at("]"):
+            token = self.next()
+            if token.kind == "number" and token.text.lstrip("-").isdigit():
+                entries.append(int(token.text))
+            elif allow_broadcast and token.text == "_":
+                entries.append(None)
+            else:
+                raise self.error("expected an axis" + (" or _" if allow_broadcast else ""), token)
+            if not self.at("]"):
+                self.expect(",")
+        self.expect("]")
+        return tuple(entries)
 
     def convert_attrs(self, op, raw: dict, output_types: list[TensorType], at: Token) -> dict:
         attrs = {}

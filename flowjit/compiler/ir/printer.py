@@ -19,6 +19,7 @@ import numpy as np
 
 from flowjit.compiler.ir.graph import Graph, Node
 from flowjit.compiler.ir.ops.base import AttrKind
+from flowjit.compiler.ir.plan import KernelPlan
 from flowjit.compiler.ir.types import TensorType, dtype_short_name
 
 INDENT = "  "
@@ -54,6 +55,8 @@ def format_attr(value, indent: int) -> str:
         return "none"
     if isinstance(value, Graph):
         return format_graph(value, indent)
+    if isinstance(value, KernelPlan):
+        return value.format()
     if isinstance(value, np.ndarray):
         return format_array(value)
     if isinstance(value, np.dtype):

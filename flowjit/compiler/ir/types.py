@@ -99,3 +99,8 @@ class TensorType:
     def of(array) -> "TensorType":
         array = np.asarray(array)
         return TensorType(array.shape, array.dtype)
+
+
+def compute_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype a kernel computes a value in (float16 values compute in float32)."""
+    return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)

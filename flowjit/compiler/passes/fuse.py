@@ -28,6 +28,7 @@ from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value, stable_topological_order
 from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.compiler.ir.ops.reduction import reduction_axes
+from flowjit.compiler.ir.plan import KernelKind, KernelPlan
 from flowjit.compiler.passes.base import Pass
 
 MAX_NAME_OPS = 6
@@ -354,11 +355,11 @@ class Fuser:
                 for old, new in zip(unit.outputs, copy.outputs):
                     mapping[old] = new
                 continue
-            body, outer_inputs, exported = self.body_of(unit, users, graph_outputs, kernel_index)
+            body, outer_inputs, exported, plan = self.body_of(unit, users, graph_outputs, kernel_index)
             controls = sorted({node_map[b] for n in unit.nodes for b in n.control_inputs
                                if unit_of[b] is not unit}, key=lambda n: result.nodes.index(n))
             fused = result.add_node(ops.fused, [mapping[v] for v in outer_inputs],
-                                    {"body": body, "kind": unit.kind}, [v.type for v in exported],
+                                    {"body": body, "plan": plan}, [v.type for v in exported],
                                     name=body.name, requested_device=unit.nodes[0].requested_device,
                                     device=unit.device, control_inputs=controls, loc=unit.nodes[-1].loc)
             for node in unit.nodes:
@@ -397,7 +398,11 @@ class Fuser:
         exported = [value for node in group.nodes for value in node.outputs
                     if value in graph_outputs or any(unit is not group for unit in users.get(value, ()))]
         body.outputs = [mapping[value] for value in exported]
-        return body, outer_inputs, exported
+        decided = {mapping[value].name: group.embed[value] for node in group.nodes for value in node.outputs}
+        embed = {value.name: decided[value.name] if node.op is not ops.constant else (None,) * value.type.rank
+                 for node in body.nodes for value in node.outputs}      # scalar constants copied in: broadcast
+        plan = KernelPlan(KernelKind(group.kind), group.domain, group.axes, embed)
+        return body, outer_inputs, exported, plan
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from flowjit.compiler.ir.graph import Graph
 from flowjit.compiler.ir.printer import print_graph
 from flowjit.compiler.ir.verifier import verify
-from flowjit.compiler.passes import (cse, dce, expand_composites, fold_constants, fuse,  # noqa: F401
-                                    prune, simplify)
+from flowjit.compiler.passes import (collapse_reductions, cse, dce, expand_composites,  # noqa: F401
+                                    fold_constants, fuse, plan_reductions, prune, simplify)
 from flowjit.compiler.passes.base import PASSES, Pass
 from flowjit.errors import FlowjitError
 

@@ -39,6 +39,7 @@ class AttrKind(enum.Enum):
     DTYPE = "dtype"
     ARRAY = "array"        # a numpy array whose dtype and shape come from the node's type
     GRAPH = "graph"
+    PLAN = "plan"          # a KernelPlan (ir/plan.py): what fusion decided for a fused node
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,10 @@ def _convert_attr(op_name: str, name: str, kind: AttrKind, value):
         if not isinstance(value, (np.ndarray, np.generic)):
             fail("a numpy array")
         return np.asarray(value)
+    if kind is AttrKind.PLAN:
+        from flowjit.compiler.ir.plan import KernelPlan
+        if not isinstance(value, KernelPlan):
+            fail("a kernel plan")
     return value
 
 

@@ -7,10 +7,9 @@ graph runs through the same oracle as the graph it came from.
 from __future__ import annotations
 
 from flowjit.compiler.ir.evaluate import evaluate
-from flowjit.compiler.ir.ops.base import AttrKind, Op, OpKind, attr, register, required
+from flowjit.compiler.ir.ops.base import AttrKind, Op, OpKind, register, required
+from flowjit.compiler.ir.plan import KernelKind, KernelPlan
 from flowjit.errors import OpTypeError
-
-KERNEL_KINDS = ("loop", "reduce", "matmul")
 
 
 def _fused_rule(types, attrs):
@@ -19,9 +18,64 @@ def _fused_rule(types, attrs):
     if list(types) != expected:
         raise OpTypeError(f"operands ({', '.join(map(str, types))}) do not match the body's inputs "
                           f"({', '.join(map(str, expected))})")
-    if attrs["kind"] not in KERNEL_KINDS:
-        raise OpTypeError(f"kind '{attrs['kind']}' is not one of {', '.join(KERNEL_KINDS)}")
+    check_plan(attrs["plan"], body)
     return [value.type for value in body.outputs]
+
+
+def check_plan(plan: KernelPlan, body) -> None:
+    """The plan describes this body: every value it computes has an embedding of its rank into
+    the domain, along axes of the same extent (or a broadcast size-1 dimension)."""
+    rank = len(plan.domain)
+    if any(not 0 <= axis < rank for axis in plan.reduced):
+        raise OpTypeError(f"plan reduces axes {list(plan.reduced)} of a rank-{rank} domain")
+    if (plan.kind is KernelKind.REDUCE) != bool(plan.reduced):
+        raise OpTypeError(f"a {plan.kind} plan {'needs' if plan.kind is KernelKind.REDUCE else 'has no'} "
+                          f"reduced axes")
+    for value in [v for node in body.nodes for v in node.outputs]:
+        embedding = plan.embed.get(value.name)
+        if embedding is None:
+            raise OpTypeError(f"plan has no embedding for %{value.name}")
+        if len(embedding) != value.type.rank:
+            raise OpTypeError(f"plan embeds %{value.name} ({value.type}) with {len(embedding)} dimensions")
+        for size, axis in zip(value.shape, embedding):
+            if axis is None:
+                continue
+            if not 0 <= axis < rank or plan.domain[axis] != size:
+                raise OpTypeError(f"plan embeds a dimension of %{value.name} ({value.type}) along axis "
+                                  f"{axis} of the domain {list(plan.domain)}")
+    names = {v.name for node in body.nodes for v in node.outputs}
+    extra = sorted(set(plan.embed) - names)
+    if extra:
+        raise OpTypeError(f"plan embeds %{extra[0]}, which the body does not compute")
+    if plan.strategy is not None:
+        check_rows(plan, body)
+
+
+def check_rows(plan: KernelPlan, body) -> None:
+    """A reduce plan's row decisions name the body's values: each reduction done in exactly
+    one pass, folded only where it is done, stores of the body's results, scratch values of
+    the body, direct reads of its inputs."""
+    reductions = [v.name for node in body.nodes if node.op.kind is OpKind.REDUCTION for v in node.outputs]
+    done = [name for row in plan.passes for name in row.reduce]
+    if sorted(done) != sorted(reductions):
+        raise OpTypeError(f"plan's passes reduce {done}, the body's reductions are {reductions}")
+    results = {v.name for v in body.outputs}
+    values = {v.name for v in body.inputs} | {v.name for node in body.nodes for v in node.outputs}
+    for index, row in enumerate(plan.passes):
+        if set(row.fold) - set(row.reduce):
+            raise OpTypeError(f"plan's pass {index} folds %{sorted(set(row.fold) - set(row.reduce))[0]}, "
+                              f"which it does not reduce")
+        if set(row.store) - results:
+            raise OpTypeError(f"plan's pass {index} stores %{sorted(set(row.store) - results)[0]}, "
+                              f"which is not a result of the kernel")
+    for name, at in plan.scratch.items():
+        if name not in values or not 0 <= at < len(plan.passes):
+            raise OpTypeError(f"plan's scratch %{name} (written in pass {at}) is not a value of the body "
+                              f"written by one of its {len(plan.passes)} passes")
+    inputs = {v.name for v in body.inputs}
+    if set(plan.direct) - inputs:
+        raise OpTypeError(f"plan reads %{sorted(set(plan.direct) - inputs)[0]} directly, which is not an "
+                          f"input of the kernel")
 
 
 def _fused_reference(arrays, attrs):
@@ -29,5 +83,5 @@ def _fused_reference(arrays, attrs):
 
 
 fused = register(Op("fused", OpKind.FUSED, None, _fused_rule, _fused_reference,
-                    attrs={"body": required(AttrKind.GRAPH), "kind": attr(AttrKind.STR, "loop")},
+                    attrs={"body": required(AttrKind.GRAPH), "plan": required(AttrKind.PLAN)},
                     doc="a kernel: its body sub-graph runs as one loop nest"))

@@ -13,7 +13,7 @@ import numpy as np
 
 from flowjit.compiler.ir.ops.base import (AttrKind, Op, OpKind, attr, normalize_axis, register,
                                           required)
-from flowjit.compiler.ir.types import TensorType, check_dtype
+from flowjit.compiler.ir.types import TensorType, check_dtype, compute_dtype
 from flowjit.errors import OpTypeError, ShapeError
 
 
@@ -106,3 +106,25 @@ def reduction_axes(node) -> tuple[int, ...]:
         axis = node.attrs["axis"]
         return tuple(range(node.inputs[0].type.rank)) if axis is None else (axis,)
     return tuple(node.attrs["axes"])
+
+
+def accumulator_dtype(node) -> np.dtype:
+    """What a reduction accumulates in: float sums, products and means in float64 (numpy's
+    pairwise float32 sum is about as accurate); argmax/argmin the extreme value itself."""
+    if node.op in (argmax, argmin):
+        return compute_dtype(node.inputs[0].dtype)
+    out = compute_dtype(node.output.dtype)
+    if node.op in (sum_, prod_, mean) and out.kind == "f":
+        return np.dtype(np.float64)
+    return out
+
+
+def lane_dtype(node) -> np.dtype:
+    """What a reduction's lanes hold inside a row loop: float32 sums add in float32, each
+    lane at most 16 elements (numpy's pairwise sum adds 16 per accumulator too) before the
+    lanes are added into float64 ones, so the loop stays as wide as its float32 work."""
+    dtype = accumulator_dtype(node)
+    source = compute_dtype(node.inputs[0].dtype)
+    if node.op in (sum_, mean) and dtype.kind == source.kind == "f" and source.itemsize < dtype.itemsize:
+        return source
+    return dtype
