@@ -13,7 +13,8 @@ dimensions broadcast are baked in.  0-d arrays are passed as shape (1,).
 - matmul kernels: the runtime calls BLAS; the kernel is the elementwise epilogue over
   its result.
 
-Each kernel is written twice: serial, and with ``prange`` on the outermost loop for
+Each kernel is written twice, each variant by a writer of its own: serial, and with ``prange`` on
+the outer loop the plan lets run in parallel (``KernelWriter.for_loop``), for
 inputs large enough to pay for threads.
 """
 
@@ -39,8 +40,15 @@ from flowjit.compiler.codegen.mathlib import (bits_float32, cos_f32, cos_f64, er
 
 
 def kernel_source(node: Node) -> KernelSource:
-    """The source of the kernel for one fused node (a matmul without epilogue has none)."""
-    return (ReduceWriter if node.attrs["plan"].kind is KernelKind.REDUCE else KernelWriter)(node).write()
+    """The source of the kernel for one fused node (a matmul without epilogue has none): its
+    serial function and its parallel twin, each rendered from the plan by a writer of its own."""
+    writer = ReduceWriter if node.attrs["plan"].kind is KernelKind.REDUCE else KernelWriter
+    serial, parallel = writer(node), writer(node, parallel=True)
+    serial_text, inputs, outputs = serial.write_function()
+    parallel_text, _, _ = parallel.write_function()
+    return KernelSource(node.name, serial_text + "\n\n\n" + parallel_text + "\n",
+                        [serial.outer_value(v) for v in inputs], [serial.exported[v] for v in outputs],
+                        serial.kind, parallel.parallel_loops > 0)
 
 
 def module_source(kernel: KernelSource) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from flowjit.compiler.codegen.scalar import CodegenError, cast, compute_dtype, constructor, literal
-from flowjit.compiler.codegen.writer import PARALLEL_MARK, KernelWriter, _identifier, _identity
+from flowjit.compiler.codegen.writer import KernelWriter, _identifier, _identity
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
@@ -117,8 +117,7 @@ class ReduceWriter(KernelWriter):
                        for v in sorted(rows.scratch, key=lambda v: rows.scratch_name[v])]
         if rows.kept:
             first_axis = rows.kept[0]
-            self.emit(depth, f"for chunk in range((n{first_axis} + {ROW_CHUNK - 1}) // {ROW_CHUNK}):"
-                      + PARALLEL_MARK)
+            self.emit(depth, self.for_loop("chunk", f"(n{first_axis} + {ROW_CHUNK - 1}) // {ROW_CHUNK}", outer=True))
             depth += 1
             for line in allocations:
                 self.emit(depth, line)
@@ -244,10 +243,10 @@ class ReduceWriter(KernelWriter):
         self.emit(1, "ninner = " + " * ".join(f"n{axis}" for axis in reduced))
         last, depth = kept[-1], 1
         for index, axis in enumerate(kept[:-1]):
-            self.emit(depth, f"for i{axis} in range(n{axis}):" + (PARALLEL_MARK if index == 0 else ""))
+            self.emit(depth, self.for_loop(f"i{axis}", f"n{axis}", outer=index == 0))
             depth += 1
-        self.emit(depth, f"for block in range((n{last} + {COLUMN_BLOCK - 1}) // {COLUMN_BLOCK}):"
-                  + ("" if kept[:-1] else PARALLEL_MARK))
+        self.emit(depth, self.for_loop("block", f"(n{last} + {COLUMN_BLOCK - 1}) // {COLUMN_BLOCK}",
+                                       outer=not kept[:-1]))
         depth += 1
         self.emit(depth, f"low = block * {COLUMN_BLOCK}")
         self.emit(depth, f"high = min(n{last}, low + {COLUMN_BLOCK})")
@@ -332,7 +331,7 @@ class ReduceWriter(KernelWriter):
         for node in nodes:
             dtype = self.accumulator_dtype(node)
             self.emit(depth, f"partials_{_identifier(node.output)} = np.empty(nparts, {constructor(dtype)})")
-        self.emit(depth, "for part in range(nparts):" + PARALLEL_MARK)
+        self.emit(depth, self.for_loop("part", "nparts", outer=True))
         inner = depth + 1
         self.part_bounds(inner, "part")
         slices_at = len(self.lines)

@@ -16,7 +16,6 @@ from flowjit.compiler.ir.printer import format_node
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan
 
 INDENT = "    "
-PARALLEL_MARK = "  # parallel loop"
 
 
 @dataclass
@@ -48,8 +47,13 @@ def index_text(embedding: tuple) -> str:
 
 
 class KernelWriter:
-    def __init__(self, node: Node):
+    """Writes one variant of a fused node's kernel: serial, or (``parallel``) with ``prange`` on
+    the outer loop the plan lets run in parallel (``for_loop``)."""
+
+    def __init__(self, node: Node, parallel: bool = False):
         self.node = node
+        self.parallel = parallel
+        self.parallel_loops = 0                 # prange loops written (0: no loop can run in parallel)
         self.body: Graph = node.attrs["body"]
         self.plan: KernelPlan = node.attrs["plan"]
         self.kind = self.plan.kind
@@ -137,8 +141,16 @@ class KernelWriter:
         self.note_extent(array, self.embed[value], value.shape)
         self.emit(depth, f"{array}[{index_text(self.embed[value])}] = {self.var(value)}")
 
+    def for_loop(self, variable: str, bounds: str, outer: bool = False) -> str:
+        """A loop header; ``outer``: the loop whose iterations may run in parallel."""
+        if outer and self.parallel:
+            self.parallel_loops += 1
+            return f"for {variable} in prange({bounds}):"
+        return f"for {variable} in range({bounds}):"
+
     # -- kernels ----------------------------------------------------------------------------------------
-    def write(self) -> KernelSource:
+    def write_function(self) -> tuple[str, list[Value], list[Value]]:
+        """The kernel function's text (``name``, or ``name_parallel``), its inputs and outputs."""
         inputs, outputs = self.arguments()
         body_lines = self.write_body(outputs)
         rank = len(self.domain)
@@ -147,15 +159,8 @@ class KernelWriter:
             raise CodegenError(f"kernel {self.name}: no argument gives the extent of domain axis {missing[0]}")
         header = [f"{INDENT}n{axis} = {self.extents.get(axis, '1')}" for axis in range(rank)]
         parameters = ", ".join(self.argument[v] for v in inputs + outputs)
-        serial_lines = [line.replace(PARALLEL_MARK, "") for line in body_lines]
-        parallel_lines = [line.replace(PARALLEL_MARK, "").replace("range(", "prange(", 1)
-                          if line.endswith(PARALLEL_MARK) else line for line in body_lines]
-        can_parallel = any(line.endswith(PARALLEL_MARK) for line in body_lines)
-        serial = [f"def {self.name}({parameters}):"] + header + serial_lines
-        parallel = [f"def {self.name}_parallel({parameters}):"] + header + parallel_lines
-        source = "\n".join(serial) + "\n\n\n" + "\n".join(parallel) + "\n"
-        return KernelSource(self.name, source, [self.outer_value(v) for v in inputs],
-                            [self.exported[v] for v in outputs], self.kind, can_parallel)
+        name = self.name + ("_parallel" if self.parallel else "")
+        return "\n".join([f"def {name}({parameters}):"] + header + body_lines), inputs, outputs
 
     def outer_value(self, value: Value) -> Value:
         if value in self.outer_of:
@@ -176,7 +181,7 @@ class KernelWriter:
         self.constants(1)
         depth = 1
         for axis in range(len(self.domain)):
-            self.emit(depth, f"for i{axis} in range(n{axis}):" + (PARALLEL_MARK if axis == 0 else ""))
+            self.emit(depth, self.for_loop(f"i{axis}", f"n{axis}", outer=axis == 0))
             depth += 1
         for node in self.body.nodes:
             if node.op is ops.constant or node is self.matmul:
