@@ -130,13 +130,17 @@ class Checkpoint:
         arrays = {name: little_endian(name, value.numpy() if is_variable(value) else value)
                   for name, value in slots.items()}
         data = encode(arrays, step)              # everything that can fail does so before the disk is touched
-        files.make_directory(directory)
         name = files.checkpoint_name(step)
-        with files.locked(directory, self.lock_timeout):
-            files.remove_temporaries(directory)
-            path = files.write_atomically(directory, name, data)
-            files.write_pointer(directory, name)
-            files.prune(directory, self.keep, newest=name)
+        try:
+            files.make_directory(directory)
+            with files.locked(directory, self.lock_timeout):
+                files.remove_temporaries(directory)
+                path = files.write_atomically(directory, name, data)
+                files.write_pointer(directory, name)
+                files.prune(directory, self.keep, newest=name)
+        except OSError as error:       # a full disk, no permission...: the previous checkpoint is still the latest
+            raise CheckpointError(f"{directory}: cannot save the checkpoint of step {step}: {error}",
+                                  path=directory) from error
         return path
 
     def restore(self, path) -> Restored:

@@ -217,3 +217,5 @@ def read_file(path: str) -> bytes:
             return handle.read()
     except FileNotFoundError:
         raise CheckpointError(f"{path}: no such checkpoint file or directory", path=path) from None
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot read the checkpoint: {error}", path=path) from error

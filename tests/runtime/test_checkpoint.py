@@ -258,6 +258,15 @@ def test_what_cannot_be_saved_fails_before_the_disk_is_touched(tmp_path):
     assert not target.exists()
 
 
+def test_a_file_system_error_is_a_checkpoint_error_naming_the_directory(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    with pytest.raises(CheckpointError, match=f"^{tmp_path / 'file'}: cannot save the checkpoint of step 3: "
+                                              f".*Not a directory"):
+        Checkpoint({"x": np.zeros(1)}).save(tmp_path / "file", 3)
+    with pytest.raises(CheckpointError, match=f"^{tmp_path / 'file' / 'x'}: cannot read the checkpoint: "):
+        read_checkpoint(tmp_path / "file" / "x")
+
+
 @pytest.mark.parametrize("variables, keep, message", [
     ([FakeVariable("a", 1.0), FakeVariable("a", 2.0)], 5, "two variables are named 'a'"),
     ([np.zeros(2)], 5, r"item 0 \(ndarray\) is not a variable with a name"),
