@@ -95,10 +95,12 @@ def assert_values(arrays, step):
 
 def test_random_kills_never_lose_or_corrupt_a_checkpoint(zygote, tmp_path):
     directory = tmp_path / "ckpt"
-    Checkpoint(values(0)).save(tmp_path / "scratch", 0)
-    started = time.monotonic()                    # kills spread over a few saves, however fast the disk
-    Checkpoint(values(1)).save(tmp_path / "scratch", 1)
-    window = max(4 * (time.monotonic() - started), 0.02)
+    durations = []                                # kills spread over a few saves, however fast the disk
+    for step in range(4):
+        started = time.monotonic()
+        Checkpoint(values(step)).save(tmp_path / "scratch", step)
+        durations.append(time.monotonic() - started)
+    window = max(6 * sorted(durations[1:])[1], 0.03)
     started = time.monotonic()
     chooser = random.Random(16)
     latest, saw_temporaries, saw_partial, previous_temporaries = None, 0, 0, []
@@ -124,7 +126,7 @@ def test_random_kills_never_lose_or_corrupt_a_checkpoint(zygote, tmp_path):
     elapsed = time.monotonic() - started
     print(f"{kills} kills in {elapsed:.1f} s (each within {window * 1e3:.0f} ms): reached step {latest}, a temporary was left {saw_temporaries} "
           f"times ({saw_partial} of them partly written)")
-    assert latest is not None and latest >= 10, "the writers hardly ever completed a save"
+    assert latest is not None and latest >= 5, "the writers hardly ever completed a save"
     assert saw_temporaries, "no kill landed inside a save"
     # A clean save removes every temporary and keeps exactly KEEP checkpoints.
     Checkpoint(values(latest + 1), keep=KEEP).save(directory, latest + 1)
