@@ -2,7 +2,8 @@
 
 Run as a script (``python checkpoint_helpers.py DIR``) this is a zygote: it imports flowjit
 once, then for each command on stdin forks a writer process that saves checkpoints into DIR,
-prints the writer's pid, waits for it to die and prints ``exit <status>``. Forking from a warm
+prints the writer's pid, reads one more line (``reap``), waits for the writer to die and prints
+``exit <status>``. Forking from a warm
 process makes each of the dozens of kills cost milliseconds instead of an interpreter start.
 
     loop      the writer restores DIR's latest checkpoint (if any) and saves the steps after it,
@@ -115,7 +116,8 @@ def zygote(directory: str) -> None:
                 status = 1
             os._exit(status)
         print(pid, flush=True)
-        _, status = os.waitpid(pid, 0)
+        sys.stdin.readline()           # "reap": until then the pid stays the writer's (a zombie at worst),
+        _, status = os.waitpid(pid, 0)  # so the test's kill can never reach a process that reused it
         print(f"exit {status}", flush=True)
 
 

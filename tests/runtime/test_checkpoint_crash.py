@@ -47,7 +47,9 @@ class Zygote:
         return int(self._line(timeout=60))        # the first one waits for flowjit's import
 
     def reaped(self) -> int:
-        """Wait for the writer to die; its wait status."""
+        """Let the zygote reap the writer; its wait status."""
+        self.process.stdin.write("reap\n")
+        self.process.stdin.flush()
         word, status = self._line(timeout=30).split()
         assert word == "exit"
         return int(status)
