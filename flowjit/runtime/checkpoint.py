@@ -53,11 +53,19 @@ class Restored(dict):
 def read_checkpoint(path) -> Restored:
     """Every array of a checkpoint file (or a directory's latest), verified, with its step."""
     path = os.fspath(path)
-    if os.path.isdir(path):
-        path, data = files.read_latest(path)
-    else:
-        data = files.read_file(path)
-    header, arrays = decode(path, data)
+    if not os.path.isdir(path):
+        header, arrays = decode(path, files.read_file(path))
+        return Restored(arrays, header.step, path)
+    directory = path
+    path, data = files.read_latest(directory)
+    try:
+        header, arrays = decode(path, data)
+    except CheckpointError as error:            # no silent fallback to an older one, but say which exist
+        older = [os.path.basename(entry.path) for entry in files.entries(directory) if entry.path != path]
+        if not older:
+            raise
+        raise CheckpointError(f"{error.message}\n(the latest checkpoint of {directory}; its others, which a "
+                              f"restore by path reads: {', '.join(older)})", error.path, error.variable) from None
     return Restored(arrays, header.step, path)
 
 

@@ -212,6 +212,34 @@ def test_a_flipped_bit_in_any_tensor_names_that_variable(tmp_path):
     assert_nothing_assigned(variables)
 
 
+def test_a_corrupt_latest_is_an_error_that_names_the_older_checkpoints(tmp_path):
+    checkpoint = Checkpoint({"x": np.arange(4.0)})
+    for step in (1, 2, 3):
+        checkpoint.save(tmp_path, step)
+    latest = tmp_path / "ckpt-00000003.safetensors"
+    data = bytearray(latest.read_bytes())
+    data[-1] ^= 1
+    latest.write_bytes(data)
+    with pytest.raises(CheckpointError) as caught:
+        checkpoint.restore(tmp_path)
+    assert str(caught.value) == (
+        f"{latest}: variable 'x' (float64[4]) is corrupt: its data does not match its sha256\n(the latest checkpoint "
+        f"of {tmp_path}; its others, which a restore by path reads: ckpt-00000001.safetensors, "
+        f"ckpt-00000002.safetensors)")
+    assert caught.value.variable == "x" and caught.value.path == str(latest)
+    assert checkpoint.restore(tmp_path / "ckpt-00000002.safetensors").step == 2
+
+
+def test_saving_a_step_again_replaces_its_checkpoint(tmp_path):
+    params = {"x": np.zeros(2)}
+    checkpoint = Checkpoint(params)
+    checkpoint.save(tmp_path, 5)
+    params["x"] = np.ones(2)
+    checkpoint.save(tmp_path, 5)
+    assert [entry.step for entry in checkpoint.checkpoints(tmp_path)] == [5]
+    assert np.array_equal(checkpoint.restore(tmp_path)["x"], np.ones(2))
+
+
 def test_a_truncated_checkpoint_never_restores(tmp_path):
     path, variables = saved_variables(tmp_path)
     data = open(path, "rb").read()
