@@ -7,12 +7,13 @@ prepare_threads()           # first thing: before anything imported later loads 
 from flowjit import errors  # noqa: E402
 from flowjit.compiler import ir  # noqa: E402
 from flowjit.config import CompileOptions  # noqa: E402
-from flowjit.errors import (ArgumentError, FlowjitError, OpTypeError, ShapeError, TraceError,
+from flowjit.errors import (ArgumentError, CheckpointError, FlowjitError, OpTypeError, ShapeError, TraceError,
                             TracerConversionError, UnsupportedDTypeError, UnsupportedFunctionError)
 from flowjit.frontend.jit import Jitted, ShapeDtype, jit
 from flowjit.frontend.tracer import colocate_with, device
 from flowjit.devices import Device, DeviceSet, current_devices, set_devices
 from flowjit.runtime.interpreter import interpret
+from flowjit.runtime.checkpoint import Checkpoint, CheckpointPolicy
 
 __version__ = "0.1.0"
 
@@ -24,4 +25,5 @@ def stats() -> dict:
 
 __all__ = ["stats", "jit", "device", "colocate_with", "Device", "DeviceSet", "set_devices", "current_devices", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",
            "TraceError", "ShapeError", "TracerConversionError", "UnsupportedFunctionError",
-           "ArgumentError", "OpTypeError", "UnsupportedDTypeError"]
+           "ArgumentError", "OpTypeError", "UnsupportedDTypeError", "Checkpoint", "CheckpointPolicy",
+           "CheckpointError"]

@@ -284,6 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
     cache.add_argument("action", choices=("info", "clear"), help="info: where it is and how big; "
                                                                    "clear: delete every entry")
     cache.set_defaults(handler=command_cache)
+
+    from flowjit.cli_checkpoint import add_checkpoint_parser
+    add_checkpoint_parser(commands)
     return parser
 
 

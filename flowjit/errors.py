@@ -87,3 +87,14 @@ class OpTypeError(TraceError, TypeError):
 
 class UnsupportedDTypeError(TraceError, TypeError):
     """A dtype flowjit does not compile (object, str, complex, ...)."""
+
+
+class CheckpointError(FlowjitError):
+    """A checkpoint that cannot be written, found, read or restored: names the file and,
+    where one is to blame, the variable."""
+
+    def __init__(self, message: str, path: str | None = None, variable: str | None = None):
+        self.message = message
+        self.path = path
+        self.variable = variable
+        super().__init__(message)

@@ -35,7 +35,7 @@ def layer(module: str) -> str:
         if parts[1] == "costmodel":
             return "passes"
         return parts[1]
-    if parts[0] == "bench":
+    if parts[0] == "bench" or parts[0].startswith("cli_"):
         return "cli"
     return parts[0]
 

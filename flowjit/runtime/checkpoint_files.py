@@ -1,0 +1,221 @@
+"""A directory of checkpoints, written so that a crash at any moment leaves the last complete
+checkpoint restorable and no half-written file under a checkpoint's name.
+
+    DIR/ckpt-00000120.safetensors   one complete checkpoint per step (the name gives the step)
+    DIR/latest                      the pointer: the name of the newest complete checkpoint
+    DIR/.tmp-*                      files being written (left behind only by a crash)
+    DIR/.lock                       held (flock) by the process saving into DIR
+
+Every file is written under a temporary name in the same directory, flushed and fsynced,
+renamed over its final name (atomic on POSIX) and the directory fsynced, so the rename
+itself survives a power loss. A save writes the checkpoint, then the pointer, then deletes
+old checkpoints: a crash before the pointer leaves the previous checkpoint the latest, and
+nothing the pointer names is ever deleted. Saving holds the directory's lock, so stray
+temporaries (which only a dead writer leaves) can be removed safely.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass
+
+from flowjit.errors import CheckpointError
+from flowjit.runtime.checkpoint_format import SUFFIX
+
+POINTER = "latest"
+LOCK = ".lock"
+TEMPORARY_PREFIX = ".tmp-"
+WRITE_CHUNK = 1 << 24          # bytes per write call
+_CHECKPOINT_NAME = re.compile(r"ckpt-(\d+)" + re.escape(SUFFIX))
+
+
+def checkpoint_name(step: int) -> str:
+    return f"ckpt-{step:08d}{SUFFIX}"
+
+
+def step_of(name: str) -> int | None:
+    """The step a checkpoint's file name gives, or None for any other file."""
+    match = _CHECKPOINT_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointEntry:
+    """One checkpoint file of a directory."""
+
+    step: int
+    path: str
+    size: int
+    latest: bool
+
+
+def fsync_directory(directory: str) -> None:
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def make_directory(directory: str) -> None:
+    """Create ``directory`` (and parents) durably: each new entry's parent is fsynced."""
+    missing = []
+    path = os.path.abspath(directory)
+    while not os.path.isdir(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path)
+        fsync_directory(os.path.dirname(path))
+
+
+def write_atomically(directory: str, name: str, data: bytes) -> str:
+    """Write ``data`` to ``directory/name`` so that the name holds either its old content or all
+    of ``data``, durably, whatever moment the process dies at."""
+    final = os.path.join(directory, name)
+    temporary = os.path.join(directory, f"{TEMPORARY_PREFIX}{name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view[:WRITE_CHUNK]):]
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.replace(temporary, final)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    fsync_directory(directory)
+    return final
+
+
+@contextlib.contextmanager
+def locked(directory: str, timeout: float):
+    """Hold ``directory``'s writer lock (an flock, released by the kernel if the holder dies);
+    wait for it at most ``timeout`` seconds."""
+    descriptor = os.open(os.path.join(directory, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as error:
+                if error.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise CheckpointError(f"{directory}: another process has been saving a checkpoint there for "
+                                          f"over {timeout:g} s (it holds {LOCK}); not saving", path=directory) from None
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(descriptor)                   # releases the lock
+
+
+def read_pointer(directory: str) -> str | None:
+    """The file name the ``latest`` pointer holds, or None when there is no pointer."""
+    path = os.path.join(directory, POINTER)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return None
+    name = text.strip()
+    if step_of(name) is None or text != name + "\n":
+        raise CheckpointError(f"{path}: the latest-checkpoint pointer is corrupt (it holds {text[:80]!r}, not a "
+                              f"checkpoint's file name)", path=path)
+    return name
+
+
+def write_pointer(directory: str, name: str) -> None:
+    write_atomically(directory, POINTER, (name + "\n").encode())
+
+
+def temporaries(directory: str) -> list[str]:
+    """Files a save was writing when its process died."""
+    return sorted(name for name in os.listdir(directory) if name.startswith(TEMPORARY_PREFIX))
+
+
+def remove_temporaries(directory: str) -> None:
+    """Remove what dead writers left; only call with the directory's lock held."""
+    for name in temporaries(directory):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(directory, name))
+
+
+def entries(directory: str) -> list[CheckpointEntry]:
+    """The directory's checkpoints by step (an empty list when it has none or does not exist)."""
+    if not os.path.isdir(directory):
+        return []
+    latest = read_pointer(directory)
+    found = []
+    for name in os.listdir(directory):
+        step = step_of(name)
+        if step is None:
+            continue
+        path = os.path.join(directory, name)
+        with contextlib.suppress(FileNotFoundError):          # deleted by a concurrent save
+            found.append(CheckpointEntry(step, path, os.path.getsize(path), name == latest))
+    return sorted(found, key=lambda entry: entry.step)
+
+
+def prune(directory: str, keep: int | None, newest: str) -> None:
+    """Delete all but the ``keep`` checkpoints of the highest steps, never ``newest`` (the file the
+    pointer now names, even when older steps sort above it)."""
+    if keep is None:
+        return
+    others = [entry for entry in entries(directory) if os.path.basename(entry.path) != newest]
+    doomed = others[:max(len(others) - (keep - 1), 0)]
+    for entry in doomed:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(entry.path)
+    if doomed:
+        fsync_directory(directory)
+
+
+def latest_path(directory: str) -> str | None:
+    """The path of the directory's latest complete checkpoint, or None when it has none."""
+    if not os.path.isdir(directory):
+        return None
+    name = read_pointer(directory)
+    return None if name is None else os.path.join(directory, name)
+
+
+def read_latest(directory: str) -> tuple[str, bytes]:
+    """The path and bytes of the directory's latest checkpoint; an error when there is none."""
+    for _ in range(3):           # a concurrent save may delete the file between pointer and open
+        name = read_pointer(directory)
+        if name is None:
+            found = [os.path.basename(entry.path) for entry in entries(directory)]
+            detail = (f"; it has {', '.join(found)} but no '{POINTER}' pointer (a save was interrupted before "
+                      f"its first pointer, or the pointer was removed): restore one of them by its path"
+                      if found else "")
+            raise CheckpointError(f"{directory}: no checkpoint there{detail}", path=directory)
+        path = os.path.join(directory, name)
+        try:
+            return path, read_file(path)
+        except CheckpointError:
+            if read_pointer(directory) == name:
+                raise CheckpointError(f"{directory}: its '{POINTER}' pointer names {name}, which does not exist",
+                                      path=path) from None
+    raise CheckpointError(f"{directory}: the latest checkpoint kept changing while being read", path=directory)
+
+
+def read_file(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: no such checkpoint file or directory", path=path) from None
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot read the checkpoint: {error}", path=path) from error
