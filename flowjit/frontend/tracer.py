@@ -16,8 +16,8 @@ from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Value
 from flowjit.compiler.ir.ops.base import Op
 from flowjit.compiler.ir.types import TensorType, check_dtype
-from flowjit.errors import (TraceError, TracerConversionError, UnsupportedFunctionError,
-                            user_location)
+from flowjit.errors import (TraceError, TracerConversionError, UnsupportedInputError,
+                            UnsupportedOperatorError, user_location)
 
 _local = threading.local()
 
@@ -134,10 +134,17 @@ def weak_constant(trace: TraceContext, scalar, others: list) -> "Tracer":
                          user_location()) from None
 
 
-def lift_operands(trace: TraceContext, operands: list) -> list:
-    """Python scalars become weakly-typed constants; arrays and numpy scalars keep their dtype."""
+def lift_operands(trace: TraceContext, operands: list, what: str | None = None) -> list:
+    """Python scalars become weakly-typed constants; arrays and numpy scalars keep their dtype.
+
+    ``what`` (the numpy spelling of the op) names the op when an operand cannot be traced."""
+    from flowjit.frontend.inputs import operand_problem
     lifted = []
-    for item in operands:
+    for number, item in enumerate(operands, start=1):
+        if not isinstance(item, Tracer):
+            problem = operand_problem(item)
+            if problem is not None:
+                raise UnsupportedInputError(f"{what or 'an op'}: operand {number} {problem}", user_location())
         if isinstance(item, Tracer):
             lifted.append(item)
         elif isinstance(item, (bool, int, float)) and not isinstance(item, np.generic):
@@ -152,6 +159,14 @@ def lift_operands(trace: TraceContext, operands: list) -> list:
                 raise type(error)(error.message, user_location()) from None
             lifted.append(trace.constant(array))
     return lifted
+
+
+def _value_error(tracer: "Tracer", what: str) -> TracerConversionError:
+    """For conversions to Python values (int(), .item(), .tolist()): not control flow."""
+    return TracerConversionError(
+        f"{what} of a traced value ({tracer._value.type}) needs its value, which is not known while "
+        f"tracing: inside a jitted function arrays stay abstract. Keep it an array (x[i] for one element, "
+        f"x.astype(dtype) for another dtype), or return it and call {what} on the result.", user_location())
 
 
 def _conversion_error(tracer: "Tracer", what: str) -> TracerConversionError:
@@ -185,7 +200,8 @@ class Tracer:
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TraceError("len() of a 0-d traced array", user_location())
+            raise UnsupportedOperatorError(f"len() of a 0-d traced array ({self._value.type}): it has no "
+                                           f"length, as for numpy; use x.size or x.shape", user_location())
         return self.shape[0]
 
     def __iter__(self):
@@ -197,16 +213,20 @@ class Tracer:
         raise _conversion_error(self, "the truth value (bool(), if, while, and/or)")
 
     def __int__(self):
-        raise _conversion_error(self, "int()")
+        raise _value_error(self, "int()")
 
     def __float__(self):
-        raise _conversion_error(self, "float()")
+        raise _value_error(self, "float()")
 
     def __index__(self):
-        raise _conversion_error(self, "use as an index")
+        raise TracerConversionError(
+            f"use of a traced value ({self._value.type}) as a Python integer (an index into a list, "
+            f"range(), a shape) needs its value, which is not known while tracing. Index arrays with "
+            f"Python ints and slices, or mark the argument static with static_argnums / static_argnames.",
+            user_location())
 
     def __complex__(self):
-        raise _conversion_error(self, "complex()")
+        raise _value_error(self, "complex()")
 
     def __array__(self, dtype=None, copy=None):
         raise TracerConversionError(
@@ -215,10 +235,15 @@ class Tracer:
             f"abstract. Keep it as an array expression, or mark the argument static.", user_location())
 
     def tolist(self):
-        raise _conversion_error(self, "tolist()")
+        raise _value_error(self, ".tolist()")
 
     def item(self, *args):
-        raise _conversion_error(self, "item()")
+        raise _value_error(self, ".item()")
+
+    def __getattr__(self, name):
+        # Only reached when no Tracer attribute or installed ndarray method has this name.
+        from flowjit.frontend.unsupported import attribute_error
+        raise attribute_error(self, name)
 
     def __setitem__(self, key, value):
         raise TraceError("traced arrays are immutable: instead of x[i] = v, build the result with "
@@ -233,10 +258,8 @@ class Tracer:
         from flowjit.frontend import numpy_api
         handler = numpy_api.FUNCTIONS.get(func)
         if handler is None:
-            name = f"{func.__module__.replace('numpy._core', 'numpy')}.{func.__name__}"
-            raise UnsupportedFunctionError(
-                f"{name} is not supported by flowjit (supported numpy functions: "
-                f"{', '.join(sorted(numpy_api.supported_function_names()))})", user_location())
+            from flowjit.frontend.unsupported import function_error
+            raise function_error(func)
         return handler(*args, **kwargs)
 
 
@@ -264,6 +287,22 @@ def _install_operators():
     Tracer.__pos__ = lambda self: self
     Tracer.__abs__ = lambda self: np.absolute(self)
     Tracer.__invert__ = lambda self: np.invert(self)
+    # divmod(x, y) on an ndarray is np.divmod: numpy's floor division and remainder, together.
+    Tracer.__divmod__ = lambda self, other: (np.floor_divide(self, other), np.remainder(self, other))
+    Tracer.__rdivmod__ = lambda self, other: (np.floor_divide(other, self), np.remainder(other, self))
+    Tracer.__round__ = lambda self, ndigits=None: np.round(self, 0 if ndigits is None else ndigits)
+    for name, (symbol, ufunc) in {"lshift": ("<<", "left_shift"), "rshift": (">>", "right_shift")}.items():
+        def shift(self, other, symbol=symbol, ufunc=ufunc):
+            raise UnsupportedOperatorError(unsupported_shift(symbol, ufunc, self, other), user_location())
+        setattr(Tracer, f"__{name}__", shift)
+        setattr(Tracer, f"__r{name}__", lambda self, other, shift=shift: shift(other, self))
+
+
+def unsupported_shift(symbol: str, ufunc: str, left, right) -> str:
+    from flowjit.frontend.unsupported import HINTS
+    types = " and ".join(str(item._value.type) if isinstance(item, Tracer) else type(item).__name__
+                         for item in (left, right))
+    return f"the bit shift {symbol} (np.{ufunc}) of {types} is not supported by flowjit; {HINTS[ufunc]}"
 
 
 _install_operators()
