@@ -290,7 +290,11 @@ def _install_operators():
     # divmod(x, y) on an ndarray is np.divmod: numpy's floor division and remainder, together.
     Tracer.__divmod__ = lambda self, other: (np.floor_divide(self, other), np.remainder(self, other))
     Tracer.__rdivmod__ = lambda self, other: (np.floor_divide(other, self), np.remainder(other, self))
-    Tracer.__round__ = lambda self, ndigits=None: np.round(self, 0 if ndigits is None else ndigits)
+
+    def no_round(self, ndigits=None):
+        raise UnsupportedOperatorError(f"round() of a traced array ({self._value.type}): numpy arrays do not "
+                                       f"support round() either; use np.round(x)", user_location())
+    Tracer.__round__ = no_round
     for name, (symbol, ufunc) in {"lshift": ("<<", "left_shift"), "rshift": (">>", "right_shift")}.items():
         def shift(self, other, symbol=symbol, ufunc=ufunc):
             raise UnsupportedOperatorError(unsupported_shift(symbol, ufunc, self, other), user_location())

@@ -86,6 +86,9 @@ CATALOGUE = [
      "shifts that stay in range, use x * 2**n", "L-rlshift"),
     ("len of 0-d", lambda x: len(x.sum()), (F64,), UnsupportedOperatorError, TypeError,  # L-len
      "len() of a 0-d traced array (f64[]): it has no length, as for numpy; use x.size or x.shape", "L-len"),
+    ("round()", lambda x: round(x), (F64,), UnsupportedOperatorError, TypeError,  # L-round
+     "round() of a traced array (f64[2,3]): numpy arrays do not support round() either; use np.round(x)",
+     "L-round"),
     # -- attributes and methods ------------------------------------------------------------------------
     ("unknown attribute", lambda x: x.foo, (F64,), UnsupportedAttributeError, AttributeError,  # L-foo
      "numpy arrays have no attribute 'foo' (the value is a traced f64[2,3] array)", "L-foo"),
