@@ -166,7 +166,7 @@ class Jitted:
         self._note_retrace(signature, array_paths)
         graph = Graph(_graph_name(self.fun))
         with tracing(graph) as context:
-            tracers = iter(Tracer(context, graph.add_input(_value_name(path), type))
+            tracers = iter(Tracer(context, graph.add_input(_value_name(path), type), origin=f"argument '{path}'")
                            for path, type in zip(array_paths, types))
             rebuilt = [next(tracers) if _is_array_leaf(leaf) else leaf for leaf in leaves]
             dynamic = pytree.unflatten(treedef, rebuilt)

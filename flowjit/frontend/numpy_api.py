@@ -131,7 +131,7 @@ def astype(x, dtype, copy=True, **kwargs):
     except TraceError as error:
         raise type(error)(error.message, user_location()) from None
     if x.dtype == dtype:
-        return x
+        return x._copy() if copy else x     # numpy's astype copies: x += ... on it must not reach x
     return trace.emit1(ops.cast, [x], {"dtype": dtype}, what="astype")
 
 
@@ -435,7 +435,7 @@ def _install_methods():
         self, shape[0] if len(shape) == 1 else shape, order=order)
     Tracer.T = property(lambda self: transpose(self))
     Tracer.mT = property(lambda self: swapaxes(self, -1, -2))
-    Tracer.copy = lambda self, order="C": self
+    Tracer.copy = lambda self, order="C": self._copy()
 
 
 _install_methods()

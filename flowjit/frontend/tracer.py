@@ -16,10 +16,11 @@ from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Value
 from flowjit.compiler.ir.ops.base import Op
 from flowjit.compiler.ir.types import TensorType, check_dtype
-from flowjit.errors import (TraceError, TracerConversionError, UnsupportedInputError,
+from flowjit.errors import (OpTypeError, ShapeError, TraceError, TracerConversionError, UnsupportedInputError,
                             UnsupportedOperatorError, user_location)
 
 _local = threading.local()
+_VIEW_OPS = (ops.slice, ops.reshape, ops.transpose, ops.broadcast_to)    # numpy returns views for these
 
 
 class TraceContext:
@@ -27,6 +28,7 @@ class TraceContext:
 
     def __init__(self, graph: Graph):
         self.graph = graph
+        self.viewed: set[Value] = set()      # values a view op reads: in-place writes to them are refused
 
     def emit(self, op: Op, inputs: list, attrs: dict | None = None, *, what: str | None = None) -> list["Tracer"]:
         """Add a node applying ``op``; errors name ``what`` (the numpy spelling) and the user's line."""
@@ -37,6 +39,8 @@ class TraceContext:
         except TraceError as error:
             operands = ", ".join(str(value.type) for value in values)
             raise type(error)(f"{what or op.name}({operands}): {error.message}", location) from None
+        if op in _VIEW_OPS:
+            self.viewed.update(values)
         return [Tracer(self, value) for value in node.outputs]
 
     def emit1(self, op: Op, inputs: list, attrs: dict | None = None, *, what: str | None = None) -> "Tracer":
@@ -179,13 +183,18 @@ def _conversion_error(tracer: "Tracer", what: str) -> TracerConversionError:
 class Tracer:
     """A traced array: has a static shape and dtype, and records what is done to it."""
 
-    __slots__ = ("_trace", "_value")
+    __slots__ = ("_trace", "_value", "_origin")
     __array_priority__ = 1000
     __hash__ = object.__hash__
 
-    def __init__(self, trace: TraceContext, value: Value):
+    def __init__(self, trace: TraceContext, value: Value, origin: str | None = None):
         self._trace = trace
         self._value = value
+        self._origin = origin       # "argument 'x'" (numpy would write into the caller's array), "copy"
+
+    def _copy(self) -> "Tracer":
+        """A new array with this one's value (x.copy(), astype to the same dtype): writable in place."""
+        return Tracer(self._trace, self._value, origin="copy")
 
     # -- static facts --------------------------------------------------------------------
     shape = property(lambda self: self._value.shape)
@@ -302,6 +311,52 @@ def _install_operators():
         setattr(Tracer, f"__r{name}__", lambda self, other, shift=shift: shift(other, self))
 
 
+_INPLACE = {"iadd": "+", "isub": "-", "imul": "*", "itruediv": "/", "ifloordiv": "//", "imod": "%", "ipow": "**",
+            "imatmul": "@", "iand": "&", "ior": "|", "ixor": "^"}
+
+
+def _install_inplace_operators():
+    """numpy's ``x += y`` writes the result into x: it keeps x's shape and dtype (cast by the
+    same_kind rule) and every name bound to x sees it.  flowjit does that by rebinding this Tracer
+    object.  What numpy would write elsewhere (into an argument, through or under a view) is refused."""
+    for name, symbol in _INPLACE.items():
+        binary = getattr(Tracer, f"__{name[1:]}__")
+
+        def inplace(self, other, binary=binary, symbol=symbol):
+            location = user_location()
+            where = f"x {symbol}= y on {self._value.type}"
+            problem = _inplace_write_problem(self)
+            if problem is not None:
+                raise UnsupportedOperatorError(f"{where}: numpy would write the result {problem}; flowjit "
+                                               f"never writes into arrays: write x = x {symbol} y", location)
+            result = binary(self, other)
+            if result.shape != self.shape:
+                raise ShapeError(f"{where}: the result {result._value.type} does not fit into x (numpy writes "
+                                 f"the result into x, so it must keep x's shape); write x = x {symbol} y",
+                                 location)
+            if result.dtype != self.dtype:
+                if not np.can_cast(result.dtype, self.dtype, "same_kind"):
+                    raise OpTypeError(f"{where}: the result's dtype {result.dtype} cannot be cast to x's dtype "
+                                      f"{self.dtype} by numpy's same_kind rule for in-place operators; write "
+                                      f"x = x {symbol} y for a {result.dtype} result", location)
+                result = result.astype(self.dtype)
+            self._value = result._value
+            return self
+        setattr(Tracer, f"__{name}__", inplace)
+
+
+def _inplace_write_problem(tracer: Tracer) -> str | None:
+    """Where numpy's in-place write would land that flowjit cannot follow, or None."""
+    if tracer._origin is not None and tracer._origin != "copy":
+        return f"into the caller's array ({tracer._origin})"
+    producer = tracer._value.producer
+    if tracer._origin != "copy" and producer is not None and producer.op in _VIEW_OPS:
+        return f"through a view ({producer.op.name}) into the array it views"
+    if tracer._value in tracer._trace.viewed:
+        return "into an array that views of it (slices, reshapes, transposes) would see too"
+    return None
+
+
 def unsupported_shift(symbol: str, ufunc: str, left, right) -> str:
     from flowjit.frontend.unsupported import HINTS
     types = " and ".join(str(item._value.type) if isinstance(item, Tracer) else type(item).__name__
@@ -310,3 +365,4 @@ def unsupported_shift(symbol: str, ufunc: str, left, right) -> str:
 
 
 _install_operators()
+_install_inplace_operators()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import flowjit
-from flowjit.errors import (ArgumentError, FlowjitError, OpTypeError, TracerConversionError,
+from flowjit.errors import (ArgumentError, FlowjitError, OpTypeError, ShapeError, TracerConversionError,
                             UnsupportedAttributeError, UnsupportedDTypeError, UnsupportedFunctionError,
                             UnsupportedInputError, UnsupportedOperatorError)
 
@@ -36,6 +36,39 @@ F64 = np.arange(6.0).reshape(2, 3)
 I64 = np.arange(6).reshape(2, 3)
 VALUE = ("needs its value, which is not known while tracing: inside a jitted function arrays stay abstract. "
          "Keep it an array (x[i] for one element, x.astype(dtype) for another dtype), or return it and call")
+
+
+
+def add_into_argument(x):
+    x += 1  # L-iarg
+    return x
+
+
+def add_float_into_int(x):
+    y = x * 2
+    y += 1.5  # L-icast
+    return y
+
+
+def add_bigger_into(x):
+    y = x * 2
+    y += np.ones((3, 2))  # L-ishape
+    return y
+
+
+def add_through_view(x):
+    y = x * 2
+    row = y[0]
+    row += 1  # L-iview
+    return y
+
+
+def add_under_view(x):
+    y = x * 2
+    column = y.T
+    y *= 3  # L-iviewed
+    return column
+
 
 # (name, function, arguments, error class, builtin it also is, message, where: "call" or a line marker)
 CATALOGUE = [
@@ -89,6 +122,21 @@ CATALOGUE = [
     ("round()", lambda x: round(x), (F64,), UnsupportedOperatorError, TypeError,  # L-round
      "round() of a traced array (f64[2,3]): numpy arrays do not support round() either; use np.round(x)",
      "L-round"),
+    ("x += 1 on an argument", add_into_argument, (F64,), UnsupportedOperatorError, TypeError,
+     "x += y on f64[2,3]: numpy would write the result into the caller's array (argument 'x'); flowjit never "
+     "writes into arrays: write x = x + y", "L-iarg"),
+    ("int += float", add_float_into_int, (I64,), OpTypeError, TypeError,
+     "x += y on i64[2,3]: the result's dtype float64 cannot be cast to x's dtype int64 by numpy's same_kind "
+     "rule for in-place operators; write x = x + y for a float64 result", "L-icast"),
+    ("+= of a bigger shape", add_bigger_into, (np.ones(2),), ShapeError, ValueError,
+     "x += y on f64[2]: the result f64[3,2] does not fit into x (numpy writes the result into x, so it must "
+     "keep x's shape); write x = x + y", "L-ishape"),
+    ("+= through a view", add_through_view, (F64,), UnsupportedOperatorError, TypeError,
+     "x += y on f64[3]: numpy would write the result through a view (reshape) into the array it views; "
+     "flowjit never writes into arrays: write x = x + y", "L-iview"),
+    ("*= under a view", add_under_view, (F64,), UnsupportedOperatorError, TypeError,
+     "x *= y on f64[2,3]: numpy would write the result into an array that views of it (slices, reshapes, "
+     "transposes) would see too; flowjit never writes into arrays: write x = x * y", "L-iviewed"),
     # -- attributes and methods ------------------------------------------------------------------------
     ("unknown attribute", lambda x: x.foo, (F64,), UnsupportedAttributeError, AttributeError,  # L-foo
      "numpy arrays have no attribute 'foo' (the value is a traced f64[2,3] array)", "L-foo"),
