@@ -33,6 +33,8 @@ class TraceContext:
     def emit(self, op: Op, inputs: list, attrs: dict | None = None, *, what: str | None = None) -> list["Tracer"]:
         """Add a node applying ``op``; errors name ``what`` (the numpy spelling) and the user's line."""
         location = user_location()
+        if current_trace() is not self:
+            raise _escaped_error(location)
         values = [self.value_of(item) for item in inputs]
         try:
             node = self.graph.add_node(op, values, attrs or {}, loc=location, **placement_scope())
@@ -49,8 +51,7 @@ class TraceContext:
     def value_of(self, item) -> Value:
         if isinstance(item, Tracer):
             if item._trace is not self:
-                raise TraceError("a value traced by another flowjit function leaked into this one "
-                                 "(return it from that function instead of storing it)", user_location())
+                raise _escaped_error(user_location())
             return item._value
         return self.constant(item)._value
 
@@ -60,6 +61,12 @@ class TraceContext:
         check_dtype(array.dtype, "a constant")
         node = self.graph.add_node(ops.constant, [], {"value": array}, loc=user_location(), **placement_scope())
         return Tracer(self, node.output)
+
+
+def _escaped_error(location) -> TraceError:
+    return TraceError("a traced value escaped the jitted function that traced it (stored in a global, a list "
+                      "or an object) and was used after that function returned or inside another one: return "
+                      "it from that function instead of storing it", location)
 
 
 def placement_scope() -> dict:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import flowjit
-from flowjit.errors import (ArgumentError, FlowjitError, OpTypeError, ShapeError, TracerConversionError,
+from flowjit.errors import (ArgumentError, FlowjitError, OpTypeError, ShapeError, TraceError, TracerConversionError,
                             UnsupportedAttributeError, UnsupportedDTypeError, UnsupportedFunctionError,
                             UnsupportedInputError, UnsupportedOperatorError)
 
@@ -37,6 +37,8 @@ I64 = np.arange(6).reshape(2, 3)
 VALUE = ("needs its value, which is not known while tracing: inside a jitted function arrays stay abstract. "
          "Keep it an array (x[i] for one element, x.astype(dtype) for another dtype), or return it and call")
 
+ESCAPED = []         # a traced value a function stored instead of returning
+flowjit.jit(lambda x: ESCAPED.append(x) or x * 2)(np.ones(2))
 
 
 def add_into_argument(x):
@@ -137,6 +139,14 @@ CATALOGUE = [
     ("*= under a view", add_under_view, (F64,), UnsupportedOperatorError, TypeError,
      "x *= y on f64[2,3]: numpy would write the result into an array that views of it (slices, reshapes, "
      "transposes) would see too; flowjit never writes into arrays: write x = x * y", "L-iviewed"),
+    ("escaped traced value, left", lambda y: ESCAPED[0] + y, (np.ones(2),), TraceError, Exception,  # L-esc1
+     "a traced value escaped the jitted function that traced it (stored in a global, a list or an object) and "
+     "was used after that function returned or inside another one: return it from that function instead of "
+     "storing it", "L-esc1"),
+    ("escaped traced value, right", lambda y: y * ESCAPED[0], (np.ones(2),), TraceError, Exception,  # L-esc2
+     "a traced value escaped the jitted function that traced it (stored in a global, a list or an object) and "
+     "was used after that function returned or inside another one: return it from that function instead of "
+     "storing it", "L-esc2"),
     # -- attributes and methods ------------------------------------------------------------------------
     ("unknown attribute", lambda x: x.foo, (F64,), UnsupportedAttributeError, AttributeError,  # L-foo
      "numpy arrays have no attribute 'foo' (the value is a traced f64[2,3] array)", "L-foo"),

@@ -100,6 +100,16 @@ def test_in_place_operators_follow_numpy(function):
     np.testing.assert_array_equal(x, np.arange(6.0).reshape(3, 2))      # the argument is never written
 
 
+def test_a_traced_value_used_after_its_function_returned():
+    kept = []
+    flowjit.jit(lambda x: kept.append(x) or x + 1)(np.ones(2))
+    for use in (lambda t: t + 1, lambda t: np.exp(t), lambda t: t.sum(), lambda t: t[0]):  # E-escaped
+        with pytest.raises(flowjit.TraceError) as info:
+            use(kept[0])
+        assert info.value.message.startswith("a traced value escaped the jitted function that traced it")
+        assert info.value.location.line == line_of("E-escaped")
+
+
 def test_memmap_is_traced_as_its_data(tmp_path):
     array = np.memmap(tmp_path / "data", dtype=np.float32, mode="w+", shape=(5,))
     array[:] = np.arange(5)
