@@ -71,8 +71,9 @@ def _traceback_files(error: BaseException) -> list[tuple[str, int]]:
 
 def raised_inside_flowjit(error: BaseException) -> bool:
     """Whether the innermost frame of ``error`` that is not library code (numpy, the standard
-    library, installed packages) is flowjit's: then flowjit, not the user's code, raised it."""
-    for filename, _ in _traceback_files(error):
+    library, installed packages) is flowjit's: then flowjit, not the user's code, raised it.  The
+    outermost frame, the one that caught it, is not counted."""
+    for filename, _ in _traceback_files(error)[:-1]:
         if filename.startswith(_FLOWJIT_DIR):
             return True
         if not filename.startswith(_LIBRARY_PREFIXES) and not filename.startswith("<frozen"):
