@@ -7,10 +7,12 @@ prepare_threads()           # first thing: before anything imported later loads 
 from flowjit import errors  # noqa: E402
 from flowjit.compiler import ir  # noqa: E402
 from flowjit.config import CompileOptions  # noqa: E402
-from flowjit.errors import (ArgumentError, CheckpointError, FlowjitError, OpTypeError, ShapeError, TraceError,
-                            TracerConversionError, UnsupportedDTypeError, UnsupportedFunctionError)
+from flowjit.errors import (ArgumentError, CheckpointError, FlowjitError, InternalError, OpTypeError, ShapeError,
+                            TraceError, TracerConversionError, UnsupportedAttributeError, UnsupportedDTypeError,
+                            UnsupportedFunctionError, UnsupportedInputError, UnsupportedOperatorError)
 from flowjit.frontend.jit import Jitted, ShapeDtype, jit
 from flowjit.frontend.tracer import colocate_with, device
+from flowjit.frontend.unsupported import supported_functions
 from flowjit.devices import Device, DeviceSet, current_devices, set_devices
 from flowjit.runtime.interpreter import interpret
 from flowjit.runtime.checkpoint import Checkpoint, CheckpointPolicy
@@ -25,5 +27,6 @@ def stats() -> dict:
 
 __all__ = ["stats", "jit", "device", "colocate_with", "Device", "DeviceSet", "set_devices", "current_devices", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",
            "TraceError", "ShapeError", "TracerConversionError", "UnsupportedFunctionError",
-           "ArgumentError", "OpTypeError", "UnsupportedDTypeError", "Checkpoint", "CheckpointPolicy",
-           "CheckpointError"]
+           "ArgumentError", "OpTypeError", "UnsupportedDTypeError", "UnsupportedAttributeError",
+           "UnsupportedOperatorError", "UnsupportedInputError", "InternalError", "supported_functions",
+           "Checkpoint", "CheckpointPolicy", "CheckpointError"]

@@ -56,16 +56,28 @@ def parse_arguments(function, specs: list[str], statics: list[str]):
         if name is None:
             positional.append(value)
         else:
+            _check_parameter(function, name, f"--arg {spec}")
             keywords[name] = value
     for spec in statics:
         name, sep, literal = spec.partition("=")
         if not sep:
             raise CliError(f"--static {spec}: expected NAME=VALUE")
+        _check_parameter(function, name, f"--static {spec}")
         try:
             keywords[name] = ast.literal_eval(literal)
         except (ValueError, SyntaxError):
             raise CliError(f"--static {spec}: {literal!r} is not a Python literal") from None
     return positional, keywords
+
+
+def _check_parameter(function, name: str, given: str) -> None:
+    """A named argument must name one of the function's parameters (unless it takes **kwargs)."""
+    import inspect
+    parameters = inspect.signature(function).parameters
+    if name not in parameters and not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        function_name = getattr(function, "__name__", "the function")
+        raise CliError(f"{given}: {function_name} has no parameter '{name}' (its parameters: "
+                       f"{', '.join(parameters) or 'none'})")
 
 
 def _jitted(function, statics, options):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +17,9 @@ import numpy as np
 _FLOWJIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 _SKIPPED_PREFIXES = (_FLOWJIT_DIR, _NUMPY_DIR)
+# Code that is neither flowjit's nor the user's: the standard library and installed packages.
+_LIBRARY_PREFIXES = tuple(sorted({os.path.abspath(sysconfig.get_paths()[key]) + os.sep
+                                  for key in ("stdlib", "platstdlib", "purelib", "platlib")})) + (_NUMPY_DIR,)
 
 
 class FlowjitError(Exception):
@@ -55,6 +59,36 @@ def user_location(extra_skip: int = 0) -> Location | None:
     return None
 
 
+def _traceback_files(error: BaseException) -> list[tuple[str, int]]:
+    """(file, line) of each frame the error passed through, innermost first."""
+    frames = []
+    traceback = error.__traceback__
+    while traceback is not None:
+        frames.append((traceback.tb_frame.f_code.co_filename, traceback.tb_lineno))
+        traceback = traceback.tb_next
+    return frames[::-1]
+
+
+def raised_inside_flowjit(error: BaseException) -> bool:
+    """Whether the innermost frame of ``error`` that is not library code (numpy, the standard
+    library, installed packages) is flowjit's: then flowjit, not the user's code, raised it.  The
+    outermost frame, the one that caught it, is not counted."""
+    for filename, _ in _traceback_files(error)[:-1]:
+        if filename.startswith(_FLOWJIT_DIR):
+            return True
+        if not filename.startswith(_LIBRARY_PREFIXES) and not filename.startswith("<frozen"):
+            return False
+    return False
+
+
+def innermost_user_location(error: BaseException) -> Location | None:
+    """The user's line that ``error`` passed through last (the line that called into flowjit)."""
+    for filename, line in _traceback_files(error):
+        if not filename.startswith(_SKIPPED_PREFIXES + _LIBRARY_PREFIXES) and not filename.startswith("<frozen"):
+            return Location(filename, line)
+    return user_location(1)
+
+
 class TraceError(FlowjitError):
     """An error found while tracing a user's function, at the user's file:line."""
 
@@ -87,6 +121,50 @@ class OpTypeError(TraceError, TypeError):
 
 class UnsupportedDTypeError(TraceError, TypeError):
     """A dtype flowjit does not compile (object, str, complex, ...)."""
+
+
+class UnsupportedAttributeError(TraceError, AttributeError):
+    """An ndarray attribute or method flowjit does not trace (``x.cumsum``), or no such attribute."""
+
+
+class UnsupportedOperatorError(TraceError, TypeError):
+    """A Python operator or builtin flowjit does not trace on arrays (``x << 1``)."""
+
+
+class UnsupportedInputError(TraceError, TypeError):
+    """A value that cannot enter a trace: an ndarray subclass with semantics of its own
+    (``np.matrix``, ``np.ma.MaskedArray``), or a Python object that is neither array nor number."""
+
+
+class InternalError(TraceError):
+    """An error raised inside flowjit (or a library it drives) that no check above caught: a bug in
+    flowjit, reported with the user's file:line instead of a bare library traceback.  The raised
+    object also subclasses the original builtin class (``except TypeError`` still catches it)."""
+
+    _classes: dict = {}
+
+    def __str__(self) -> str:          # OSError and friends would print their errno fields
+        return f"{self.location}: {self.message}" if self.location is not None else self.message
+
+    @classmethod
+    def wrapping(cls, error: BaseException, doing: str, location: "Location | None") -> "InternalError":
+        """``error`` (raised while ``doing``) as an InternalError, keeping its builtin class."""
+        base = type(error)
+        while base.__module__ != "builtins":
+            base = base.__base__
+        wrapper = cls if base is Exception else cls._classes.get(base)
+        if wrapper is None:
+            wrapper = cls._classes[base] = type(f"Internal{base.__name__}", (cls, base), {"__module__": __name__})
+        origin = type(error).__module__.split(".")[0]
+        kind = type(error).__name__ if origin == "builtins" else f"{origin} {type(error).__name__}"
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        first_line = ": ".join(lines[:2]) if lines[:1] and lines[0].startswith("Failed in") else \
+            (lines[0] if lines else "")
+        if isinstance(error, OSError):
+            return wrapper(f"{doing} failed on a file operation ({kind}: {first_line}); check the path "
+                           f"and its permissions (FLOWJIT_CACHE_DIR for the kernel cache)", location)
+        return wrapper(f"{doing} failed inside flowjit ({kind}: {first_line}); this is a bug in flowjit, "
+                       f"please report it with this message", location)
 
 
 class CheckpointError(FlowjitError):

@@ -15,8 +15,10 @@ import numpy as np
 from flowjit.compiler.ir.graph import Graph
 from flowjit.compiler.ir.types import TensorType, check_dtype, dtype_from_short_name
 from flowjit.config import CompileOptions, options_from_env
-from flowjit.errors import ArgumentError, TraceError, user_location
+from flowjit.errors import (ArgumentError, FlowjitError, InternalError, TraceError, innermost_user_location,
+                            raised_inside_flowjit, user_location)
 from flowjit.frontend import numpy_api, pytree  # noqa: F401  (numpy_api installs Tracer methods)
+from flowjit.frontend.inputs import check_argument_array
 from flowjit.frontend.tracer import Tracer, current_trace, tracing
 
 logger = logging.getLogger("flowjit.recompiles")
@@ -77,11 +79,13 @@ class Jitted:
         names = set(static_argnames)
         for number in static_argnums:
             if not -len(parameters) <= number < len(parameters):
-                raise ValueError(f"static_argnums {number} is out of range for {_graph_name(fun)}{self.signature}")
+                raise ArgumentError(f"static_argnums {number} is out of range for {_graph_name(fun)}{self.signature}",
+                                    user_location())
             names.add(parameters[number])
         for name in static_argnames:
             if name not in self.signature.parameters:
-                raise ValueError(f"static_argnames '{name}' is not a parameter of {_graph_name(fun)}{self.signature}")
+                raise ArgumentError(f"static_argnames '{name}' is not a parameter of {_graph_name(fun)}"
+                                    f"{self.signature}", user_location())
         self.static_names = frozenset(names)
         from flowjit.compiler.costmodel import CostModel
         self.costs = CostModel()           # measured by profile(); used by later placements
@@ -107,7 +111,8 @@ class Jitted:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as error:
-            raise ArgumentError(f"{_graph_name(self.fun)}{self.signature}: {error}", user_location()) from None
+            raise ArgumentError(f"{_graph_name(self.fun)}{self.signature}: {_binding_problem(self.signature, kwargs, error)}",
+                                user_location()) from None
         bound.apply_defaults()
         dynamic, static = {}, []
         for name, value in bound.arguments.items():
@@ -139,6 +144,7 @@ class Jitted:
                 static_leaves.append((type(leaf), leaf))
         types = []
         for array, path in zip(arrays, array_paths):
+            check_argument_array(array, path)
             try:
                 dtype = check_dtype(array.dtype, f"argument '{path}'")
             except TraceError as error:
@@ -160,7 +166,7 @@ class Jitted:
         self._note_retrace(signature, array_paths)
         graph = Graph(_graph_name(self.fun))
         with tracing(graph) as context:
-            tracers = iter(Tracer(context, graph.add_input(_value_name(path), type))
+            tracers = iter(Tracer(context, graph.add_input(_value_name(path), type), origin=f"argument '{path}'")
                            for path, type in zip(array_paths, types))
             rebuilt = [next(tracers) if _is_array_leaf(leaf) else leaf for leaf in leaves]
             dynamic = pytree.unflatten(treedef, rebuilt)
@@ -168,7 +174,13 @@ class Jitted:
             for name, value in signature[2]:
                 call_args[name] = value
             bound.arguments.update(call_args)
-            result = self.fun(*bound.args, **bound.kwargs)
+            try:
+                result = self.fun(*bound.args, **bound.kwargs)
+            except Exception as error:
+                if isinstance(error, (FlowjitError, MemoryError)) or not raised_inside_flowjit(error):
+                    raise                           # flowjit's own errors, and the user's own code's
+                raise InternalError.wrapping(error, f"tracing {_graph_name(self.fun)}",
+                                             innermost_user_location(error)) from error
             out_leaves, _, out_tree = pytree.flatten(result)
             recorded = []
             for leaf in out_leaves:
@@ -252,13 +264,59 @@ class Jitted:
                                     user_location())
         executable = self._executables.get(program.signature)
         if executable is None:
-            from flowjit.compiler.lowered import Lowered
-            executable = Lowered(program, self.options, self.costs).compile()
+            executable = self._compile(program)
             self._executables[program.signature] = executable
+        try:
+            outputs = executable(*arrays)       # the first call of an executable compiles its kernels
+        except Exception as error:
+            # Kernels raise numpy's own errors (ValueError for negative integer powers): those pass.
+            if not _is_toolchain_error(error):
+                raise
+            self._executables.pop(program.signature, None)      # nothing half-compiled is kept
+            raise InternalError.wrapping(error, f"compiling {_graph_name(self.fun)}", user_location()) from error
         if key is not None and len(key) == len(arrays):
             single = program.out_tree.kind == "leaf" and program.out_leaves[0][0] == "graph"
             self._fast[key] = (executable, program, single)
-        return _results(program, executable(*arrays))
+        return _results(program, outputs)
+
+    def _compile(self, program: TracedProgram):
+        """The executable of one trace; a soft-placement fallback is reported once, here."""
+        from flowjit.compiler.lowered import Lowered
+        lowered = Lowered(program, self.options, self.costs)
+        try:
+            executable = lowered.compile()
+            notes = lowered.placement_notes() if self.options.soft_placement and \
+                self.options.backend == "kernels" else []
+        except Exception as error:
+            if isinstance(error, (FlowjitError, MemoryError)):
+                raise
+            raise InternalError.wrapping(error, f"compiling {_graph_name(self.fun)}", user_location(1)) from error
+        if notes:
+            warnings.warn(f"flowjit: {_graph_name(self.fun)}: " + "; ".join(notes), PlacementFallbackWarning,
+                          stacklevel=3)
+        return executable
+
+
+def _is_toolchain_error(error: BaseException) -> bool:
+    """Numba's and LLVM's errors, and the file system's (the kernel cache): never the user's."""
+    return type(error).__module__.split(".")[0] in ("numba", "llvmlite") or isinstance(error, OSError)
+
+
+class PlacementFallbackWarning(UserWarning):
+    """Soft placement could not meet a device request and put the node elsewhere."""
+
+
+def _binding_problem(signature: inspect.Signature, kwargs: dict, error: TypeError) -> str:
+    """Python's binding error, but an unknown keyword is named before a missing parameter."""
+    parameters = signature.parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        unknown = [name for name in kwargs if name not in parameters or
+                   parameters[name].kind is inspect.Parameter.POSITIONAL_ONLY]
+        if unknown:
+            names = ", ".join(f"'{name}'" for name in unknown)
+            return (f"no parameter named {names} (the parameters are: "
+                    f"{', '.join(parameters) or 'none'})")
+    return str(error)
 
 
 def explain_retrace(old: tuple, new: tuple, paths: list[str]) -> str:

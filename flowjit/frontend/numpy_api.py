@@ -7,6 +7,7 @@ axis normalisation, keepdims).  Anything missing raises an error naming it.
 from __future__ import annotations
 
 import builtins
+import operator
 import sys
 
 import numpy as np
@@ -15,7 +16,8 @@ from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.ops.base import normalize_axis
 from flowjit.compiler.ir.ops.shape import slice_length
 from flowjit.compiler.ir.types import check_dtype
-from flowjit.errors import ShapeError, TraceError, UnsupportedFunctionError, user_location
+from flowjit.errors import (OpTypeError, ShapeError, TraceError, TracerConversionError, UnsupportedFunctionError,
+                            user_location)
 from flowjit.frontend.tracer import Tracer, TraceContext, current_trace, lift_operands
 
 UFUNCS = {
@@ -73,11 +75,11 @@ def apply_ufunc(trace: TraceContext, ufunc, method: str, inputs: tuple, kwargs: 
                                                     keepdims=kwargs.get("keepdims", False))
     op = UFUNCS.get(ufunc) or _scipy_op(ufunc)
     if op is None or method != "__call__":
-        spelled = name if method == "__call__" else f"{name}.{method}"
-        raise UnsupportedFunctionError(f"{spelled} is not supported by flowjit", user_location())
+        from flowjit.frontend.unsupported import ufunc_error
+        raise ufunc_error(ufunc, method)
     dtype = kwargs.pop("dtype", None)
     _reject_kwargs(name, kwargs)
-    result = trace.emit1(op, lift_operands(trace, list(inputs)), what=name)
+    result = trace.emit1(op, lift_operands(trace, list(inputs), name), what=name)
     return astype(result, dtype) if dtype is not None else result
 
 
@@ -96,12 +98,24 @@ def _as_tracer(trace: TraceContext, item) -> Tracer:
     return item if isinstance(item, Tracer) else lift_operands(trace, [item])[0]
 
 
+def _static_ints(value, what: str, role: str) -> tuple[int, ...]:
+    """A shape, axis or permutation: an int or a sequence of ints, known while tracing."""
+    items = (value,) if isinstance(value, (int, np.integer)) else value
+    try:
+        return tuple(operator.index(item) for item in items)
+    except TracerConversionError:
+        raise
+    except TypeError:
+        raise OpTypeError(f"{what}: {role} {value!r} is not an integer or a sequence of integers",
+                          user_location()) from None
+
+
 def _axes(axis, rank: int, what: str) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(rank))
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = _static_ints(axis, what, "axis")
     try:
-        normalized = [normalize_axis(int(a), rank) for a in axes]
+        normalized = [normalize_axis(a, rank) for a in axes]
     except ShapeError as error:
         raise ShapeError(f"{what}: {error.message}", user_location()) from None
     if len(set(normalized)) != len(normalized):
@@ -117,7 +131,7 @@ def astype(x, dtype, copy=True, **kwargs):
     except TraceError as error:
         raise type(error)(error.message, user_location()) from None
     if x.dtype == dtype:
-        return x
+        return x._copy() if copy else x     # numpy's astype copies: x += ... on it must not reach x
     return trace.emit1(ops.cast, [x], {"dtype": dtype}, what="astype")
 
 
@@ -180,7 +194,7 @@ def reshape(a, shape=None, *args, order="C", newshape=None, copy=None):
         raise UnsupportedFunctionError("reshape: only order='C' is supported", user_location())
     trace = _trace_of(a)
     a = _as_tracer(trace, a)
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    shape = _static_ints(shape, "reshape", "shape")
     if shape.count(-1) > 1:
         raise ShapeError(f"reshape of {a._value.type} to {list(shape)}: only one dimension can be -1",
                          user_location())
@@ -203,7 +217,7 @@ def transpose(a, axes=None, *more):
     if axes is None:
         perm = tuple(reversed(range(a.ndim)))
     else:
-        perm = tuple(normalize_axis(int(axis), a.ndim) for axis in axes)
+        perm = tuple(normalize_axis(axis, a.ndim) for axis in _static_ints(axes, "transpose", "axes"))
     if perm == tuple(range(a.ndim)):
         return a
     return trace.emit1(ops.transpose, [a], {"perm": perm}, what="transpose")
@@ -243,7 +257,7 @@ def ravel(a, order="C"):
 def broadcast_to(array, shape, subok=False):
     trace = _trace_of(array)
     array = _as_tracer(trace, array)
-    shape = (shape,) if isinstance(shape, int) else tuple(int(d) for d in shape)
+    shape = _static_ints(shape, "np.broadcast_to", "shape")
     if shape == array.shape:
         return array
     return trace.emit1(ops.broadcast_to, [array], {"shape": shape}, what="np.broadcast_to")
@@ -283,7 +297,7 @@ def where(condition, x=None, y=None):
         raise UnsupportedFunctionError("np.where(condition) with one argument has a data-dependent shape; "
                                        "use np.where(condition, x, y)", user_location())
     trace = _trace_of(condition, x, y)
-    return trace.emit1(ops.where, lift_operands(trace, [condition, x, y]), what="np.where")
+    return trace.emit1(ops.where, lift_operands(trace, [condition, x, y], "np.where"), what="np.where")
 
 
 def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
@@ -356,10 +370,6 @@ FUNCTIONS = {
 }
 
 
-def supported_function_names() -> list[str]:
-    return sorted({f.__name__ for f in FUNCTIONS} | {u.__name__ for u in UFUNCS} | {"matmul"})
-
-
 # -- indexing ----------------------------------------------------------------------------------------
 def getitem(x: Tracer, key):
     """Basic indexing: integers, slices, None and Ellipsis (no arrays: no data-dependent shapes)."""
@@ -425,7 +435,7 @@ def _install_methods():
         self, shape[0] if len(shape) == 1 else shape, order=order)
     Tracer.T = property(lambda self: transpose(self))
     Tracer.mT = property(lambda self: swapaxes(self, -1, -2))
-    Tracer.copy = lambda self, order="C": self
+    Tracer.copy = lambda self, order="C": self._copy()
 
 
 _install_methods()

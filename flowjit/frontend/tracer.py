@@ -16,10 +16,11 @@ from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Value
 from flowjit.compiler.ir.ops.base import Op
 from flowjit.compiler.ir.types import TensorType, check_dtype
-from flowjit.errors import (TraceError, TracerConversionError, UnsupportedFunctionError,
-                            user_location)
+from flowjit.errors import (OpTypeError, ShapeError, TraceError, TracerConversionError, UnsupportedInputError,
+                            UnsupportedOperatorError, user_location)
 
 _local = threading.local()
+_VIEW_OPS = (ops.slice, ops.reshape, ops.transpose, ops.broadcast_to)    # numpy returns views for these
 
 
 class TraceContext:
@@ -27,16 +28,21 @@ class TraceContext:
 
     def __init__(self, graph: Graph):
         self.graph = graph
+        self.viewed: set[Value] = set()      # values a view op reads: in-place writes to them are refused
 
     def emit(self, op: Op, inputs: list, attrs: dict | None = None, *, what: str | None = None) -> list["Tracer"]:
         """Add a node applying ``op``; errors name ``what`` (the numpy spelling) and the user's line."""
         location = user_location()
+        if current_trace() is not self:
+            raise _escaped_error(location)
         values = [self.value_of(item) for item in inputs]
         try:
             node = self.graph.add_node(op, values, attrs or {}, loc=location, **placement_scope())
         except TraceError as error:
             operands = ", ".join(str(value.type) for value in values)
             raise type(error)(f"{what or op.name}({operands}): {error.message}", location) from None
+        if op in _VIEW_OPS:
+            self.viewed.update(values)
         return [Tracer(self, value) for value in node.outputs]
 
     def emit1(self, op: Op, inputs: list, attrs: dict | None = None, *, what: str | None = None) -> "Tracer":
@@ -45,8 +51,7 @@ class TraceContext:
     def value_of(self, item) -> Value:
         if isinstance(item, Tracer):
             if item._trace is not self:
-                raise TraceError("a value traced by another flowjit function leaked into this one "
-                                 "(return it from that function instead of storing it)", user_location())
+                raise _escaped_error(user_location())
             return item._value
         return self.constant(item)._value
 
@@ -56,6 +61,12 @@ class TraceContext:
         check_dtype(array.dtype, "a constant")
         node = self.graph.add_node(ops.constant, [], {"value": array}, loc=user_location(), **placement_scope())
         return Tracer(self, node.output)
+
+
+def _escaped_error(location) -> TraceError:
+    return TraceError("a traced value escaped the jitted function that traced it (stored in a global, a list "
+                      "or an object) and was used after that function returned or inside another one: return "
+                      "it from that function instead of storing it", location)
 
 
 def placement_scope() -> dict:
@@ -134,10 +145,17 @@ def weak_constant(trace: TraceContext, scalar, others: list) -> "Tracer":
                          user_location()) from None
 
 
-def lift_operands(trace: TraceContext, operands: list) -> list:
-    """Python scalars become weakly-typed constants; arrays and numpy scalars keep their dtype."""
+def lift_operands(trace: TraceContext, operands: list, what: str | None = None) -> list:
+    """Python scalars become weakly-typed constants; arrays and numpy scalars keep their dtype.
+
+    ``what`` (the numpy spelling of the op) names the op when an operand cannot be traced."""
+    from flowjit.frontend.inputs import operand_problem
     lifted = []
-    for item in operands:
+    for number, item in enumerate(operands, start=1):
+        if not isinstance(item, Tracer):
+            problem = operand_problem(item)
+            if problem is not None:
+                raise UnsupportedInputError(f"{what or 'an op'}: operand {number} {problem}", user_location())
         if isinstance(item, Tracer):
             lifted.append(item)
         elif isinstance(item, (bool, int, float)) and not isinstance(item, np.generic):
@@ -154,6 +172,14 @@ def lift_operands(trace: TraceContext, operands: list) -> list:
     return lifted
 
 
+def _value_error(tracer: "Tracer", what: str) -> TracerConversionError:
+    """For conversions to Python values (int(), .item(), .tolist()): not control flow."""
+    return TracerConversionError(
+        f"{what} of a traced value ({tracer._value.type}) needs its value, which is not known while "
+        f"tracing: inside a jitted function arrays stay abstract. Keep it an array (x[i] for one element, "
+        f"x.astype(dtype) for another dtype), or return it and call {what} on the result.", user_location())
+
+
 def _conversion_error(tracer: "Tracer", what: str) -> TracerConversionError:
     return TracerConversionError(
         f"{what} of a traced value ({tracer._value.type}) is not known while tracing: Python control "
@@ -164,13 +190,18 @@ def _conversion_error(tracer: "Tracer", what: str) -> TracerConversionError:
 class Tracer:
     """A traced array: has a static shape and dtype, and records what is done to it."""
 
-    __slots__ = ("_trace", "_value")
+    __slots__ = ("_trace", "_value", "_origin")
     __array_priority__ = 1000
     __hash__ = object.__hash__
 
-    def __init__(self, trace: TraceContext, value: Value):
+    def __init__(self, trace: TraceContext, value: Value, origin: str | None = None):
         self._trace = trace
         self._value = value
+        self._origin = origin       # "argument 'x'" (numpy would write into the caller's array), "copy"
+
+    def _copy(self) -> "Tracer":
+        """A new array with this one's value (x.copy(), astype to the same dtype): writable in place."""
+        return Tracer(self._trace, self._value, origin="copy")
 
     # -- static facts --------------------------------------------------------------------
     shape = property(lambda self: self._value.shape)
@@ -185,7 +216,8 @@ class Tracer:
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TraceError("len() of a 0-d traced array", user_location())
+            raise UnsupportedOperatorError(f"len() of a 0-d traced array ({self._value.type}): it has no "
+                                           f"length, as for numpy; use x.size or x.shape", user_location())
         return self.shape[0]
 
     def __iter__(self):
@@ -197,16 +229,20 @@ class Tracer:
         raise _conversion_error(self, "the truth value (bool(), if, while, and/or)")
 
     def __int__(self):
-        raise _conversion_error(self, "int()")
+        raise _value_error(self, "int()")
 
     def __float__(self):
-        raise _conversion_error(self, "float()")
+        raise _value_error(self, "float()")
 
     def __index__(self):
-        raise _conversion_error(self, "use as an index")
+        raise TracerConversionError(
+            f"use of a traced value ({self._value.type}) as a Python integer (an index into a list, "
+            f"range(), a shape) needs its value, which is not known while tracing. Index arrays with "
+            f"Python ints and slices, or mark the argument static with static_argnums / static_argnames.",
+            user_location())
 
     def __complex__(self):
-        raise _conversion_error(self, "complex()")
+        raise _value_error(self, "complex()")
 
     def __array__(self, dtype=None, copy=None):
         raise TracerConversionError(
@@ -215,10 +251,15 @@ class Tracer:
             f"abstract. Keep it as an array expression, or mark the argument static.", user_location())
 
     def tolist(self):
-        raise _conversion_error(self, "tolist()")
+        raise _value_error(self, ".tolist()")
 
     def item(self, *args):
-        raise _conversion_error(self, "item()")
+        raise _value_error(self, ".item()")
+
+    def __getattr__(self, name):
+        # Only reached when no Tracer attribute or installed ndarray method has this name.
+        from flowjit.frontend.unsupported import attribute_error
+        raise attribute_error(self, name)
 
     def __setitem__(self, key, value):
         raise TraceError("traced arrays are immutable: instead of x[i] = v, build the result with "
@@ -233,10 +274,8 @@ class Tracer:
         from flowjit.frontend import numpy_api
         handler = numpy_api.FUNCTIONS.get(func)
         if handler is None:
-            name = f"{func.__module__.replace('numpy._core', 'numpy')}.{func.__name__}"
-            raise UnsupportedFunctionError(
-                f"{name} is not supported by flowjit (supported numpy functions: "
-                f"{', '.join(sorted(numpy_api.supported_function_names()))})", user_location())
+            from flowjit.frontend.unsupported import function_error
+            raise function_error(func)
         return handler(*args, **kwargs)
 
 
@@ -264,6 +303,73 @@ def _install_operators():
     Tracer.__pos__ = lambda self: self
     Tracer.__abs__ = lambda self: np.absolute(self)
     Tracer.__invert__ = lambda self: np.invert(self)
+    # divmod(x, y) on an ndarray is np.divmod: numpy's floor division and remainder, together.
+    Tracer.__divmod__ = lambda self, other: (np.floor_divide(self, other), np.remainder(self, other))
+    Tracer.__rdivmod__ = lambda self, other: (np.floor_divide(other, self), np.remainder(other, self))
+
+    def no_round(self, ndigits=None):
+        raise UnsupportedOperatorError(f"round() of a traced array ({self._value.type}): numpy arrays do not "
+                                       f"support round() either; use np.round(x)", user_location())
+    Tracer.__round__ = no_round
+    for name, (symbol, ufunc) in {"lshift": ("<<", "left_shift"), "rshift": (">>", "right_shift")}.items():
+        def shift(self, other, symbol=symbol, ufunc=ufunc):
+            raise UnsupportedOperatorError(unsupported_shift(symbol, ufunc, self, other), user_location())
+        setattr(Tracer, f"__{name}__", shift)
+        setattr(Tracer, f"__r{name}__", lambda self, other, shift=shift: shift(other, self))
+
+
+_INPLACE = {"iadd": "+", "isub": "-", "imul": "*", "itruediv": "/", "ifloordiv": "//", "imod": "%", "ipow": "**",
+            "imatmul": "@", "iand": "&", "ior": "|", "ixor": "^"}
+
+
+def _install_inplace_operators():
+    """numpy's ``x += y`` writes the result into x: it keeps x's shape and dtype (cast by the
+    same_kind rule) and every name bound to x sees it.  flowjit does that by rebinding this Tracer
+    object.  What numpy would write elsewhere (into an argument, through or under a view) is refused."""
+    for name, symbol in _INPLACE.items():
+        binary = getattr(Tracer, f"__{name[1:]}__")
+
+        def inplace(self, other, binary=binary, symbol=symbol):
+            location = user_location()
+            where = f"x {symbol}= y on {self._value.type}"
+            problem = _inplace_write_problem(self)
+            if problem is not None:
+                raise UnsupportedOperatorError(f"{where}: numpy would write the result {problem}; flowjit "
+                                               f"never writes into arrays: write x = x {symbol} y", location)
+            result = binary(self, other)
+            if result.shape != self.shape:
+                raise ShapeError(f"{where}: the result {result._value.type} does not fit into x (numpy writes "
+                                 f"the result into x, so it must keep x's shape); write x = x {symbol} y",
+                                 location)
+            if result.dtype != self.dtype:
+                if not np.can_cast(result.dtype, self.dtype, "same_kind"):
+                    raise OpTypeError(f"{where}: the result's dtype {result.dtype} cannot be cast to x's dtype "
+                                      f"{self.dtype} by numpy's same_kind rule for in-place operators; write "
+                                      f"x = x {symbol} y for a {result.dtype} result", location)
+                result = result.astype(self.dtype)
+            self._value = result._value
+            return self
+        setattr(Tracer, f"__{name}__", inplace)
+
+
+def _inplace_write_problem(tracer: Tracer) -> str | None:
+    """Where numpy's in-place write would land that flowjit cannot follow, or None."""
+    if tracer._origin is not None and tracer._origin != "copy":
+        return f"into the caller's array ({tracer._origin})"
+    producer = tracer._value.producer
+    if tracer._origin != "copy" and producer is not None and producer.op in _VIEW_OPS:
+        return f"through a view ({producer.op.name}) into the array it views"
+    if tracer._value in tracer._trace.viewed:
+        return "into an array that views of it (slices, reshapes, transposes) would see too"
+    return None
+
+
+def unsupported_shift(symbol: str, ufunc: str, left, right) -> str:
+    from flowjit.frontend.unsupported import HINTS
+    types = " and ".join(str(item._value.type) if isinstance(item, Tracer) else type(item).__name__
+                         for item in (left, right))
+    return f"the bit shift {symbol} (np.{ufunc}) of {types} is not supported by flowjit; {HINTS[ufunc]}"
 
 
 _install_operators()
+_install_inplace_operators()

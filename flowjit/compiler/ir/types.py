@@ -32,6 +32,12 @@ def check_dtype(dtype, what: str = "value") -> np.dtype:
         dtype = np.dtype(dtype)
     except TypeError as error:
         raise UnsupportedDTypeError(f"{what} has no numpy dtype: {error}") from None
+    if not dtype.isnative:
+        order = "big" if dtype.byteorder == ">" else "little"
+        native = dtype.newbyteorder("=").str
+        raise UnsupportedDTypeError(
+            f"{what} has dtype {dtype.str} ({order}-endian, not this machine's byte order): flowjit "
+            f"computes in native byte order; convert it first with .astype('{native}')")
     if dtype.name in _SHORT_NAMES:
         return dtype
     if dtype.kind == "c":

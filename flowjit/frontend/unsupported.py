@@ -1,0 +1,140 @@
+"""What flowjit does not trace, said usefully: the function, method or attribute by name,
+what it is close to among what flowjit does trace, and where the full list is
+(``flowjit.supported_functions()``) instead of the list itself."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from flowjit.errors import UnsupportedAttributeError, UnsupportedFunctionError, user_location
+
+SEE_ALSO = "flowjit.supported_functions() lists what is supported"
+
+# Close equivalents, by numpy name (functions, ufuncs and ndarray methods share one table).
+HINTS = {
+    "diff": "use slicing instead: x[1:] - x[:-1] (x[:, 1:] - x[:, :-1] along axis 1)",
+    "ediff1d": "use slicing instead: x.ravel()[1:] - x.ravel()[:-1]",
+    "outer": "use broadcasting instead: a[:, None] * b[None, :]",
+    "inner": "use (a * b).sum(axis=-1), or a @ b for 1-d arrays",
+    "vdot": "use (a.ravel() * b.ravel()).sum()",
+    "einsum": "write it with broadcasting, @ and .sum(axis=...)",
+    "tensordot": "reshape the operands to 2-d and use @",
+    "kron": "use broadcasting and reshape: (a[:, None, :, None] * b[None, :, None, :]).reshape(...)",
+    "hstack": "use np.concatenate(arrays, axis=1) (axis=0 for 1-d arrays)",
+    "vstack": "use np.concatenate(arrays, axis=0) (np.stack(arrays) for 1-d arrays)",
+    "column_stack": "use np.stack(arrays, axis=1)",
+    "tile": "use np.broadcast_to and reshape",
+    "repeat": "use np.broadcast_to(x[:, None], (n, k)).reshape(-1)",
+    "flip": "use slicing instead: x[::-1]",
+    "fliplr": "use slicing instead: x[:, ::-1]",
+    "flipud": "use slicing instead: x[::-1]",
+    "roll": "use np.concatenate((x[-k:], x[:-k]))",
+    "pad": "use np.concatenate with np.zeros_like blocks",
+    "atleast_1d": "use reshape or x[None]",
+    "atleast_2d": "use reshape or x[None]",
+    "take": "use basic indexing (x[i] with a Python int, or slices)",
+    "cumsum": "flowjit has no scan op yet; for a short static length, add slices in a Python loop",
+    "cumprod": "flowjit has no scan op yet; for a short static length, multiply slices in a Python loop",
+    "accumulate": "flowjit has no scan op yet",
+    "sort": "flowjit does not sort (no data-dependent ops)",
+    "argsort": "flowjit does not sort (no data-dependent ops)",
+    "nonzero": "its shape depends on the data; use np.where(cond, x, y) or a mask product",
+    "argwhere": "its shape depends on the data; use np.where(cond, x, y)",
+    "unique": "its shape depends on the data",
+    "count_nonzero": "use (x != 0).sum()",
+    "ptp": "use x.max(axis) - x.min(axis)",
+    "nansum": "use np.where(np.isnan(x), 0, x).sum()",
+    "nanmax": "use np.where(np.isnan(x), -np.inf, x).max()",
+    "nanmin": "use np.where(np.isnan(x), np.inf, x).min()",
+    "nanmean": "use np.where(np.isnan(x), 0, x).sum() / (~np.isnan(x)).sum()",
+    "average": "use (x * w).sum(axis) / w.sum(axis)",
+    "norm": "use np.sqrt((x * x).sum(axis))",
+    "isclose": "use np.abs(a - b) <= atol + rtol * np.abs(b)",
+    "allclose": "use (np.abs(a - b) <= atol + rtol * np.abs(b)).all()",
+    "fabs": "use np.absolute",
+    "hypot": "use np.sqrt(a * a + b * b)",
+    "cbrt": "use np.sign(x) * np.abs(x) ** (1 / 3)",
+    "logaddexp": "use np.maximum(a, b) + np.log1p(np.exp(-np.abs(a - b)))",
+    "deg2rad": "use x * (np.pi / 180)",
+    "radians": "use x * (np.pi / 180)",
+    "rad2deg": "use x * (180 / np.pi)",
+    "degrees": "use x * (180 / np.pi)",
+    "heaviside": "use np.where(x > 0, 1.0, np.where(x == 0, h0, 0.0))",
+    "left_shift": "for non-negative shifts that stay in range, use x * 2**n",
+    "right_shift": "for non-negative shifts, use x // 2**n",
+    "divmod": "use (x // y, x % y)",
+    "copy": "use x.copy() (traced arrays are immutable: a copy is the value itself)",
+    "triu": "use np.where(np.tri(n, m, k - 1, dtype=bool), 0, x)",
+    "tril": "use np.where(np.tri(n, m, k, dtype=bool), x, 0)",
+    "fill": "traced arrays are immutable; use np.full_like(x, value)",
+    "put": "traced arrays are immutable; build the result with np.where",
+    "at": "traced arrays are immutable; build the result with np.where",
+    "view": "flowjit has no reinterpreting views; use x.astype(dtype) to convert values",
+    "flat": "use x.ravel()",
+    "real": "for real dtypes the value itself is its real part",
+    "imag": "for real dtypes use np.zeros_like(x)",
+    "conj": "for real dtypes the value itself is its conjugate",
+    "conjugate": "for real dtypes the value itself is its conjugate",
+    "tobytes": "traced arrays have no memory while tracing; return the array and convert the result",
+    "strides": "traced arrays have no memory layout while tracing",
+    "data": "traced arrays have no memory while tracing",
+    "ctypes": "traced arrays have no memory while tracing",
+    "base": "traced arrays have no memory while tracing",
+    "flags": "traced arrays have no memory while tracing",
+}
+
+
+def numpy_name(function) -> str:
+    """``np.diff``, ``np.linalg.norm``: the name a user writes for a numpy function."""
+    module = getattr(function, "__module__", None) or "numpy"
+    module = module.replace("numpy._core", "numpy").replace("numpy.core", "numpy").replace(".fromnumeric", "")
+    module = module.replace(".numeric", "").replace(".multiarray", "").replace(".shape_base", "")
+    module = "np" + module[len("numpy"):] if module.startswith("numpy") else module
+    if module.startswith("np.lib"):
+        module = "np"
+    return f"{module}.{function.__name__}"
+
+
+def unsupported_message(spelled: str, key: str) -> str:
+    """``np.diff is not supported by flowjit; use slicing instead: ... (flowjit.supported_functions() ...)``."""
+    hint = HINTS.get(key)
+    return f"{spelled} is not supported by flowjit{'; ' + hint if hint else ''} ({SEE_ALSO})"
+
+
+def function_error(function) -> UnsupportedFunctionError:
+    """For a numpy function that reached ``__array_function__`` with no handler."""
+    return UnsupportedFunctionError(unsupported_message(numpy_name(function), function.__name__),
+                                    user_location())
+
+
+def ufunc_error(ufunc, method: str) -> UnsupportedFunctionError:
+    name = f"np.{ufunc.__name__}"
+    spelled = name if method == "__call__" else f"{name}.{method}"
+    return UnsupportedFunctionError(unsupported_message(spelled, ufunc.__name__ if method == "__call__" else method),
+                                    user_location())
+
+
+def attribute_error(tracer, name: str) -> UnsupportedAttributeError:
+    """For ``x.name`` on a traced array where the Tracer has no such attribute."""
+    if name.startswith("__") and name.endswith("__"):
+        # A protocol probe (copy, pickle, numpy's __array_interface__...): cheap, no location.
+        return UnsupportedAttributeError(f"traced arrays have no attribute '{name}'")
+    if hasattr(np.ndarray, name):
+        return UnsupportedAttributeError(unsupported_message(f"ndarray.{name}", name), user_location())
+    return UnsupportedAttributeError(f"numpy arrays have no attribute '{name}' (the value is a traced "
+                                     f"{tracer._value.type} array)", user_location())
+
+
+def supported_functions() -> list[str]:
+    """Every numpy function, ufunc and ndarray method flowjit traces, sorted (``np.sum``,
+    ``ndarray.sum``, ``scipy.special.erf``...); Python operators on arrays map to these ufuncs."""
+    from flowjit.frontend import numpy_api
+    from flowjit.frontend.tracer import Tracer
+    names = {numpy_name(function) for function in numpy_api.FUNCTIONS}
+    names |= {f"np.{ufunc.__name__}" for ufunc in numpy_api.UFUNCS}
+    names |= {"np.matmul", "np.positive"}
+    names |= {f"np.{ufunc.__name__}.reduce" for ufunc in numpy_api.UFUNC_REDUCTIONS}
+    names |= {f"scipy.special.{name}" for name in numpy_api.SCIPY_UFUNCS}
+    names |= {f"ndarray.{name}" for name in dir(Tracer)
+              if not name.startswith("_") and hasattr(np.ndarray, name)}
+    return sorted(names)
