@@ -81,6 +81,30 @@ def test_an_unusable_cache_dir_option_is_named_as_the_option(tmp_path, fresh_cac
         run_all(str(blocker))
 
 
+@pytest.mark.parametrize("error, stops_writing", [(PermissionError(13, "Permission denied"), True),
+                                                   (FileNotFoundError(2, "No such file or directory"), False)])
+def test_a_write_that_fails_mid_process_compiles_in_memory(tmp_path, monkeypatch, fresh_caches, error,
+                                                           stops_writing):
+    """Refused (or out of room): one warning for the directory, nothing more is written.
+    Anything else (another process removed a file at that moment): that kernel only."""
+    real_write = cache_module._write_atomic
+    failures = []
+
+    def write_once(path, text):
+        if not failures:
+            failures.append(path)
+            raise error
+        return real_write(path, text)
+    monkeypatch.setattr(cache_module, "_write_atomic", write_once)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run_all(str(tmp_path))
+    messages = cache_warnings(caught)
+    assert len(messages) == 1 and ("not writable" in messages[0]) == stops_writing, messages
+    written = sorted(path.name for path in (tmp_path / "kernels").glob("*.py"))
+    assert len(written) == (0 if stops_writing else 1), written
+
+
 # A filesystem that refuses every change under one directory (as a read-only mount does,
 # and as chmod does for everyone but root): patched into a process before it opens the cache.
 READ_ONLY = textwrap.dedent("""

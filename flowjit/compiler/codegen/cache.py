@@ -19,6 +19,7 @@ memory (or again, and is rewritten when the directory is writable).
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import hashlib
 import importlib.util
@@ -130,6 +131,7 @@ def _user_stacklevel() -> int:
     return level
 
 
+_CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
 _WARNED: set = set()           # (what, directory): warnings about a directory, once per process
 STALE_TEMPORARY_S = 600        # a temporary file this old belongs to a writer that was killed
 
@@ -171,6 +173,17 @@ class KernelCache:
             self._stop_writing(error)
             return
         self.writable = True
+
+    def _disk_failed(self, stem: str, error: OSError, action: str) -> None:
+        """A read or write of an entry failed: a directory that refuses writes (or has no
+        room) stops being written for the rest of the process; anything else (a file removed
+        by another process at that moment) concerns this entry only."""
+        if error.errno in _CANNOT_WRITE:
+            self._stop_writing(error)
+        elif stem not in self.warned:
+            self.warned.add(stem)
+            warnings.warn(f"flowjit: kernel cache entry {stem} in {self.directory} could not be used ({error}); "
+                          f"{action}", KernelCacheWarning, stacklevel=_user_stacklevel())
 
     def _stop_writing(self, error: OSError) -> None:
         self.writable = False
@@ -230,7 +243,7 @@ class KernelCache:
             spec.loader.exec_module(module)
             return self._wrap(kernel.name, key, text, vars(module), path=path, fma=fma)
         except OSError as error:                  # the directory changed under us: read-only, removed
-            self._stop_writing(error)
+            self._disk_failed(stem, error, "compiling the kernel in memory")
             return self._in_memory(kernel.name, key, module_source(kernel), fma)
 
     def _in_memory(self, name: str, key: str, text: str, fma: bool) -> CompiledKernel:
@@ -341,7 +354,7 @@ class KernelCache:
         try:
             _write_atomic(os.path.join(self.directory, stem + ".json"), json.dumps(manifest, indent=1))
         except OSError as error:
-            self._stop_writing(error)
+            self._disk_failed(stem, error, "its manifest is not updated")
             return
         compiled.recorded = len(files)
 
@@ -378,7 +391,7 @@ class KernelCache:
             try:
                 write()
             except OSError as error:
-                self._stop_writing(error)
+                self._disk_failed(stem, error, "keeping the kernel in memory")
                 return
             except Exception as error:         # an unreadable index read back before adding to it
                 self._warn_entry(stem, f"numba cannot update its index ({type(error).__name__}: {error})",
