@@ -7,9 +7,10 @@ prepare_threads()           # first thing: before anything imported later loads 
 from flowjit import errors  # noqa: E402
 from flowjit.compiler import ir  # noqa: E402
 from flowjit.config import CompileOptions  # noqa: E402
-from flowjit.errors import (ArgumentError, CheckpointError, FlowjitError, InternalError, OpTypeError, ShapeError,
-                            TraceError, TracerConversionError, UnsupportedAttributeError, UnsupportedDTypeError,
-                            UnsupportedFunctionError, UnsupportedInputError, UnsupportedOperatorError)
+from flowjit.errors import (ArgumentError, CheckpointError, FlowjitError, InternalError, KernelCacheWarning,
+                            OpTypeError, ShapeError, TraceError, TracerConversionError, UnsupportedAttributeError,
+                            UnsupportedDTypeError, UnsupportedFunctionError, UnsupportedInputError,
+                            UnsupportedOperatorError)
 from flowjit.frontend.jit import Jitted, ShapeDtype, jit
 from flowjit.frontend.tracer import colocate_with, device
 from flowjit.frontend.unsupported import supported_functions
@@ -29,4 +30,4 @@ __all__ = ["stats", "jit", "device", "colocate_with", "Device", "DeviceSet", "se
            "TraceError", "ShapeError", "TracerConversionError", "UnsupportedFunctionError",
            "ArgumentError", "OpTypeError", "UnsupportedDTypeError", "UnsupportedAttributeError",
            "UnsupportedOperatorError", "UnsupportedInputError", "InternalError", "supported_functions",
-           "Checkpoint", "CheckpointPolicy", "CheckpointError"]
+           "Checkpoint", "CheckpointPolicy", "CheckpointError", "KernelCacheWarning"]

@@ -292,10 +292,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     cache = commands.add_parser("cache", help="show or clear the on-disk kernel cache",
                                 description="The kernel cache lives in FLOWJIT_CACHE_DIR (default "
-                                            "~/.cache/flowjit).")
-    cache.add_argument("action", choices=("info", "clear"), help="info: where it is and how big; "
-                                                                   "clear: delete every entry")
-    cache.set_defaults(handler=command_cache)
+                                            "~/.cache/flowjit; 'none' keeps kernels in memory only).",
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="actions:\n  info   where it is, how many kernels, its size on disk "
+                                       "(what du -s counts) and its file contents (du -s --apparent-size)\n"
+                                       "  clear  delete every kernel, and the directories left empty")
+    cache.add_argument("action", nargs="?", choices=("info", "clear"), help="info or clear (below)")
+    cache.set_defaults(handler=command_cache, cache_help=cache.format_help)
 
     from flowjit.cli_checkpoint import add_checkpoint_parser
     add_checkpoint_parser(commands)
@@ -310,18 +313,33 @@ def _bench(rest: list[str]) -> int:
 def command_cache(args) -> int:
     from flowjit.compiler.codegen.cache import kernel_cache
     from flowjit.config import cache_directory
+    if args.action is None:
+        print(args.cache_help(), end="")
+        return 0
     directory = cache_directory("default")
     if directory is None:
         print("the disk cache is off (FLOWJIT_CACHE_DIR=none)")
         return 0
     cache = kernel_cache(directory)
+    if cache.directory is None:                       # it warned why
+        print(f"flowjit cache: error: {directory} cannot be used as the kernel cache", file=sys.stderr)
+        return 1
     if args.action == "clear":
-        print(f"removed {cache.clear()} files from {cache.directory}")
+        try:
+            print(f"removed {cache.clear()} files from {cache.directory}")
+        except OSError as error:
+            print(f"flowjit cache: error: cannot clear {cache.directory}: {error}", file=sys.stderr)
+            return 1
     else:
         info = cache.info()
-        print(f"directory: {info['directory']}\nkernels:   {info['entries']}\nsize:      "
-              f"{info['bytes'] / 1e6:.1f} MB")
+        print(f"directory: {info['directory']}\nkernels:   {info['entries']}\n"
+              f"on disk:   {_size(info['bytes_on_disk'])}: the blocks allocated, as du -s counts\n"
+              f"contents:  {_size(info['bytes'])}: file and directory lengths, as du -s --apparent-size counts")
     return 0
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:.1f} MiB ({count} bytes)"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -63,6 +63,17 @@ def cache_directory(option: str | None) -> str | None:
     return configured or os.path.join(os.path.expanduser("~"), ".cache", "flowjit")
 
 
+def cache_directory_origin(directory: str) -> str:
+    """Where a kernel cache directory was set, for messages: ``FLOWJIT_CACHE_DIR=<path>``
+    when the environment names it, else the option or default that chose it."""
+    configured = env_flag("FLOWJIT_CACHE_DIR")
+    if configured and os.path.abspath(configured) == os.path.abspath(directory):
+        return f"FLOWJIT_CACHE_DIR={configured}"
+    if os.path.abspath(directory) == os.path.join(os.path.expanduser("~"), ".cache", "flowjit") and not configured:
+        return f"the default kernel cache directory {directory} (FLOWJIT_CACHE_DIR is not set)"
+    return f"jit(cache_dir={directory!r})"
+
+
 def prepare_threads() -> None:
     """Before numba starts its OpenMP threads: make idle threads sleep instead of spin.
 

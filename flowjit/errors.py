@@ -176,3 +176,8 @@ class CheckpointError(FlowjitError):
         self.path = path
         self.variable = variable
         super().__init__(message)
+
+
+class KernelCacheWarning(UserWarning):
+    """The kernel cache could not be used as asked (a directory that cannot be written, an
+    entry that cannot be read): kernels compile in memory or again, and the program runs."""

@@ -4,15 +4,22 @@ A kernel module is keyed by a hash of its source (without comments and with the
 kernel's name left out, so the same loop generated for two programs or two sizes is
 compiled once) plus the numba and llvmlite versions, the CPU's name and features, and
 the source of the math library the kernels inline.  On disk it is an ordinary Python file whose
-functions are jitted with ``cache=True``, so numba keeps the object code beside it in
-``__pycache__``; a manifest with the sha256 of every file of the entry lets a later
-process detect a corrupted or truncated entry, warn once, and rebuild it.  Files are
-written to a temporary name and renamed, so a reader never sees half a file, and two
-processes compiling one kernel both succeed.
+functions use numba's disk cache (through ``numba_cache``), so numba keeps the object code
+beside it in ``__pycache__``; a manifest with the sha256 of every file of the entry lets a
+later process detect a corrupted or truncated entry, warn once, and rebuild it.  Every file
+is written to a temporary name, fsynced and renamed, so a reader never sees half a file;
+writes and the manifest check hold the directory's lock, so two processes filling one cache
+both succeed and a process killed mid-write leaves an entry the next one uses or repairs.
+
+The cache never takes a program down: a directory that cannot be used or written, or an
+entry that cannot be read, gives one ``KernelCacheWarning`` and the kernel compiles in
+memory (or again, and is rewritten when the directory is writable).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import glob
 import hashlib
 import importlib.util
@@ -23,6 +30,7 @@ import re
 import sys
 import tempfile
 import threading
+import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -32,13 +40,14 @@ import numba
 from numba import njit
 
 from flowjit.compiler.codegen.kernel import KernelSource, module_source
+from flowjit.compiler.codegen.numba_cache import (LOCK_TIMEOUT_S, KernelFunctionCache, directory_lock, fsync_directory,
+                                                  is_temporary)
 from flowjit.counters import STATS
+from flowjit.errors import KernelCacheWarning
 
 _PLACEHOLDER = "__kernel__"
 
 
-class KernelCacheWarning(UserWarning):
-    pass
 
 
 def toolchain_key() -> str:
@@ -61,52 +70,6 @@ class CompiledKernel:
     parallel: object
     path: str | None = None
     recorded: int = field(default=0)         # cache files listed in the manifest so far
-
-
-def _kernel_dispatcher_cache(dispatcher, saved) -> None:
-    """Give a kernel's dispatcher a numba cache that loads machine code without first
-    refreshing the target context, and calls ``saved()`` after it saves an overload (a new
-    array layout compiled after the first call adds files the entry's manifest must list).
-
-    numba's ``FunctionCache.load_overload`` refreshes the whole target context before it
-    looks on disk: it imports and installs every typing and lowering registry (scipy
-    included, for the BLAS probe), about 0.3 s of a fresh process's first call and all of
-    it for compiling, which a cache hit does not do.  Running cached code needs the
-    symbols numba installs when the context is built and the NRT allocator (scratch
-    rows), which ``rtsys.initialize`` provides; a cache miss compiles through numba's
-    pipeline, which refreshes the context itself.  Without the private pieces this relies
-    on (another numba), the dispatcher keeps numba's own cache.
-    """
-    from numba.core.caching import FunctionCache
-    cache = getattr(dispatcher, "_cache", None)
-    if type(cache) is not FunctionCache or _KernelFunctionCache is None:
-        return
-    dispatcher._cache = _KernelFunctionCache(dispatcher.py_func)
-    dispatcher._cache.saved = saved
-
-
-def _kernel_function_cache():
-    from numba.core.caching import FunctionCache
-    from numba.core.runtime import rtsys
-    if not all(hasattr(FunctionCache, name) for name in ("_load_overload", "_guard_against_spurious_io_errors")):
-        return None
-
-    class KernelFunctionCache(FunctionCache):
-        saved = None
-
-        def load_overload(self, sig, target_context):
-            rtsys.initialize(target_context)
-            with self._guard_against_spurious_io_errors():
-                return self._load_overload(sig, target_context)
-
-        def save_overload(self, sig, data):
-            super().save_overload(sig, data)
-            if self.saved is not None:
-                self.saved()
-    return KernelFunctionCache
-
-
-_KernelFunctionCache = _kernel_function_cache()
 
 
 def kernel_function_name(text: str) -> str:
@@ -132,16 +95,20 @@ def canonical(text: str) -> str:
 
 
 def _write_atomic(path: str, text: str) -> None:
+    """Write ``path`` whole or not at all: a temporary name beside it, fsync, rename."""
     directory = os.path.dirname(path)
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
     try:
-        with os.fdopen(handle, "w") as stream:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
         os.replace(temporary, path)
     except BaseException:
-        if os.path.exists(temporary):
+        with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+    fsync_directory(directory)
 
 
 def _sha256(path: str) -> str:
@@ -149,17 +116,94 @@ def _sha256(path: str) -> str:
         return hashlib.sha256(stream.read()).hexdigest()
 
 
+def _user_stacklevel() -> int:
+    """The stacklevel of the first frame outside flowjit, numba and the standard library
+    (functools' wrappers): warnings point at the user's call."""
+    skipped = (os.path.dirname(os.path.dirname(os.path.dirname(__file__))) + os.sep,
+               os.path.dirname(numba.__file__) + os.sep, os.path.dirname(os.__file__) + os.sep)
+
+    def inside(filename: str) -> bool:
+        return filename.startswith(skipped) and not filename.startswith(skipped[2] + "site-packages")
+    frame, level = sys._getframe(1), 1
+    while frame is not None and inside(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
+_WARNED: set = set()           # (what, directory): warnings about a directory, once per process
+STALE_TEMPORARY_S = 600        # a temporary file this old belongs to a writer that was killed
+
+
 class KernelCache:
-    """Compiled kernels by key; ``directory=None`` keeps them in memory only."""
+    """Compiled kernels by key; ``directory=None`` keeps them in memory only.
+
+    A directory that cannot be used (not a directory, a parent that cannot be made, not
+    listable) gives one warning and the cache keeps kernels in memory; one that can be
+    read but not written, or stops being writable, gives one warning, and the entries
+    already there load while new kernels compile in memory.  An entry that cannot be read
+    is discarded with one warning and compiled again.  Nothing here raises into a program.
+    """
 
     def __init__(self, directory: str | None):
+        self.root = directory
         self.directory = os.path.join(directory, "kernels") if directory else None
         self.memory: dict[str, CompiledKernel] = {}
         self.lock = threading.Lock()
         self.warned: set[str] = set()
         self.toolchain = toolchain_key()
+        self.writable = False
         if self.directory:
+            self._open_directory()
+
+    def _open_directory(self) -> None:
+        try:
             os.makedirs(self.directory, exist_ok=True)
+            os.listdir(self.directory)
+        except OSError as error:
+            self._warn_directory("unusable", f"cannot be used ({error}): kernels compile in memory in this process")
+            self.directory = None
+            return
+        try:
+            handle, probe = tempfile.mkstemp(dir=self.directory, prefix=".tmp-probe-")
+            os.close(handle)
+            os.unlink(probe)
+        except OSError as error:
+            self._stop_writing(error)
+            return
+        self.writable = True
+
+    def _disk_failed(self, stem: str, error: OSError, action: str) -> None:
+        """A read or write of an entry failed: a directory that refuses writes (or has no
+        room) stops being written for the rest of the process; anything else (a file removed
+        by another process at that moment) concerns this entry only."""
+        if error.errno in _CANNOT_WRITE:
+            self._stop_writing(error)
+        elif stem not in self.warned:
+            self.warned.add(stem)
+            warnings.warn(f"flowjit: kernel cache entry {stem} in {self.directory} could not be used ({error}); "
+                          f"{action}", KernelCacheWarning, stacklevel=_user_stacklevel())
+
+    def _stop_writing(self, error: OSError) -> None:
+        self.writable = False
+        self._warn_directory("read-only", f"is not writable ({error}): the kernels cached there load from it, "
+                                          "new ones compile in memory in this process")
+
+    def _warn_directory(self, what: str, text: str) -> None:
+        from flowjit.config import cache_directory_origin
+        if (what, self.root) in _WARNED:
+            return
+        _WARNED.add((what, self.root))
+        warnings.warn(f"flowjit: the kernel cache directory {cache_directory_origin(self.root)} {text}. Set "
+                      "FLOWJIT_CACHE_DIR to a writable directory, or to 'none' to keep kernels in memory only.",
+                      KernelCacheWarning, stacklevel=_user_stacklevel())
+
+    def _warn_entry(self, stem: str, problem: str, action: str) -> None:
+        if stem in self.warned:
+            return
+        self.warned.add(stem)
+        warnings.warn(f"flowjit: kernel cache entry {stem} in {self.directory} is corrupted: {problem}; {action}",
+                      KernelCacheWarning, stacklevel=_user_stacklevel())
 
     def key_of(self, kernel: KernelSource, fma: bool = True) -> str:
         text = canonical(module_source(kernel))          # header and helpers included
@@ -178,116 +222,245 @@ class KernelCache:
     def _load(self, kernel: KernelSource, key: str, fma: bool) -> CompiledKernel:
         text = module_source(kernel)
         if self.directory is None:
-            filename = f"<flowjit kernel {kernel.name} {key}>"
-            linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-            namespace: dict = {"__name__": f"flowjit_kernel_{key}"}
-            exec(compile(text, filename, "exec"), namespace)
-            return self._wrap(kernel.name, key, text, namespace, cache=False, path=None, fma=fma)
+            return self._in_memory(kernel.name, key, text, fma)
         stem = f"k_{key}"
         path = os.path.join(self.directory, stem + ".py")
-        self._check_entry(stem, path, text)
-        if not os.path.exists(path):
-            _write_atomic(path, text)
-        else:
-            with open(path, encoding="utf-8") as stream:
-                text = stream.read()           # the same code, first written for another program
-        module_name = f"flowjit_kernels.{stem}"
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-        return self._wrap(kernel.name, key, text, vars(module), cache=True, path=path, fma=fma)
+        try:
+            if not self._check_entry(stem, path, text):
+                return self._in_memory(kernel.name, key, text, fma)
+            if not os.path.exists(path):
+                if not self.writable:
+                    return self._in_memory(kernel.name, key, text, fma)
+                _write_atomic(path, text)
+            else:
+                with open(path, encoding="utf-8") as stream:
+                    text = stream.read()           # the same code, first written for another program
+            module_name = f"flowjit_kernels.{stem}"
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            spec.loader.exec_module(module)
+            return self._wrap(kernel.name, key, text, vars(module), path=path, fma=fma)
+        except OSError as error:                  # the directory changed under us: read-only, removed
+            self._disk_failed(stem, error, "compiling the kernel in memory")
+            return self._in_memory(kernel.name, key, module_source(kernel), fma)
 
-    def _wrap(self, name, key, text, namespace, *, cache: bool, path: str | None, fma: bool) -> CompiledKernel:
+    def _in_memory(self, name: str, key: str, text: str, fma: bool) -> CompiledKernel:
+        filename = f"<flowjit kernel {name} {key}>"
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        namespace: dict = {"__name__": f"flowjit_kernel_{key}"}
+        exec(compile(text, filename, "exec"), namespace)
+        return self._wrap(name, key, text, namespace, path=None, fma=fma)
+
+    def _wrap(self, name, key, text, namespace, *, path: str | None, fma: bool) -> CompiledKernel:
         function = kernel_function_name(text)
         # 'contract' lets LLVM fuse a*b+c into one FMA (one rounding); nothing else of fastmath.
-        flags = dict(error_model="numpy", cache=cache, fastmath={"contract"} if fma else False)
-        serial = njit(**flags)(namespace[function])
-        parallel = njit(parallel=True, **flags)(namespace[function + "_parallel"])
+        flags = dict(error_model="numpy", fastmath={"contract"} if fma else False)
+        native = path is not None and KernelFunctionCache is None       # another numba: its own cache
+        serial = njit(cache=native, **flags)(namespace[function])
+        parallel = njit(parallel=True, cache=native, **flags)(namespace[function + "_parallel"])
         STATS.dispatchers.extend([serial, parallel])
         compiled = CompiledKernel(name, key, text, serial, parallel, path)
-        if cache:
+        if path is not None and KernelFunctionCache is not None:
             for dispatcher in (serial, parallel):
-                _kernel_dispatcher_cache(dispatcher, lambda: self.record(compiled, force=True))
+                dispatcher._cache = KernelFunctionCache(dispatcher.py_func, _EntryHooks(self, compiled))
         return compiled
 
     # -- integrity ---------------------------------------------------------------------------------
-    def _entry_files(self, stem: str) -> list[str]:
-        return sorted(glob.glob(os.path.join(self.directory, "__pycache__", f"{stem}.*")))
+    def _numba_directory(self, compiled: CompiledKernel | None = None) -> str:
+        """Where numba keeps an entry's machine code: ``__pycache__`` beside the source with
+        flowjit's own numba cache; numba's choice (``NUMBA_CACHE_DIR``...) without it."""
+        if compiled is not None and KernelFunctionCache is None:
+            return compiled.serial._cache.cache_path
+        return os.path.join(self.directory, "__pycache__")
 
-    def _check_entry(self, stem: str, path: str, text: str) -> None:
-        """Remove an entry whose source or cached code does not match its manifest."""
+    def _entry_files(self, stem: str, directory: str) -> list[str]:
+        return sorted(file for file in glob.glob(os.path.join(directory, f"{stem}.*"))
+                      if not is_temporary(os.path.basename(file)))
+
+    def _check_entry(self, stem: str, path: str, text: str) -> bool:
+        """Remove an entry whose source or cached code does not match its manifest; False
+        when a bad entry could not be removed (a read-only directory: compile in memory)."""
+        with directory_lock(self.directory) as locked:
+            problem = self._entry_problem(stem, path, text)
+            if problem is None:
+                return True
+            if not (self.writable and locked):
+                self._warn_entry(stem, problem, "compiling the kernel in memory")
+                return False
+            self._warn_entry(stem, problem, "rebuilding it")
+            manifest_path = os.path.join(self.directory, stem + ".json")
+            numba_directory = self._manifest_directory(manifest_path)
+            for file in [path, manifest_path] + self._entry_files(stem, numba_directory):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(file)
+            return True
+
+    def _manifest_directory(self, manifest_path: str) -> str:
+        try:
+            with open(manifest_path) as stream:
+                recorded = json.load(stream).get("numba_directory", "__pycache__")
+            return os.path.join(self.directory, recorded) if isinstance(recorded, str) else self._numba_directory()
+        except (OSError, ValueError, AttributeError):
+            return self._numba_directory()
+
+    def _entry_problem(self, stem: str, path: str, text: str) -> str | None:
         manifest_path = os.path.join(self.directory, stem + ".json")
-        problem = None
-        if os.path.exists(path):
-            with open(path, encoding="utf-8", errors="replace") as stream:
-                if canonical(stream.read()) != canonical(text):
-                    problem = "its source file differs from the kernel's source (truncated or edited)"
-        if problem is None and os.path.exists(manifest_path):
-            try:
-                with open(manifest_path) as stream:
-                    manifest = json.load(stream)
-                for filename, digest in manifest["files"].items():
-                    full = os.path.join(self.directory, "__pycache__", filename)
-                    if not os.path.exists(full):
-                        problem = f"{filename} is missing"
-                    elif _sha256(full) != digest:
-                        problem = f"{filename} does not match its checksum"
-                    if problem:
-                        break
-            except (OSError, ValueError, KeyError, TypeError) as error:
-                problem = f"its manifest is unreadable ({error})"
-        if problem is None:
-            return
-        if stem not in self.warned:
-            self.warned.add(stem)
-            warnings.warn(f"flowjit: kernel cache entry {stem} is corrupted: {problem}; rebuilding it",
-                          KernelCacheWarning, stacklevel=4)
-        for file in [path, manifest_path] + self._entry_files(stem):
-            try:
-                os.unlink(file)
-            except FileNotFoundError:
-                pass
+        try:
+            if os.path.exists(path):
+                with open(path, encoding="utf-8", errors="replace") as stream:
+                    if canonical(stream.read()) != canonical(text):
+                        return "its source file differs from the kernel's source (truncated or edited)"
+            if not os.path.exists(manifest_path):
+                return None
+            with open(manifest_path) as stream:
+                manifest = json.load(stream)
+            directory = os.path.join(self.directory, manifest.get("numba_directory", "__pycache__"))
+            for filename, digest in manifest["files"].items():
+                full = os.path.join(directory, filename)
+                if os.path.basename(filename) != filename or not filename.startswith(stem + "."):
+                    return f"its manifest names a file that is not the entry's ({filename!r})"
+                if not os.path.exists(full):
+                    return f"{filename} is missing"
+                if _sha256(full) != digest:
+                    return f"{filename} does not match its checksum"
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            return f"it cannot be read ({type(error).__name__}: {error})"
+        return None
 
-    def record(self, compiled: CompiledKernel, force: bool = False) -> None:
+    def record(self, compiled: CompiledKernel, force: bool = False, locked: bool = False) -> None:
         """List the entry's cache files in its manifest (after numba wrote them); without
-        ``force``, only when there are files it does not list yet."""
-        if compiled.path is None:
+        ``force``, only when there are files it does not list yet.  ``locked``: the caller
+        holds the directory's lock."""
+        if compiled.path is None or not self.writable:
             return
         stem = os.path.splitext(os.path.basename(compiled.path))[0]
-        files = self._entry_files(stem)
-        if len(files) <= compiled.recorded and not force:
+        numba_directory = self._numba_directory(compiled)
+        if len(self._entry_files(stem, numba_directory)) <= compiled.recorded and not force:
             return
+        if not locked:
+            with directory_lock(self.directory) as held:
+                if held:
+                    self.record(compiled, force=True, locked=True)
+            return
+        files = self._entry_files(stem, numba_directory)
         digests = {}
         for file in files:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 digests[os.path.basename(file)] = _sha256(file)
-            except FileNotFoundError:
-                continue
-        manifest = {"source_sha256": hashlib.sha256(compiled.source.encode()).hexdigest(), "files": digests}
-        _write_atomic(os.path.join(self.directory, stem + ".json"), json.dumps(manifest, indent=1))
+        manifest = {"source_sha256": hashlib.sha256(compiled.source.encode()).hexdigest(),
+                    "numba_directory": os.path.relpath(numba_directory, self.directory), "files": digests}
+        try:
+            _write_atomic(os.path.join(self.directory, stem + ".json"), json.dumps(manifest, indent=1))
+        except OSError as error:
+            self._disk_failed(stem, error, "its manifest is not updated")
+            return
         compiled.recorded = len(files)
+
+    # -- numba's files of one kernel dispatcher (the hooks of numba_cache.KernelFunctionCache) ----------
+    def unreadable(self, compiled: CompiledKernel, numba_cache, error: Exception) -> None:
+        """numba could not load one of the entry's files: discard that function's files (when
+        the directory is writable) and say so once; numba compiles the kernel instead."""
+        stem = os.path.splitext(os.path.basename(compiled.path))[0]
+        problem = f"numba cannot load {numba_cache.filename_base} ({type(error).__name__}: {error})"
+        if not self.writable:
+            self._warn_entry(stem, problem, "compiling the kernel in memory")
+            return
+        self._warn_entry(stem, problem, "rebuilding it")
+        with directory_lock(self.directory) as locked:
+            if not locked:
+                return
+            for file in glob.glob(os.path.join(numba_cache.cache_path, glob.escape(numba_cache.filename_base) + ".*")):
+                if not is_temporary(os.path.basename(file)):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(file)
+            self.record(compiled, force=True, locked=True)
+
+    def save(self, compiled: CompiledKernel, write) -> None:
+        """Save an overload numba compiled (``write()``), and list it in the manifest, under the
+        directory's lock; a failure leaves the kernel compiled in memory, never raises."""
+        if not self.writable:
+            return
+        stem = os.path.splitext(os.path.basename(compiled.path))[0]
+        with directory_lock(self.directory) as locked:
+            if not locked:
+                self._warn_entry(stem, "the cache directory's lock was held by another process for "
+                                 f"{LOCK_TIMEOUT_S:.0f} s", "keeping this kernel in memory")
+                return
+            try:
+                write()
+            except OSError as error:
+                self._disk_failed(stem, error, "keeping the kernel in memory")
+                return
+            except Exception as error:         # an unreadable index read back before adding to it
+                self._warn_entry(stem, f"numba cannot update its index ({type(error).__name__}: {error})",
+                                 "discarding it; the kernel stays compiled in memory")
+                for file in self._entry_files(stem, self._numba_directory(compiled)):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(file)
+            self._remove_stale_temporaries()
+            self.record(compiled, force=True, locked=True)
+
+    def _remove_stale_temporaries(self) -> None:
+        """Temporary files of writers that were killed before their rename."""
+        cutoff = time.time() - STALE_TEMPORARY_S
+        for directory in (self.directory, os.path.join(self.directory, "__pycache__")):
+            with contextlib.suppress(OSError):
+                for entry in os.scandir(directory):
+                    if is_temporary(entry.name) and entry.is_file() and entry.stat().st_mtime < cutoff:
+                        with contextlib.suppress(OSError):
+                            os.unlink(entry.path)
 
     # -- management ---------------------------------------------------------------------------------
     def info(self) -> dict:
+        """Where the kernels are, how many, and their size two ways, as ``du -s`` counts them:
+        ``bytes_on_disk`` the blocks allocated (``du -sB1``), ``bytes`` the files' and
+        directories' lengths (``du -sb``); a file with several links counts once."""
+        result = {"directory": self.directory, "entries": 0, "bytes": 0, "bytes_on_disk": 0}
         if not self.directory or not os.path.isdir(self.directory):
-            return {"directory": self.directory, "entries": 0, "bytes": 0}
-        total, entries = 0, 0
-        for root, _, files in os.walk(self.directory):
-            for file in files:
-                total += os.path.getsize(os.path.join(root, file))
-                entries += file.endswith(".py")
-        return {"directory": self.directory, "entries": entries, "bytes": total}
+            return result
+        seen = set()
+        for root, directories, files in os.walk(self.directory):
+            for name in [None] + files:
+                full = root if name is None else os.path.join(root, name)
+                try:
+                    status = os.lstat(full)
+                except FileNotFoundError:
+                    continue
+                if (status.st_dev, status.st_ino) in seen:
+                    continue
+                seen.add((status.st_dev, status.st_ino))
+                result["bytes"] += status.st_size
+                result["bytes_on_disk"] += status.st_blocks * 512
+                result["entries"] += bool(name and name.endswith(".py"))
+        return result
 
     def clear(self) -> int:
+        """Delete every entry, and the directories left empty; the number of files removed."""
         removed = 0
         if self.directory and os.path.isdir(self.directory):
-            for root, _, files in os.walk(self.directory):
+            for root, directories, files in os.walk(self.directory, topdown=False):
                 for file in files:
                     os.unlink(os.path.join(root, file))
                     removed += 1
+                for directory in directories:
+                    with contextlib.suppress(OSError):      # not empty: a writer made a file since
+                        os.rmdir(os.path.join(root, directory))
         self.memory.clear()
         return removed
+
+
+class _EntryHooks:
+    """What a kernel dispatcher's numba cache calls back into: the kernel cache, for one entry."""
+
+    def __init__(self, cache: KernelCache, compiled: CompiledKernel):
+        self.cache, self.compiled = cache, compiled
+
+    def unreadable(self, numba_cache, error: Exception) -> None:
+        self.cache.unreadable(self.compiled, numba_cache, error)
+
+    def save(self, numba_cache, write) -> None:
+        self.cache.save(self.compiled, write)
 
 
 _CACHES: dict = {}

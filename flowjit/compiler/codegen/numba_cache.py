@@ -1,0 +1,176 @@
+"""How a kernel uses numba's on-disk cache: where numba writes, how it writes, and what
+happens when what it finds there cannot be read.
+
+numba keeps a jitted function's machine code in an index file (``<base>.nbi``: a
+pickled map from signature to data file) and one data file per overload
+(``<base>.<n>.nbc``: a pickled compile result).  It writes each to a temporary name and
+renames it, but does not flush it to the disk first, reads the index again before adding
+an overload (two processes adding overloads at once can leave the index naming another
+process's data file), picks its directory from ``NUMBA_CACHE_DIR`` and a chain of
+fallbacks, and lets an unreadable file's ``UnpicklingError`` reach the caller on every
+call.  A kernel's dispatcher gets a cache that changes exactly those points:
+
+- its files live beside the kernel's source, in ``<kernels>/__pycache__``, whatever
+  ``NUMBA_CACHE_DIR`` says, so flowjit's manifest lists them, ``flowjit cache clear``
+  removes them and one probe of the directory decides what may be written;
+- each file is fsynced before it is renamed over the old one (and the directory after);
+- an overload is saved through the kernel cache's ``save``, which holds the cache
+  directory's lock (``directory_lock``) while numba reads its index back, adds to it and
+  writes, and while the manifest is rewritten;
+- a file that cannot be loaded is reported to ``unreadable`` (which discards the entry
+  with one warning) and the overload is compiled instead; a save that fails is reported to
+  ``save`` and never raised: the compiled kernel is already in memory;
+- it loads machine code without first refreshing the target context (below).
+
+Everything here relies on numba's private pieces; without them (another numba) the
+dispatcher keeps numba's own cache and the manifest follows its ``cache_path``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import sys
+import time
+import uuid
+
+try:
+    import fcntl
+except ImportError:                  # not POSIX: no lock between processes
+    fcntl = None
+
+LOCK_TIMEOUT_S = 30.0                # a writer holds the lock for one save; compiling is outside it
+LOCK_NAME = ".lock"
+
+
+@contextlib.contextmanager
+def directory_lock(directory: str, timeout: float = LOCK_TIMEOUT_S):
+    """Hold the cache directory's lock (``flock`` on ``<directory>/.lock``) across processes;
+    yields whether it is held: False when the lock file cannot be opened (a read-only
+    directory) or another process held it past ``timeout`` seconds.  Not re-entrant."""
+    if fcntl is None:
+        yield True
+        return
+    try:
+        handle = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        yield False
+        return
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    yield False
+                    return
+                time.sleep(0.002)
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    finally:
+        os.close(handle)
+
+
+def fsync_directory(directory: str) -> None:
+    """Make a rename in ``directory`` durable (where the platform allows opening a directory)."""
+    try:
+        handle = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
+
+
+def is_temporary(name: str) -> bool:
+    """A file a writer has not renamed into place yet (numba's ``*.tmp.<uid>``, flowjit's ``.tmp-*``)."""
+    return ".tmp." in name or name.startswith(".tmp-")
+
+
+def _kernel_function_cache():
+    try:
+        from numba.core.caching import (CompileResultCacheImpl, FunctionCache, IndexDataCacheFile,
+                                        InTreeCacheLocator)
+        from numba.core.runtime import rtsys
+    except ImportError:
+        return None
+    private = [(FunctionCache, "_load_overload"), (FunctionCache, "_save_overload"),
+               (IndexDataCacheFile, "_open_for_write"), (CompileResultCacheImpl, "get_filename_base")]
+    if not all(hasattr(owner, name) for owner, name in private):
+        return None
+
+    class SyncedIndexDataCacheFile(IndexDataCacheFile):
+        @contextlib.contextmanager
+        def _open_for_write(self, filepath):
+            """numba's write to a temporary name and rename, with the data on disk before the rename."""
+            temporary = f"{filepath}.tmp.{uuid.uuid4().hex[:16]}"
+            try:
+                with open(temporary, "wb") as stream:
+                    yield stream
+                    stream.flush()
+                    os.fsync(stream.fileno())
+                os.replace(temporary, filepath)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+                raise
+            fsync_directory(os.path.dirname(filepath))
+
+    class KernelCacheImpl(CompileResultCacheImpl):
+        """Files beside the kernel's source, in ``__pycache__``: numba's in-tree locator,
+        chosen without consulting ``NUMBA_CACHE_DIR`` or probing that it is writable (a
+        read-only entry still loads; saving is decided by the kernel cache)."""
+
+        def __init__(self, py_func):
+            self._lineno = py_func.__code__.co_firstlineno
+            source = inspect.getfile(py_func)
+            self._locator = InTreeCacheLocator(py_func, source)
+            module = os.path.splitext(os.path.basename(source))[0]
+            self._filename_base = self.get_filename_base(f"{module}.{py_func.__qualname__}",
+                                                         getattr(sys, "abiflags", ""))
+
+    class KernelFunctionCache(FunctionCache):
+        """A kernel dispatcher's cache; ``owner`` is the kernel cache that decides what an
+        unreadable file or a failed save means (``unreadable(self, error)``, ``save(self, write)``)."""
+
+        _impl_class = KernelCacheImpl
+
+        def __init__(self, py_func, owner):
+            super().__init__(py_func)
+            self._cache_file.__class__ = SyncedIndexDataCacheFile
+            self.owner = owner
+
+        @property
+        def filename_base(self) -> str:
+            return self._impl.filename_base
+
+        def load_overload(self, sig, target_context):
+            """numba's ``load_overload`` refreshes the whole target context before it looks on
+            disk: it imports and installs every typing and lowering registry (scipy included,
+            for the BLAS probe), about 0.3 s of a fresh process's first call and all of it for
+            compiling, which a cache hit does not do.  Running cached code needs the symbols
+            numba installs when the context is built and the NRT allocator (scratch rows),
+            which ``rtsys.initialize`` provides; a cache miss compiles through numba's
+            pipeline, which refreshes the context itself."""
+            rtsys.initialize(target_context)
+            try:
+                return self._load_overload(sig, target_context)
+            except Exception as error:          # garbage, truncated, another pickle: compile instead
+                self.owner.unreadable(self, error)
+                return None
+
+        def save_overload(self, sig, data):
+            self.owner.save(self, lambda: self._save_overload(sig, data))
+
+    return KernelFunctionCache
+
+
+KernelFunctionCache = _kernel_function_cache()
