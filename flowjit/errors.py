@@ -115,6 +115,10 @@ class ArgumentError(TraceError, TypeError):
     """A jitted function called with arguments that do not match its signature."""
 
 
+class ScalarOverflowError(TraceError, OverflowError):
+    """A Python int that does not fit the dtype numpy 2 computes in (``int8_array + 1000``)."""
+
+
 class OpTypeError(TraceError, TypeError):
     """Operands whose dtypes the op does not accept."""
 

@@ -9,20 +9,22 @@ from __future__ import annotations
 import builtins
 import operator
 import sys
+import warnings
 
 import numpy as np
 
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.ops.base import normalize_axis
+from flowjit.compiler.ir.ops.reduction import reduced_shape
 from flowjit.compiler.ir.ops.shape import slice_length
 from flowjit.compiler.ir.types import check_dtype
-from flowjit.errors import (OpTypeError, ShapeError, TraceError, TracerConversionError, UnsupportedFunctionError,
-                            user_location)
+from flowjit.errors import (OpTypeError, ScalarOverflowError, ShapeError, TraceError, TracerConversionError,
+                            UnsupportedFunctionError, user_location)
 from flowjit.frontend.tracer import Tracer, TraceContext, current_trace, lift_operands
 
 UFUNCS = {
     np.add: ops.add, np.subtract: ops.sub, np.multiply: ops.mul, np.divide: ops.div,
-    np.floor_divide: ops.floordiv, np.remainder: ops.mod, np.power: ops.pow,
+    np.floor_divide: ops.floordiv, np.remainder: ops.mod, np.fmod: ops.fmod, np.power: ops.pow,
     np.negative: ops.neg, np.absolute: ops.abs, np.sqrt: ops.sqrt, np.square: ops.square,
     np.reciprocal: ops.reciprocal, np.exp: ops.exp, np.exp2: ops.exp2, np.expm1: ops.expm1,
     np.log: ops.log, np.log2: ops.log2, np.log10: ops.log10, np.log1p: ops.log1p,
@@ -37,6 +39,7 @@ UFUNCS = {
     np.isfinite: ops.isfinite, np.bitwise_and: ops.bitwise_and, np.bitwise_or: ops.bitwise_or,
     np.bitwise_xor: ops.bitwise_xor, np.invert: ops.invert,
 }
+COMPARISONS = (ops.eq, ops.ne, ops.lt, ops.le, ops.gt, ops.ge)
 # ufunc.reduce lowered to reductions: np.add.reduce(x, axis=0) is np.sum(x, axis=0).
 UFUNC_REDUCTIONS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min"}
 
@@ -68,6 +71,8 @@ def apply_ufunc(trace: TraceContext, ufunc, method: str, inputs: tuple, kwargs: 
         return matmul(*inputs)
     if ufunc is np.positive and method == "__call__":
         return inputs[0]
+    if ufunc is np.divmod and method == "__call__":
+        return divmod_(*inputs, **kwargs)
     if method == "reduce" and ufunc in UFUNC_REDUCTIONS:
         _reject_kwargs(f"{name}.reduce", kwargs, ("axis", "keepdims", "dtype"))
         return REDUCTIONS[UFUNC_REDUCTIONS[ufunc]](inputs[0], axis=kwargs.get("axis", 0),
@@ -79,8 +84,94 @@ def apply_ufunc(trace: TraceContext, ufunc, method: str, inputs: tuple, kwargs: 
         raise ufunc_error(ufunc, method)
     dtype = kwargs.pop("dtype", None)
     _reject_kwargs(name, kwargs)
-    result = trace.emit1(op, lift_operands(trace, list(inputs), name), what=name)
-    return astype(result, dtype) if dtype is not None else result
+    return _call_ufunc(trace, ufunc, op, name, list(inputs), dtype)
+
+
+def divmod_(x1, x2, out=None, **kwargs):
+    """np.divmod and divmod(): numpy's loop computes exactly floor_divide and remainder."""
+    _reject_kwargs("np.divmod", {"out": out})
+    return np.floor_divide(x1, x2, **kwargs), np.remainder(x1, x2, **kwargs)
+
+
+# -- numpy 2's dtype rules for one ufunc call ------------------------------------------------------
+def _is_python_scalar(item) -> bool:
+    return isinstance(item, (bool, int, float)) and not isinstance(item, np.generic)
+
+
+def _spelled(operands: list) -> str:
+    return ", ".join(repr(item) if _is_python_scalar(item) else str(item._value.type) for item in operands)
+
+
+def _scalar_in(value, dtype: np.dtype, what: str) -> np.ndarray:
+    """A Python scalar converted to the dtype numpy's loop reads it in."""
+    if dtype.kind in "iu" and not isinstance(value, float):
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise ScalarOverflowError(f"{what}: Python integer {value} out of bounds for {dtype}", user_location())
+        return np.asarray(value).astype(dtype)
+    if dtype.kind == "b":
+        return np.asarray(bool(value))
+    try:
+        number = float(value)
+    except OverflowError as error:
+        raise ScalarOverflowError(f"{what}: {error}", user_location()) from None
+    with np.errstate(all="ignore"):
+        return np.asarray(number).astype(dtype)
+
+
+def _call_ufunc(trace: TraceContext, ufunc, op, name: str, inputs: list, dtype):
+    """``ufunc(*inputs, dtype=dtype)`` as numpy 2 computes it.
+
+    Python scalars are weak (NEP 50): each takes the dtype of the loop numpy picks for the
+    traced operands (int8 + 100 stays int8, float32 * 2.5 stays float32), and a Python int
+    that does not fit it raises numpy's OverflowError (int8 + 1000, uint8 + -1), except in a
+    comparison, where numpy answers for every element at once (int8 < 1000 is all True).
+    ``dtype=`` picks the loop: the operands are cast to its dtypes before the op.
+    """
+    scalars = [_is_python_scalar(item) for item in inputs]
+    if not any(scalars) and dtype is None:
+        return trace.emit1(op, lift_operands(trace, inputs, name), what=name)
+    operands = [item if scalar else _as_tracer(trace, item) for item, scalar in zip(inputs, scalars)]
+    what = f"{name}({_spelled(operands)})"
+    if dtype is not None:
+        try:
+            dtype = check_dtype(dtype, f"{name} dtype")
+        except TraceError as error:
+            raise type(error)(error.message, user_location()) from None
+    # numpy's own verdict on 0-d stand-ins: its OverflowError, or a comparison's answer.
+    samples = [item if scalar else np.zeros((), item.dtype) for item, scalar in zip(operands, scalars)]
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sample = ufunc(*samples) if dtype is None else ufunc(*samples, dtype=dtype)
+    except OverflowError as error:
+        raise ScalarOverflowError(f"{what}: {error}", user_location()) from None
+    except Exception:                 # numpy's other complaints come from the op's type rule
+        sample = None
+    signature = tuple((np.dtype(bool) if type(item) is bool else type(item)) if scalar else item.dtype
+                      for item, scalar in zip(operands, scalars))
+    try:
+        fixed = {} if dtype is None else {"signature": (None,) * ufunc.nin + (dtype,)}
+        loop = ufunc.resolve_dtypes(signature + (None,) * ufunc.nout, **fixed)
+    except (TypeError, ValueError) as error:
+        raise OpTypeError(f"{what}: {error}", user_location()) from None
+    if op in COMPARISONS and sample is not None and any(
+            scalar and type(item) is int and loop[i].kind in "iu"
+            and not np.iinfo(loop[i]).min <= item <= np.iinfo(loop[i]).max
+            for i, (item, scalar) in enumerate(zip(operands, scalars))):
+        shape = np.broadcast_shapes(*(item.shape for item, scalar in zip(operands, scalars) if not scalar))
+        return broadcast_to(trace.constant(np.asarray(sample)), shape)
+    lifted = []
+    for item, scalar, loop_dtype in zip(operands, scalars, loop):
+        if scalar:
+            lifted.append(trace.constant(_scalar_in(item, np.dtype(loop_dtype), what)))
+        elif dtype is not None and item.dtype != loop_dtype:
+            lifted.append(astype(item, loop_dtype))
+        else:
+            lifted.append(item)
+    result = trace.emit1(op, lifted, what=name)
+    out_dtype = np.dtype(loop[ufunc.nin])
+    return astype(result, out_dtype) if dtype is not None and result.dtype != out_dtype else result
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -181,6 +272,9 @@ def _bool_reduction(name: str):
         trace = _trace_of(a)
         a = astype(_as_tracer(trace, a), np.bool_)
         axes = _axes(axis, a.ndim, f"np.{name}")
+        if any(a.shape[axis] == 0 for axis in axes):      # the identity: all() is True, any() False
+            shape = reduced_shape(a.shape, axes, bool(keepdims))
+            return broadcast_to(trace.constant(np.asarray(name == "all")), shape)
         reduction = ops.max if name == "any" else ops.min
         return trace.emit1(reduction, [a], {"axes": axes, "keepdims": bool(keepdims)}, what=f"np.{name}")
     return reduce
@@ -297,19 +391,55 @@ def where(condition, x=None, y=None):
         raise UnsupportedFunctionError("np.where(condition) with one argument has a data-dependent shape; "
                                        "use np.where(condition, x, y)", user_location())
     trace = _trace_of(condition, x, y)
-    return trace.emit1(ops.where, lift_operands(trace, [condition, x, y], "np.where"), what="np.where")
+    inputs = [condition, x, y]
+    if not any(_is_python_scalar(item) for item in inputs):
+        return trace.emit1(ops.where, lift_operands(trace, inputs, "np.where"), what="np.where")
+    # numpy: the result dtype treats Python scalars as weak, and a scalar is cast to it
+    # unsafely (np.where(c, int8_array, 1000) holds -24 where c is false).
+    operands = [item if _is_python_scalar(item) else _as_tracer(trace, item) for item in inputs]
+    what = f"np.where({_spelled(operands)})"
+    samples = [item if _is_python_scalar(item) else np.zeros((), item.dtype) for item in operands]
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            dtype = np.where(*samples).dtype
+            lifted = [trace.constant(np.asarray(item).astype(np.bool_ if i == 0 else dtype))
+                      if _is_python_scalar(item) else item for i, item in enumerate(operands)]
+    except OverflowError as error:
+        raise ScalarOverflowError(f"{what}: {error}", user_location()) from None
+    return trace.emit1(ops.where, lifted, what="np.where")
 
 
 def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
     _reject_kwargs("np.clip", {"out": out, **kwargs})
     low = a_min if a_min is not None else min
     high = a_max if a_max is not None else max
+    dtype = a.dtype if isinstance(a, Tracer) else np.asarray(a).dtype
+    if dtype.kind in "iu":              # numpy: a Python int bound beyond the dtype's range clips nothing
+        if type(low) is int and low <= np.iinfo(dtype).min:
+            low = None
+        if type(high) is int and high >= np.iinfo(dtype).max:
+            high = None
+        for bound in (low, high):       # ... and one beyond the other end is numpy's OverflowError
+            if type(bound) is int and not np.iinfo(dtype).min <= bound <= np.iinfo(dtype).max:
+                message = (f"Python integer {bound} out of bounds for {dtype}" if -2 ** 63 <= bound < 2 ** 64
+                           else "Python int too large to convert to C long")
+                raise ScalarOverflowError(f"np.clip: {message}", user_location())
     result = a
     if low is not None:
-        result = np.maximum(result, low)
+        result = _clip_bound(result, low, np.greater_equal)
     if high is not None:
-        result = np.minimum(result, high)
+        result = _clip_bound(result, high, np.less_equal)
     return result
+
+
+def _clip_bound(x, bound, inside):
+    """numpy's clip keeps x when it equals the bound (clip(-0.0, 0.0, 1) is -0.0, where
+    np.maximum gives 0.0) and returns NaN for a NaN x or bound."""
+    keep = inside(x, bound)
+    if np.dtype(x.dtype).kind == "f":
+        keep = np.logical_or(keep, np.isnan(x))
+    return np.where(keep, x, bound)
 
 
 def matmul(a, b):
@@ -343,11 +473,41 @@ def _full_like(fill):
     return like
 
 
+def _power_of_ten(n: int) -> float:
+    """numpy's power_of_ten (multiarray/calculation.c): exact to 1e22, then repeated * 10."""
+    if n < 9:
+        return float(10 ** n)
+    value = 1e9
+    for _ in range(n - 9):
+        value *= 10.0
+        if value == float("inf"):
+            break
+    return value
+
+
 def round_(a, decimals=0, out=None):
+    """numpy's PyArray_Round: integers keep their dtype (rounded through float64 when
+    decimals < 0); floats compute rint(a * 10**d) / 10**d in their own dtype."""
     _reject_kwargs("np.round", {"out": out})
-    if decimals != 0:
-        raise UnsupportedFunctionError("np.round with decimals != 0 is not supported", user_location())
-    return np.rint(a)
+    trace = _trace_of(a)
+    a = _as_tracer(trace, a)
+    decimals = operator.index(decimals)
+    if a.dtype.kind in "iu":
+        if decimals >= 0:
+            return a
+        scale = _power_of_ten(-decimals)
+        return astype(np.multiply(np.rint(np.true_divide(a, scale)), scale), a.dtype)
+    if decimals == 0:
+        return np.rint(a)
+    if a.dtype.kind == "b":
+        raise OpTypeError(f"np.round({a._value.type}, decimals={decimals}): numpy cannot round a bool "
+                          f"array to decimals other than 0 (its float64 result does not cast back to "
+                          f"bool); use a.astype(np.float64)", user_location())
+    if decimals > 0:
+        scale = _power_of_ten(decimals)
+        return np.true_divide(np.rint(np.multiply(a, scale)), scale)
+    scale = _power_of_ten(-decimals)
+    return np.multiply(np.rint(np.true_divide(a, scale)), scale)
 
 
 def _static_shape(a):

@@ -279,6 +279,19 @@ class Tracer:
         return handler(*args, **kwargs)
 
 
+def _power_operator(self, other):
+    """ndarray's ``**`` (numpy's fast_scalar_power): a Python int 2 is np.square (for booleans
+    that is int8, where np.power gives int64); on float arrays a Python int -1 is np.reciprocal
+    and a Python float 0.5 is np.sqrt (so float16 (-inf) ** 0.5 is nan, np.power's is inf)."""
+    if type(other) is int and other == 2:
+        return np.square(self)
+    if self.dtype.kind == "f" and type(other) is int and other == -1:
+        return np.reciprocal(self)
+    if self.dtype.kind == "f" and type(other) is float and other == 0.5:
+        return np.sqrt(self)
+    return np.power(self, other)
+
+
 def _install_operators():
     """Python operators call the ufuncs numpy's ndarray would, so one table handles both."""
     binary = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.divide,
@@ -295,10 +308,7 @@ def _install_operators():
     for name, ufunc in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
                         "eq": np.equal, "ne": np.not_equal}.items():
         setattr(Tracer, f"__{name}__", lambda self, other, ufunc=ufunc: ufunc(self, other))
-    # ndarray's ``a ** 2`` (a Python int 2) is np.square(a): for booleans that is int8, where
-    # np.power gives int64.
-    Tracer.__pow__ = lambda self, other: (np.square(self) if type(other) is int and other == 2
-                                          else np.power(self, other))
+    Tracer.__pow__ = _power_operator
     Tracer.__neg__ = lambda self: np.negative(self)
     Tracer.__pos__ = lambda self: self
     Tracer.__abs__ = lambda self: np.absolute(self)

@@ -55,10 +55,18 @@ def literal(value, dtype: np.dtype) -> str:
 HELPERS = '''
 @njit(inline="always", error_model="numpy")
 def fj_floordiv_int(a, b):
+    # numpy: x // 0 is 0, and MIN // -1 wraps to MIN (numba's // would give 0 there).
     if b == 0:
         return a - a
-    q = a // b
-    return q
+    if b == -1:
+        return -a
+    return a // b
+
+@njit(inline="always", error_model="numpy")
+def fj_floordiv_uint(a, b):
+    if b == 0:
+        return a - a
+    return a // b
 
 @njit(inline="always", error_model="numpy")
 def fj_mod_int(a, b):
@@ -67,8 +75,20 @@ def fj_mod_int(a, b):
     return a % b
 
 @njit(inline="always", error_model="numpy")
+def fj_fmod_int(a, b):
+    # C's remainder, with the sign of the dividend; numpy gives 0 for x fmod 0 and MIN fmod -1.
+    if b == 0 or b == -1:
+        return a - a
+    r = a % b
+    if r != 0 and (r < 0) != (a < 0):
+        r -= b
+    return r
+
+@njit(inline="always", error_model="numpy")
 def fj_divmod_float(a, b):
-    mod = math.fmod(a, b)
+    # numpy's npy_divmod: fmod, then the sign of the divisor for the remainder, floor for
+    # the quotient; a zero divisor gives a / b and fmod's NaN.
+    mod = np.fmod(a, b)
     if b == 0:
         return a / b, mod
     div = (a - mod) / b
@@ -79,7 +99,7 @@ def fj_divmod_float(a, b):
     else:
         mod = math.copysign(0.0, b)
     if div != 0:
-        floordiv = math.floor(div)
+        floordiv = np.floor(div)
         if div - floordiv > 0.5:
             floordiv += 1.0
     else:
@@ -115,9 +135,27 @@ def fj_round_float16(x):
 
 @njit(inline="always", error_model="numpy")
 def fj_sign_float(a):
+    # NaN stays NaN; +-inf give +-1 (not inf - inf); -0.0 gives 0.0, as numpy does.
     if a != a:
         return a
-    return (a > 0) - (a < 0) + a - a
+    return a - a if a == 0 else (a > 0) - (a < 0)
+
+@njit(inline="always", error_model="numpy")
+def fj_power_scalar_float(a, b):
+    # numpy's float power loop when the exponent is one broadcast value: -1, 0, 0.5, 1 and 2
+    # are 1/a, 1, sqrt(a), a and a*a (so (-inf) ** 0.5 is nan and (-0.0) ** 0.5 is -0.0,
+    # where C's pow gives inf and 0.0); any other exponent is pow.
+    if b == -1.0:
+        return 1.0 / a
+    if b == 0.0:
+        return b + 1.0
+    if b == 0.5:
+        return np.sqrt(a)
+    if b == 1.0:
+        return a
+    if b == 2.0:
+        return a * a
+    return a ** b
 '''
 
 
@@ -147,26 +185,43 @@ def _vectorized(name: str, fallback: str | None):
 
 
 def _maximum(nan_from_first: bool, larger: bool):
-    compare = ">=" if larger else "<="
-
+    """maximum/minimum (NaN wins) and fmax/fmin (NaN loses).  Of two equal values (+0.0 and
+    -0.0) numpy's float32/float64 loops return the second, its float16 loop the first."""
     def emit(a, b, dtype):
         if not _float(dtype):
-            return f"({a} if {a} {compare} {b} else {b})"
+            return f"({a} if {a} {'>=' if larger else '<='} {b} else {b})"
+        compare = (">" if larger else "<") + ("=" if np.dtype(dtype) == np.float16 else "")
         nan_check = f"{a} != {a}" if nan_from_first else f"{b} != {b}"
         return f"({a} if ({a} {compare} {b} or {nan_check}) else {b})"
     return emit
 
 
 def _floordiv(a, b, dtype):
-    return f"fj_divmod_float({a}, {b})[0]" if _float(dtype) else f"fj_floordiv_int({a}, {b})"
+    if _float(dtype):
+        return f"fj_divmod_float({a}, {b})[0]"
+    return f"fj_floordiv_uint({a}, {b})" if np.dtype(dtype).kind == "u" else f"fj_floordiv_int({a}, {b})"
 
 
 def _mod(a, b, dtype):
     return f"fj_divmod_float({a}, {b})[1]" if _float(dtype) else f"fj_mod_int({a}, {b})"
 
 
+def _fmod(a, b, dtype):
+    if _float(dtype):
+        return f"np.fmod({a}, {b})"
+    return f"fj_mod_int({a}, {b})" if np.dtype(dtype).kind == "u" else f"fj_fmod_int({a}, {b})"
+
+
 def _power(a, b, dtype):
     return f"({a} ** {b})" if _float(dtype) else f"fj_power_int({a}, {b})"
+
+
+def _scalar_exponent(node) -> bool:
+    """Whether numpy's power loop sees ``node``'s exponent with stride 0 (one value broadcast
+    over the result), where its float32/float64 loops take fj_power_scalar_float's fast paths.
+    An exponent broadcast along some axes only is read with a stride and takes pow."""
+    exponent, result = node.inputs[1].type, node.output.type
+    return exponent.size == 1 and (exponent.rank == 0 or exponent.shape != result.shape)
 
 
 def _sign(a, dtype):
@@ -190,8 +245,27 @@ def _invert(a, dtype):
 
 
 def _reciprocal(a, dtype):
-    one = literal(1, dtype)
-    return f"({one} / {a})" if _float(dtype) else f"fj_floordiv_int({one}, {a})"
+    if _float(dtype):
+        return f"({literal(1, dtype)} / {a})"
+    # numpy computes 1.0 / a in float64 and converts: 1 and -1 are themselves, other values 0,
+    # and 0 gives inf converted by the x86-64 instruction (INT_MIN for int32 and int64, else 0).
+    dtype = np.dtype(dtype)
+    at_zero = np.iinfo(dtype).min if dtype in (np.dtype(np.int32), np.dtype(np.int64)) else 0
+    ones = f"({a} == 1)" if dtype.kind != "i" else f"(({a} == 1) - ({a} == -1))"
+    return f"({literal(at_zero, dtype)} if {a} == 0 else {ones})"
+
+
+def _truth(a, dtype) -> str:
+    return a if compute_dtype(dtype) == np.bool_ else f"({a} != 0)"
+
+
+def _logical(symbol: str):
+    """logical_and/or/xor: truth tests of both operands (NaN is true), whatever their dtype."""
+    return lambda a, b, dtype: f"({_truth(a, dtype)} {symbol} {_truth(b, dtype)})"
+
+
+def _logical_not(a, dtype):
+    return f"(not {a})" if compute_dtype(dtype) == np.bool_ else f"({a} == 0)"
 
 
 def _exp2(a, dtype):
@@ -209,22 +283,25 @@ UNARY = {
     ops.sinh: _math("sinh"), ops.cosh: _math("cosh"), ops.tanh: _vectorized("tanh", "tanh"),
     ops.floor: lambda a, dtype: f"np.floor({a})", ops.ceil: lambda a, dtype: f"np.ceil({a})",
     ops.trunc: lambda a, dtype: f"np.trunc({a})", ops.rint: lambda a, dtype: f"np.rint({a})",
-    ops.sign: _sign, ops.logical_not: lambda a, dtype: f"(not {a})", ops.invert: _invert,
+    ops.sign: _sign, ops.logical_not: _logical_not, ops.invert: _invert,
     ops.isnan: _isnan, ops.isinf: _isinf, ops.isfinite: _isfinite, ops.erf: _vectorized("erf", "erf"),
     ops.sigmoid: _vectorized("sigmoid", None),
 }
 
 BINARY = {
     ops.add: _binary("+", "|"), ops.sub: _binary("-"), ops.mul: _binary("*", "&"), ops.div: _binary("/"),
-    ops.floordiv: _floordiv, ops.mod: _mod, ops.pow: _power,
+    ops.floordiv: _floordiv, ops.mod: _mod, ops.fmod: _fmod, ops.pow: _power,
     ops.maximum: _maximum(True, True), ops.minimum: _maximum(True, False),
     ops.fmax: _maximum(False, True), ops.fmin: _maximum(False, False),
     ops.arctan2: lambda a, b, dtype: f"math.atan2({a}, {b})",
     ops.eq: _binary("=="), ops.ne: _binary("!="), ops.lt: _binary("<"), ops.le: _binary("<="),
     ops.gt: _binary(">"), ops.ge: _binary(">="),
-    ops.logical_and: _binary("&"), ops.logical_or: _binary("|"), ops.logical_xor: _binary("^"),
+    ops.logical_and: _logical("&"), ops.logical_or: _logical("|"), ops.logical_xor: _logical("!="),
     ops.bitwise_and: _binary("&"), ops.bitwise_or: _binary("|"), ops.bitwise_xor: _binary("^"),
 }
+
+
+_POWER_FAST_PATH_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))   # numpy's float16 loop has none
 
 
 def loop_dtypes(op, input_dtypes) -> tuple[list[np.dtype], np.dtype]:
@@ -261,7 +338,10 @@ def expression(node, operands: list[str]) -> str:
         raise CodegenError(f"op '{op.name}' has no CPU kernel code (no fallback: report it)")
     loop_in, loop_out = loop_dtypes(op, in_dtypes)
     cast_operands = [cast(expr, dtype, loop) for expr, dtype, loop in zip(operands, in_dtypes, loop_in)]
-    text = table[op](*cast_operands, loop_in[0])
+    if op is ops.pow and loop_in[0] in _POWER_FAST_PATH_DTYPES and _scalar_exponent(node):
+        text = f"fj_power_scalar_float({cast_operands[0]}, {cast_operands[1]})"
+    else:
+        text = table[op](*cast_operands, loop_in[0])
     if loop_out != out_dtype:
         return cast(text, loop_out, out_dtype)
     if out_dtype == np.float16:                  # numpy computes float16 in float32 and rounds

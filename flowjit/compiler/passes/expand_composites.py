@@ -1,6 +1,6 @@
 """expand-composites: write var and std in terms of mean, sub, mul, sum and div.
 
-numpy computes ``var(x) = sum(|x - mean(x)|**2) / (N - ddof)`` in the dtype of
+numpy computes ``var(x) = sum(|x - mean(x)|**2) / max(N - ddof, 0)`` in the dtype of
 ``mean(x)``; the expansion does the same, so kernels only need primitive reductions.
 """
 
@@ -17,14 +17,15 @@ from flowjit.compiler.passes.base import Pass, Rewriter
 
 
 def expand_variance(node: Node, rw: Rewriter):
-    """var(x) -> sum((x - mean(x))**2) / (N - ddof);  std(x) -> sqrt(var(x))"""
+    """var(x) -> sum((x - mean(x))**2) / max(N - ddof, 0);  std(x) -> sqrt(var(x))"""
     (x,) = node.inputs
     axes, keepdims, ddof = node.attrs["axes"], node.attrs["keepdims"], node.attrs["ddof"]
     mean = rw.emit(ops.mean, [x], {"axes": axes, "keepdims": True})
     deviation = rw.emit(ops.sub, [x, mean])
     squared = rw.emit(ops.mul, [deviation, deviation])
     total = rw.emit(ops.sum, [squared], {"axes": axes, "keepdims": keepdims})
-    count = int(np.prod([x.shape[axis] for axis in axes], dtype=np.int64)) - ddof
+    # numpy divides by max(N - ddof, 0): ddof >= N gives inf (or NaN), never a negative variance
+    count = max(int(np.prod([x.shape[axis] for axis in axes], dtype=np.int64)) - ddof, 0)
     divisor = rw.emit(ops.constant, [], {"value": np.asarray(count, dtype=total.dtype)})
     variance = rw.emit(ops.div, [total, divisor])
     if variance.dtype != node.output.dtype:

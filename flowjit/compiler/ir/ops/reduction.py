@@ -42,14 +42,16 @@ def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool)
     return tuple(dim for axis, dim in enumerate(shape) if axis not in axes)
 
 
-def _reduction(name: str, function, *, extra_attrs: dict | None = None, identity: bool = True) -> Op:
+def _reduction(name: str, function, *, extra_attrs: dict | None = None, ufunc=None) -> Op:
+    """``ufunc``: the ufunc without identity the reduction is (max: maximum), so that an
+    empty reduced axis raises numpy's ValueError."""
     extra_attrs = extra_attrs or {}
 
     def rule(types, attrs):
         (source,) = types
         axes = _check_axes(attrs["axes"], source.rank)
-        if not identity and any(source.shape[axis] == 0 for axis in axes):
-            raise ShapeError(f"{name} of an empty axis has no identity")
+        if ufunc is not None and any(source.shape[axis] == 0 for axis in axes):
+            raise ShapeError(f"zero-size array to reduction operation {ufunc.__name__} which has no identity")
         extra = tuple((key, attrs[key]) for key in extra_attrs)
         dtype = _reduced_dtype(function, source.dtype, extra)
         return [TensorType(reduced_shape(source.shape, axes, attrs["keepdims"]), dtype)]
@@ -67,8 +69,8 @@ def _reduction(name: str, function, *, extra_attrs: dict | None = None, identity
 sum_ = _reduction("sum", np.sum)
 prod_ = _reduction("prod", np.prod)
 mean = _reduction("mean", np.mean)
-max_ = _reduction("max", np.max, identity=False)
-min_ = _reduction("min", np.min, identity=False)
+max_ = _reduction("max", np.max, ufunc=np.maximum)
+min_ = _reduction("min", np.min, ufunc=np.minimum)
 var = _reduction("var", np.var, extra_attrs={"ddof": attr(AttrKind.INT, 0)})
 std = _reduction("std", np.std, extra_attrs={"ddof": attr(AttrKind.INT, 0)})
 
@@ -77,15 +79,17 @@ def _arg_reduction(name: str, function) -> Op:
     def rule(types, attrs):
         (source,) = types
         axis, keepdims = attrs["axis"], attrs["keepdims"]
-        if source.size == 0:
-            raise ShapeError(f"{name} of an empty array")
         if axis is None:
+            empty = source.size == 0
             shape = (1,) * source.rank if keepdims else ()
         else:
             normalize_axis(axis, source.rank)
             if axis < 0:
                 raise ShapeError(f"axis {axis} must be non-negative")
+            empty = source.rank > 0 and source.shape[axis] == 0
             shape = reduced_shape(source.shape, (axis,), keepdims)
+        if empty:                       # numpy's message; an empty kept axis is fine
+            raise ShapeError(f"attempt to get {name} of an empty sequence")
         return [TensorType(shape, np.dtype(np.intp))]
 
     def reference(arrays, attrs):
