@@ -288,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _bench(rest: list[str]) -> int:
-    from bench.harness import main as bench_main
+    from flowjit.bench.harness import main as bench_main
     return bench_main(rest)
 
 

@@ -7,7 +7,7 @@ import pathlib
 
 import numpy as np
 
-from bench import harness
+from flowjit.bench import harness
 
 ROOT = pathlib.Path(__file__).parent.parent
 
@@ -113,9 +113,45 @@ def test_cli_rejects_unknown_names():
 
 
 def test_reductions_benchmark_checks_every_case(capsys):
-    """bench/reductions.py on a tiny matrix: every case runs, matches numpy, and is timed."""
-    from bench import reductions
+    """flowjit.bench.reductions on a tiny matrix: every case runs, matches numpy, and is timed."""
+    from flowjit.bench import reductions
     assert reductions.main(["--rows", "64", "--columns", "192"]) == 0
     lines = capsys.readouterr().out.splitlines()
     rows = [line for line in lines[2:] if line.strip()]
     assert len(rows) == len(reductions.CASES) and not any("WRONG" in line for line in rows), lines
+
+
+def test_a_workload_whose_dependency_is_missing_is_skipped(monkeypatch):
+    """black_scholes's numpy version needs scipy (erf): without it the workload is skipped
+    with the reason, and the other workloads still run and are tabled."""
+    real = harness.missing_module
+    monkeypatch.setattr(harness, "missing_module",
+                        lambda module: "scipy is not installed" if module == "scipy" else real(module))
+    report = tiny_run()
+    rows = {(r["workload"], r["mode"]): r for r in report["rows"]}
+    assert all(rows[("black_scholes", m)]["status"] == "skipped" for m in ("numpy", "unfused", "fused"))
+    assert rows[("black_scholes", "fused")]["detail"] == "needs scipy is not installed"
+    assert all(rows[(w, m)]["status"] == "ok" for w in ("chain", "softmax") for m in ("numpy", "unfused", "fused"))
+    assert "chain" in harness.format_table(report, ["numpy", "unfused", "fused"])
+
+
+def test_an_interrupt_keeps_what_was_measured(monkeypatch):
+    """Ctrl-C during the second workload ends the run with the first one's figures."""
+    real = harness.make_callable
+
+    def interrupting(mode, workload, args):
+        if workload.name == "softmax":
+            raise KeyboardInterrupt
+        return real(mode, workload, args)
+    monkeypatch.setattr(harness, "make_callable", interrupting)
+    report = tiny_run()
+    assert report["interrupted"]
+    assert {r["workload"] for r in report["rows"]} == {"chain"}
+    assert all(r["status"] == "ok" for r in report["rows"])
+    table = harness.format_table(report, ["numpy", "unfused", "fused"])
+    assert "chain" in table and "interrupted" in table
+
+
+def test_install_hint_fits_the_installation():
+    """A checkout gets ``pip install -e``; an installed package the index's name."""
+    assert harness.install_hint() == "pip install -e '.[bench]'"        # this test runs from the checkout

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import flowjit  # noqa: F401  (first: it sets libgomp's wait policy before torch loads libgomp)
-from bench.workloads import WORKLOADS, JaxOps, NumpyOps, TorchOps
+from flowjit.bench.workloads import WORKLOADS, JaxOps, NumpyOps, TorchOps
 
 MODES = ("numpy", "unfused", "fused", "numexpr", "jax", "torch")
 SIZES = {"1M": 1 << 20, "16M": 1 << 24, "64K": 1 << 16, "4K": 1 << 12}
@@ -92,15 +92,36 @@ def make_callable(mode: str, workload, args):
     raise ValueError(mode)
 
 
+def install_hint() -> str:
+    """How to get the bench extra: from a source checkout (an editable install, or the
+    package run from the repository) with ``-e .``, else from the package index."""
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if os.path.exists(os.path.join(package_parent, "pyproject.toml")):
+        return "pip install -e '.[bench]'"
+    return "pip install 'flowjit[bench]'"
+
+
+def missing_module(module: str) -> str | None:
+    """None if ``module`` imports, else why not (one line)."""
+    try:
+        __import__(module)
+    except ImportError as error:
+        return f"{module} is not installed" if error.name == module else f"{module} does not import ({error})"
+    return None
+
+
 def available(mode: str) -> str | None:
     """None if the mode can run here, else why not."""
     module = {"numexpr": "numexpr", "jax": "jax", "torch": "torch"}.get(mode)
-    if module is None:
-        return None
-    try:
-        __import__(module)
-    except ImportError:
-        return f"{module} is not installed (pip install -e '.[bench]')"
+    return missing_module(module) if module else None
+
+
+def workload_unavailable(workload) -> str | None:
+    """None if every module the workload's numpy version needs imports, else why not."""
+    for module in workload.requires:
+        reason = missing_module(module)
+        if reason:
+            return f"needs {reason}"
     return None
 
 
@@ -177,7 +198,7 @@ def bytes_moved(args, expected) -> int:
 COMPILE_SCRIPT = """
 import numpy as np
 import flowjit
-from bench.workloads import WORKLOADS, NumpyOps
+from flowjit.bench.workloads import WORKLOADS, NumpyOps
 ops = NumpyOps()
 workload = WORKLOADS[{name!r}]
 args = workload.make({elements}, np.random.default_rng(0))
@@ -189,11 +210,14 @@ print("first result", flush=True)
 def compile_time(name: str, cache_dir: str) -> tuple[float, float]:
     """Seconds from starting a fresh interpreter to its first result (import, trace,
     compile or cache load, run), and to the process's exit (interpreter teardown too)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, FLOWJIT_CACHE_DIR=cache_dir, PYTHONPATH=root)
+    # The fresh process imports the flowjit this one runs (installed, or a checkout on the
+    # path), from a directory of its own so that nothing in the current one shadows it.
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths = [package_parent] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    env = dict(os.environ, FLOWJIT_CACHE_DIR=cache_dir, PYTHONPATH=os.pathsep.join(paths))
     start = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-c", COMPILE_SCRIPT.format(name=name, elements=4096)], env=env,
-                               cwd=root, stdout=subprocess.PIPE, text=True)
+                               cwd=cache_dir, stdout=subprocess.PIPE, text=True)
     result = None
     for line in process.stdout:
         if line.startswith("first result"):
@@ -226,43 +250,68 @@ def machine() -> dict:
 
 def run(workloads, sizes, modes, repeat, progress=print, compile_rows: bool = True,
         bandwidth_elements: int = 1 << 25, compile_repeat: int = 3) -> dict:
-    rng = np.random.default_rng(0)
-    progress("measuring memory bandwidth (STREAM triad)...")
-    bandwidth = stream_triad(bandwidth_elements)
-    progress(f"  {bandwidth / 1e9:.1f} GB/s")
-    rows: list[Row] = []
-    bounds: dict = {}
-    for name in workloads:
-        workload = WORKLOADS[name]
-        for size in (sizes if workload.sized else sizes[-1:]):
-            label = size if workload.sized else "fixed"
+    """Every figure, gathered into one report as it is measured: a workload that cannot run
+    here is skipped, a peer that fails is an error row, and an interrupt (Ctrl-C) ends the
+    run with what was measured so far (``report["interrupted"]``)."""
+    report = {"machine": machine(), "bandwidth_bytes_per_s": None, "bounds_s": {}, "rows": [], "dispatch": [],
+              "compile": [], "interrupted": False}
+    try:
+        progress("measuring memory bandwidth (STREAM triad)...")
+        report["bandwidth_bytes_per_s"] = stream_triad(bandwidth_elements)
+        progress(f"  {report['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s")
+        rng = np.random.default_rng(0)
+        for name in workloads:
+            run_workload(report, WORKLOADS[name], sizes, modes, repeat, rng, progress)
+        run_dispatch(report, modes, rng, progress)
+        if compile_rows:
+            run_compiles(report, compile_repeat, progress)
+    except KeyboardInterrupt:
+        report["interrupted"] = True
+    return report
+
+
+def run_workload(report: dict, workload, sizes, modes, repeat: int, rng, progress) -> None:
+    unavailable = workload_unavailable(workload)
+    for size in (sizes if workload.sized else sizes[-1:]):
+        label = size if workload.sized else "fixed"
+        if unavailable:
+            report["rows"].extend(Row(workload.name, label, mode, "skipped", unavailable).__dict__ for mode in modes)
+            continue
+        try:
             args = workload.make(SIZES[size], rng)
-            expected = np.asarray(workload.function(NumpyOps(), *args), dtype=np.float64)
-            if workload.elementwise:
-                bounds[(name, label)] = bytes_moved(args, np.asarray(workload.function(NumpyOps(), *args))) / bandwidth
-            cells, cell_rows = [], []
-            for mode in modes:
-                row = Row(name, label, mode)
-                reason = available(mode)
-                if reason:
-                    row.status, row.detail = "skipped", reason
-                else:
-                    try:
-                        call = make_callable(mode, workload, args)
-                        if prepare(row, call, expected, workload.dtype):
-                            cells.append((row, call))
-                    except LookupError as error:
-                        row.status, row.detail = "skipped", str(error)
-                    except Exception as error:             # a peer that fails is reported, not fatal
-                        row.status, row.detail = "error", f"{type(error).__name__}: {error}"[:200]
-                cell_rows.append(row)
-            time_interleaved(cells, repeat)
-            del cells
-            for row in cell_rows:
-                rows.append(row)
-                shown = f"{row.median_s * 1e3:9.2f} ms" if row.median_s is not None else f"{row.status}: {row.detail}"
-                progress(f"  {name:<14}{label:>6}  {row.mode:<8} {shown}")
-    dispatch = []
+            result = np.asarray(workload.function(NumpyOps(), *args))
+        except Exception as error:                 # the numpy reference failed: no mode can be checked
+            detail = f"the numpy reference failed: {type(error).__name__}: {error}"[:200]
+            report["rows"].extend(Row(workload.name, label, mode, "error", detail).__dict__ for mode in modes)
+            continue
+        expected = result.astype(np.float64)
+        if workload.elementwise:
+            report["bounds_s"][f"{workload.name}@{label}"] = bytes_moved(args, result) / report["bandwidth_bytes_per_s"]
+        cells, cell_rows = [], []
+        for mode in modes:
+            row = Row(workload.name, label, mode)
+            reason = available(mode)
+            if reason:
+                row.status, row.detail = "skipped", reason
+            else:
+                try:
+                    call = make_callable(mode, workload, args)
+                    if prepare(row, call, expected, workload.dtype):
+                        cells.append((row, call))
+                except LookupError as error:
+                    row.status, row.detail = "skipped", str(error)
+                except Exception as error:             # a peer that fails is reported, not fatal
+                    row.status, row.detail = "error", f"{type(error).__name__}: {error}"[:200]
+            cell_rows.append(row)
+        time_interleaved(cells, repeat)
+        del cells
+        for row in cell_rows:
+            report["rows"].append(row.__dict__)
+            shown = f"{row.median_s * 1e3:9.2f} ms" if row.median_s is not None else f"{row.status}: {row.detail}"
+            progress(f"  {workload.name:<14}{label:>6}  {row.mode:<8} {shown}")
+
+
+def run_dispatch(report: dict, modes, rng, progress) -> None:
     chain = WORKLOADS["chain"]
     small = chain.make(16, rng)
     expected = np.asarray(chain.function(NumpyOps(), *small), dtype=np.float64)
@@ -284,19 +333,18 @@ def run(workloads, sizes, modes, repeat, progress=print, compile_rows: bool = Tr
                 row.status, row.detail = "skipped", str(error)
             except Exception as error:                 # a peer that fails is reported, not fatal
                 row.status, row.detail = "error", f"{type(error).__name__}: {error}"[:200]
-        dispatch.append(row)
+        report["dispatch"].append(row.__dict__)
         progress(f"  dispatch, 16 elements  {mode:<8} "
                  + (f"{row.median_s * 1e6:8.2f} us" if row.median_s is not None else row.status))
-    compiles = []
-    if compile_rows:
-        # An installed package has its bytecode compiled (pip does it at install); an
-        # editable one run with PYTHONDONTWRITEBYTECODE=1, as here, would recompile every
-        # module in every fresh process (~50 ms) and time that instead of flowjit.
-        import compileall
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        for package in ("flowjit", "bench"):
-            compileall.compile_dir(os.path.join(root, package), quiet=1)
-    for name in ("chain", "softmax") if compile_rows else ():
+
+
+def run_compiles(report: dict, compile_repeat: int, progress) -> None:
+    # An installed package has its bytecode compiled (pip does it at install); an
+    # editable one run with PYTHONDONTWRITEBYTECODE=1, as here, would recompile every
+    # module in every fresh process (~50 ms) and time that instead of flowjit.
+    import compileall
+    compileall.compile_dir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), quiet=1)
+    for name in ("chain", "softmax"):
         # Medians over fresh processes: each empty-cache one gets its own directory, the
         # warm-cache ones share one that the first of them filled.
         cold = []
@@ -311,14 +359,10 @@ def run(workloads, sizes, modes, repeat, progress=print, compile_rows: bool = Tr
             row[f"{label}_s"] = statistics.median(first for first, _ in runs)
             row[f"{label}_times_s"] = [first for first, _ in runs]
             row[f"{label}_exit_s"] = statistics.median(end for _, end in runs)
-        compiles.append(row)
+        report["compile"].append(row)
         progress(f"  first call in a fresh process, {name}: empty cache {row['empty_cache_s']:.2f} s, "
                  f"warm cache {row['warm_cache_s']:.2f} s (medians of {compile_repeat}; the process exits "
                  f"{row['warm_cache_exit_s'] - row['warm_cache_s']:.2f} s later)")
-    return {"machine": machine(), "bandwidth_bytes_per_s": bandwidth,
-            "bounds_s": {f"{k[0]}@{k[1]}": v for k, v in bounds.items()},
-            "rows": [row.__dict__ for row in rows], "dispatch": [row.__dict__ for row in dispatch],
-            "compile": compiles}
 
 
 def format_table(report: dict, modes) -> str:
@@ -377,7 +421,10 @@ def format_table(report: dict, modes) -> str:
     wrong = [r for r in report["rows"] if r["status"] in ("wrong", "error")]
     for r in wrong:
         lines.append(f"{r['status'].upper()}: {r['workload']}@{r['size']} {r['mode']}: {r['detail']}")
-    lines.append(f"memory bandwidth (STREAM triad): {report['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s")
+    if report["bandwidth_bytes_per_s"]:
+        lines.append(f"memory bandwidth (STREAM triad): {report['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s")
+    if report.get("interrupted"):
+        lines.append("interrupted: the figures above are those measured before the interrupt")
     return "\n".join(lines)
 
 
@@ -387,7 +434,7 @@ def plot(report: dict, modes, path: str) -> str:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return "plot skipped: matplotlib is not installed (pip install -e '.[bench]')"
+        return f"plot skipped: matplotlib is not installed ({install_hint()})"
     keys = []
     for r in report["rows"]:
         if (r["workload"], r["size"]) not in keys:
@@ -449,7 +496,7 @@ def main(argv=None) -> int:
         print(f"wrote {args.json}")
     if args.plot:
         print(plot(report, modes, args.plot))
-    return 0
+    return 130 if report["interrupted"] else 0
 
 
 if __name__ == "__main__":

@@ -123,6 +123,7 @@ class Workload:
     elementwise: bool          # a bandwidth bound applies
     numexpr: str | None = None
     sized: bool = True         # False: fixed shapes whatever the size (mlp)
+    requires: tuple[str, ...] = ()   # modules the numpy version imports (erf: scipy); missing: skipped
 
 
 def _rows(n, rng, width=1024):
@@ -140,7 +141,8 @@ WORKLOADS = {
                                           rng.standard_normal(1024).astype(np.float32)), "float32", True),
     "black_scholes": Workload("black_scholes", black_scholes,
                               lambda n, rng: (rng.uniform(10, 100, n), rng.uniform(10, 100, n),
-                                              rng.uniform(0.1, 2.0, n)), "float64", True),
+                                              rng.uniform(0.1, 2.0, n)), "float64", True,
+                              requires=("scipy",)),
     "mlp": Workload("mlp", mlp, lambda n, rng: (
         rng.standard_normal((4096, 1024)).astype(np.float32),
         (rng.standard_normal((1024, 1024)) / 32).astype(np.float32), rng.standard_normal(1024).astype(np.float32),
