@@ -84,8 +84,15 @@ def command_dump(args) -> int:
     options = options_from_env().replace(**_pipeline_options(args))
     positional, keywords = parse_arguments(function, args.arg, args.static)
     lowered = _jitted(function, statics, options).lower(*positional, **keywords)
+    if args.stage is None:
+        args.stage = "fused" if args.explain_fusion else "traced"
     if args.stage not in lowered.stages:
         raise CliError(f"unknown stage '{args.stage}' (stages: {', '.join(lowered.stages)})")
+    if args.explain_fusion and args.stage not in ("fused", "kernels"):
+        raise CliError(f"--explain-fusion names kernels, which stage '{args.stage}' does not have: use it with "
+                       f"--stage fused (its default) or --stage kernels")
+    if args.parallel and args.stage != "kernels":
+        raise CliError("--parallel shows the kernels' parallel variants: use it with --stage kernels")
     if args.stage in ("kernels", "partitioned") and args.format != "text":
         raise CliError(f"--stage {args.stage} prints {'Python source' if args.stage == 'kernels' else 'one graph per device'}: "
                        f"use --format text")
@@ -95,7 +102,13 @@ def command_dump(args) -> int:
     elif args.format == "json":
         text = to_json(graph)
     else:
-        text = lowered.as_text(stage=args.stage)
+        text = lowered.as_text(stage=args.stage, parallel=args.parallel)
+    if args.dump_dir:                         # the pipeline writes them as it runs: make sure it ran
+        records = lowered.pass_records
+        files = [f"{index:02d}-{record.name}.fj" for index, record in enumerate(records, 1)]
+        print(f"wrote the IR after each of {len(files)} passes to {os.path.join(args.dump_dir, '')} "
+              f"({files[0]} ... {files[-1]})" if files else f"wrote nothing to {args.dump_dir}: no pass ran",
+              file=sys.stderr)
     if args.after:
         text = _pipeline_report(lowered, args)
     else:
@@ -208,11 +221,17 @@ def _pipeline_report(lowered, args) -> str:
     return "".join(parts)
 
 
+TARGET_HELP = ("FILE.py:FUNC names a function in a Python file, e.g. examples/models.py:softmax: the file is "
+               "run as a module (its own imports resolve next to it) and FUNC is a plain function or one "
+               "already decorated with @flowjit.jit (its static arguments are kept).")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="flowjit",
         description="flowjit: a JIT compiler from numpy functions to fused kernels. "
-                    "Each subcommand inspects or runs one part of the pipeline.")
+                    "Each subcommand inspects or runs one part of the pipeline.",
+        epilog=TARGET_HELP + "  `flowjit COMMAND --help` describes a command's flags.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
@@ -220,18 +239,23 @@ def build_parser() -> argparse.ArgumentParser:
         "dump", help="print the IR of a function at a stage of the pipeline",
         description="Trace FILE.py:FUNC for the given argument types and print its IR.",
         epilog="example: flowjit dump model.py:predict --arg x=f32[64,784] --arg w=f32[784,10]")
-    dump.add_argument("target", metavar="FILE.py:FUNC", help="the function to trace")
+    dump.add_argument("target", metavar="FILE.py:FUNC", help=TARGET_HELP)
     dump.add_argument("--arg", action="append", default=[], metavar="NAME=TYPE",
                       help="an array argument's type, e.g. x=f32[64,784] (repeat per argument; "
                            "without NAME= it is positional)")
     dump.add_argument("--static", action="append", default=[], metavar="NAME=VALUE",
                       help="a static (compile-time) argument given as a Python literal, e.g. n=3")
-    dump.add_argument("--stage", default="traced",
+    dump.add_argument("--stage", default=None,
                       help="traced, optimized (after the passes), placed (a device per node), partitioned "
                            "(a graph per device, with send/recv), fused (kernels as fused nodes) or kernels "
-                           "(their generated Numba source) (default: traced)")
+                           "(a one-line summary, then each kernel's generated Numba source with the helpers it "
+                           "uses) (default: traced; fused with --explain-fusion)")
+    dump.add_argument("--parallel", action="store_true",
+                      help="with --stage kernels: also show each kernel's parallel variant (its outer loop "
+                           "under prange, for large inputs), as a diff against the serial one")
     dump.add_argument("--explain-fusion", action="store_true",
-                      help="after the IR, say for each edge between kernels why it was not fused")
+                      help="after the fused IR (or the kernels), say for each edge between kernels why it was "
+                           "not fused, in the names that IR prints")
     dump.add_argument("--no-fuse", dest="fuse", action="store_false",
                       help="one kernel per op (the unfused baseline)")
     dump.add_argument("--format", choices=("text", "dot", "json"), default="text",
@@ -263,10 +287,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "and write Chrome-trace JSON: one track per device, a span per kernel, an arrow per "
                     "send -> recv.",
         epilog="example: flowjit profile model.py:predict --arg x=f32[64,784] --devices cpu:0,cpu:1 -o trace.json")
-    profile.add_argument("target", metavar="FILE.py:FUNC")
+    profile.add_argument("target", metavar="FILE.py:FUNC", help=TARGET_HELP)
     profile.add_argument("--arg", action="append", default=[], metavar="NAME=TYPE",
-                         help="an array argument's type, e.g. x=f32[64,784] (filled with random values)")
-    profile.add_argument("--static", action="append", default=[], metavar="NAME=VALUE")
+                         help="an array argument's type, e.g. x=f32[64,784], filled with standard normal "
+                              "values (integers 0-9, booleans at random); repeat per argument, without "
+                              "NAME= it is positional")
+    profile.add_argument("--static", action="append", default=[], metavar="NAME=VALUE",
+                         help="a static (compile-time) argument given as a Python literal, e.g. n=3")
     profile.add_argument("-o", "--output", default="trace.json", metavar="PATH",
                          help="where to write the trace (default: trace.json)")
     profile.add_argument("--seed", type=int, default=0, help="seed of the random inputs")

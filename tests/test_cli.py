@@ -27,6 +27,20 @@ def test_help_explains_every_flag():
     dump = flowjit("dump", "--help").stdout
     for flag in ("--arg", "--static", "--stage", "--format", "--output"):
         assert flag in dump
+    assert "FILE.py:FUNC names a function in a Python file" in top
+
+
+def test_every_argument_of_every_command_has_help():
+    """FILE.py:FUNC and profile's --static included (they had none)."""
+    import argparse
+    from flowjit.cli import build_parser
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in commands.choices.items():
+        for action in parser._actions:
+            if name != "bench" and not isinstance(action, argparse._HelpAction):
+                assert action.help and len(action.help) > 20, (name, action.dest)
+    for command in ("dump", "profile"):
+        assert "FILE.py:FUNC names a function in a Python file" in flowjit(command, "--help").stdout
 
 
 def test_dump_text_parses_back():
