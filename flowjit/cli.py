@@ -167,9 +167,20 @@ def _add_device_flags(parser) -> None:
 
 
 def command_devices(args) -> int:
+    from flowjit.config import cache_directory
     from flowjit.runtime.devices import current_devices
+    from flowjit.runtime.machine import cache_path, machine_figures
     devices = _device_set(args.devices) if args.devices else current_devices()
-    print(devices.describe())
+    directory = cache_directory("default")
+    machine = machine_figures(directory)
+    print(devices.describe(machine))
+    if any(device.bandwidth is None for device in devices):
+        where = (f"read from {cache_path(directory)}" if machine.source == "cached"
+                 else f"cached in {cache_path(directory)}" if directory else "the disk cache is off")
+        print(f"* measured on this machine's CPU on {machine.measured_at} in {machine.seconds:.1f} s ({where}): "
+              f"one thread's memory bandwidth, BLAS matmul FLOP rate, a compiled kernel's call cost")
+    if any(not device.executable for device in devices):
+        print("devices that do not run here have static figures, for planning")
     return 0
 
 
@@ -277,7 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     devices = commands.add_parser("devices", help="list the devices placement can use",
                                   description="The session's device set (one CPU with every core unless "
-                                              "set), or the one --devices describes.")
+                                              "set), or the one --devices describes, with the figures the "
+                                              "cost model places by: a CPU's measured on this machine once "
+                                              "(about a second) and cached in the kernel cache directory.")
     devices.add_argument("--devices", metavar="D1,D2", help="describe this set instead, e.g. cpu:0,cpu:1,gpu:0")
     devices.set_defaults(handler=command_devices)
 
