@@ -93,14 +93,18 @@ def command_dump(args) -> int:
                        f"--stage fused (its default) or --stage kernels")
     if args.parallel and args.stage != "kernels":
         raise CliError("--parallel shows the kernels' parallel variants: use it with --stage kernels")
-    if args.stage in ("kernels", "partitioned") and args.format != "text":
-        raise CliError(f"--stage {args.stage} prints {'Python source' if args.stage == 'kernels' else 'one graph per device'}: "
-                       f"use --format text")
-    graph = lowered.stage_graph(args.stage) if args.stage not in ("kernels", "partitioned") else None
-    if args.format == "dot":
-        text = to_dot(graph)
+    if args.stage in ("kernels", "partitioned") and args.format == "json":
+        raise CliError(f"--stage {args.stage} is {'Python source' if args.stage == 'kernels' else 'one graph per device'}: "
+                       f"use --format text, dot, svg or png")
+    picture = args.format in PICTURES
+    if picture:
+        dot = graphviz_dot(args.format)
+    if args.format in ("dot",) + PICTURES:
+        # kernels draw as the fused stage does: a cluster per kernel with the nodes it runs
+        graphs = lowered.stage_graphs("fused" if args.stage == "kernels" else args.stage)
+        text = to_dot(graphs, title=f"{graphs[0].name} ({args.stage})")
     elif args.format == "json":
-        text = to_json(graph)
+        text = to_json(lowered.stage_graph(args.stage))
     else:
         text = lowered.as_text(stage=args.stage, parallel=args.parallel)
     if args.dump_dir:                         # the pipeline writes them as it runs: make sure it ran
@@ -113,12 +117,23 @@ def command_dump(args) -> int:
         text = _pipeline_report(lowered, args)
     else:
         _pipeline_report(lowered, args)
+    notes = ""
     if args.stage in ("placed", "partitioned", "fused", "kernels"):
-        text = "".join(f"# {note}\n" for note in lowered.placement_notes()) + text
+        notes = "".join(f"# {note}\n" for note in lowered.placement_notes())
+    explanation = ""
     if args.explain_fusion:
         reasons = lowered.explain_fusion()
-        text += "# fusion boundaries (producer -> consumer: why they are in different kernels)\n"
-        text += "".join(f"#   {reason}\n" for reason in reasons) or "#   none: every edge is inside a kernel\n"
+        explanation = "# fusion boundaries (producer -> consumer: why they are in different kernels)\n"
+        explanation += "".join(f"#   {reason}\n" for reason in reasons) or "#   none: every edge is inside a kernel\n"
+    if picture:
+        path = args.output or f"{lowered.graph.name}-{args.stage}.{args.format}"
+        render(dot, text, args.format, path)
+        sys.stdout.write(notes + explanation)
+        print(f"wrote {args.format} of stage '{args.stage}' to {path}", file=sys.stderr)
+        return 0
+    if args.format == "dot":                  # DOT's comments are //
+        notes, explanation = (re.sub(r"(?m)^# ", "// ", part) for part in (notes, explanation))
+    text = notes + text + explanation
     if args.output:
         with open(args.output, "w") as handle:
             handle.write(text)
@@ -126,6 +141,44 @@ def command_dump(args) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+PICTURES = ("svg", "png")
+
+
+def graphviz_dot(fmt: str) -> str:
+    """The path of Graphviz's ``dot``, or an error that says how to get it."""
+    import shutil
+    dot = shutil.which("dot")
+    if dot is None:
+        raise CliError(f"--format {fmt} draws the graph with Graphviz's `dot`, which is not on PATH: install "
+                       f"Graphviz (apt-get install graphviz, brew install graphviz or conda install graphviz), or "
+                       f"write --format dot and render it elsewhere")
+    return dot
+
+
+def render(dot: str, text: str, fmt: str, path: str) -> None:
+    """``dot -T{fmt}`` into ``path``, atomically (a failed run leaves no half-written file)."""
+    import subprocess
+    import tempfile
+    directory = os.path.dirname(os.path.abspath(path))
+    descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=".flowjit-", suffix=f".{fmt}")
+    os.close(descriptor)
+    try:
+        try:
+            result = subprocess.run([dot, f"-T{fmt}", "-o", temporary], input=text, capture_output=True,
+                                    text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            raise CliError(f"Graphviz's dot did not draw {path} within 120 s; try --format dot") from None
+        if result.returncode != 0:
+            raise CliError(f"Graphviz's dot failed on the graph: {result.stderr.strip()[:500]}")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)       # mkstemp made it private; a picture is as any file
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
 
 
 def _pipeline_options(args) -> dict:
@@ -269,9 +322,12 @@ def build_parser() -> argparse.ArgumentParser:
                            "not fused, in the names that IR prints")
     dump.add_argument("--no-fuse", dest="fuse", action="store_false",
                       help="one kernel per op (the unfused baseline)")
-    dump.add_argument("--format", choices=("text", "dot", "json"), default="text",
-                      help="text (parses back), dot (Graphviz) or json (default: text)")
-    dump.add_argument("-o", "--output", metavar="PATH", help="write to PATH instead of standard output")
+    dump.add_argument("--format", choices=("text", "dot", "json", "svg", "png"), default="text",
+                      help="text (parses back), json, dot (Graphviz: a cluster per device and per kernel, nodes "
+                           "coloured by op kind, transfers dashed), or svg / png drawn from it by Graphviz's "
+                           "`dot` (apt-get install graphviz) (default: text)")
+    dump.add_argument("-o", "--output", metavar="PATH", help="write to PATH instead of standard output (svg and "
+                                                             "png: default FUNC-STAGE.svg / .png)")
     dump.add_argument("--after", metavar="REGEX",
                       help="print the IR after every pass whose name matches REGEX ('.' for all), "
                            "each under a comment with its node counts and time")

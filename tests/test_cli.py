@@ -61,7 +61,7 @@ def test_dump_positional_and_static_arguments():
 def test_dump_formats_and_output_file(tmp_path):
     dot = flowjit("dump", f"{MODELS}:mlp", "--arg", "x=f32[2,4]", "--arg", "w1=f32[4,8]", "--arg", "b1=f32[8]",
                   "--arg", "w2=f32[8,3]", "--arg", "b2=f32[3]", "--format", "dot").stdout
-    assert dot.startswith('digraph "mlp" {') and '"matmul" -> "add"' in dot
+    assert dot.startswith('digraph "mlp (traced)" {') and '"matmul" -> "add"' in dot
     path = tmp_path / "g.json"
     result = flowjit("dump", f"{MODELS}:softmax", "--arg", "x=f32[4,8]", "--format", "json", "-o", str(path))
     assert "wrote json" in result.stderr
