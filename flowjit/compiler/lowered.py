@@ -8,6 +8,7 @@ from functools import cached_property
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph
 from flowjit.compiler.ir.printer import print_graphs
+from flowjit.compiler.passes.cse import CommonSubexpressionElimination
 from flowjit.compiler.passes.dce import DeadCodeElimination
 from flowjit.compiler.passes.expand_composites import ExpandComposites
 from flowjit.compiler.passes.fuse import Fuser
@@ -15,6 +16,16 @@ from flowjit.compiler.passes.pipeline import PassRecord, Pipeline
 from flowjit.config import CompileOptions, cache_directory
 
 BOUNDARY = re.compile(r"%(?P<producer>\S+) -> %(?P<consumer>\S+): (?P<why>.*)", re.DOTALL)
+
+
+def expanded(graph: Graph) -> Graph:
+    """A copy with var/std written in primitives, then CSE and DCE again: the expansion's
+    ``mean`` is often one the program computes itself (``(x - x.mean()) / x.std()``)."""
+    graph = graph.copy()
+    if ExpandComposites().run(graph):
+        CommonSubexpressionElimination().run(graph)
+        DeadCodeElimination().run(graph)
+    return graph
 
 
 class _RecordingFuser(Fuser):
@@ -129,9 +140,7 @@ class Lowered:
         its fusion boundaries."""
         results = []
         for graph in self.partitioned.partitions:
-            graph = graph.copy()
-            ExpandComposites().run(graph)
-            results.append(fuse_explained(graph, enabled=self.options.fuse))
+            results.append(fuse_explained(expanded(graph), enabled=self.options.fuse))
         return results
 
     @property
@@ -152,9 +161,7 @@ class Lowered:
 
     @cached_property
     def _fusion(self) -> tuple[Graph, list[str]]:
-        graph = self.optimized.copy()
-        ExpandComposites().run(graph)
-        return fuse_explained(graph, enabled=self.options.fuse)
+        return fuse_explained(expanded(self.optimized), enabled=self.options.fuse)
 
     @property
     def fused(self) -> Graph:
