@@ -195,3 +195,12 @@ def test_help_is_plain_text_and_names_the_workloads(capsys):
     assert "``" not in text and "--compile-repeat" in text
     for name, workload in harness.WORKLOADS.items():
         assert f"  {name:<14}{workload.about}" in text
+
+
+def test_small_mlp_is_benchmarked_and_checked():
+    """The 64x784 -> 128 -> 10 MLP (small matmuls with epilogues) is a workload of its own."""
+    report = harness.run(["mlp_small"], ["4K"], ["numpy", "unfused", "fused"], repeat=3, compile_rows=False,
+                         bandwidth_elements=1 << 16)
+    rows = {r["mode"]: r for r in report["rows"]}
+    assert {r["size"] for r in report["rows"]} == {"fixed"}
+    assert all(rows[m]["status"] == "ok" and rows[m]["median_s"] > 0 for m in ("numpy", "unfused", "fused")), rows

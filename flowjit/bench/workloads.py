@@ -114,6 +114,10 @@ def mlp(xp, x, w1, b1, w2, b2):
     return xp.maximum(x @ w1 + b1, 0.0) @ w2 + b2
 
 
+def mlp_small(xp, x, w1, b1, w2, b2):
+    return xp.tanh(x @ w1 + b1) @ w2 + b2
+
+
 @dataclass(frozen=True)
 class Workload:
     name: str
@@ -154,4 +158,10 @@ WORKLOADS = {
         (rng.standard_normal((1024, 256)) / 32).astype(np.float32), rng.standard_normal(256).astype(np.float32)),
         "float32", False, sized=False,
         about="relu(x @ w1 + b1) @ w2 + b2, 4096x1024 -> 1024 -> 256, float32 (fixed shapes)"),
+    "mlp_small": Workload("mlp_small", mlp_small, lambda n, rng: (
+        rng.standard_normal((64, 784)).astype(np.float32),
+        (rng.standard_normal((784, 128)) / 28).astype(np.float32), rng.standard_normal(128).astype(np.float32),
+        (rng.standard_normal((128, 10)) / 11).astype(np.float32), rng.standard_normal(10).astype(np.float32)),
+        "float32", False, sized=False,
+        about="tanh(x @ w1 + b1) @ w2 + b2, 64x784 -> 128 -> 10, float32: small matmuls and their epilogues"),
 }
