@@ -24,8 +24,8 @@ fuzz: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/flowjit bench --json bench-results.json --plot bench-results.png
-	$(BIN)/python bench/pipeline_scaling.py
-	$(BIN)/python bench/reductions.py
+	$(BIN)/python -m flowjit.bench.pipeline_scaling
+	$(BIN)/python -m flowjit.bench.reductions
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -96,28 +96,56 @@ def command_dump(args) -> int:
     options = options_from_env().replace(**_pipeline_options(args))
     positional, keywords = parse_arguments(function, args.arg, args.static)
     lowered = _jitted(function, statics, options).lower(*positional, **keywords)
+    if args.stage is None:
+        args.stage = "fused" if args.explain_fusion else "traced"
     if args.stage not in lowered.stages:
         raise CliError(f"unknown stage '{args.stage}' (stages: {', '.join(lowered.stages)})")
-    if args.stage in ("kernels", "partitioned") and args.format != "text":
-        raise CliError(f"--stage {args.stage} prints {'Python source' if args.stage == 'kernels' else 'one graph per device'}: "
-                       f"use --format text")
-    graph = lowered.stage_graph(args.stage) if args.stage not in ("kernels", "partitioned") else None
-    if args.format == "dot":
-        text = to_dot(graph)
+    if args.explain_fusion and args.stage not in ("fused", "kernels"):
+        raise CliError(f"--explain-fusion names kernels, which stage '{args.stage}' does not have: use it with "
+                       f"--stage fused (its default) or --stage kernels")
+    if args.parallel and args.stage != "kernels":
+        raise CliError("--parallel shows the kernels' parallel variants: use it with --stage kernels")
+    if args.stage in ("kernels", "partitioned") and args.format == "json":
+        raise CliError(f"--stage {args.stage} is {'Python source' if args.stage == 'kernels' else 'one graph per device'}: "
+                       f"use --format text, dot, svg or png")
+    picture = args.format in PICTURES
+    if picture:
+        dot = graphviz_dot(args.format)
+    if args.format in ("dot",) + PICTURES:
+        # kernels draw as the fused stage does: a cluster per kernel with the nodes it runs
+        graphs = lowered.stage_graphs("fused" if args.stage == "kernels" else args.stage)
+        text = to_dot(graphs, title=f"{graphs[0].name} ({args.stage})")
     elif args.format == "json":
-        text = to_json(graph)
+        text = to_json(lowered.stage_graph(args.stage))
     else:
-        text = lowered.as_text(stage=args.stage)
+        text = lowered.as_text(stage=args.stage, parallel=args.parallel)
+    if args.dump_dir:                         # the pipeline writes them as it runs: make sure it ran
+        records = lowered.pass_records
+        files = [f"{index:02d}-{record.name}.fj" for index, record in enumerate(records, 1)]
+        print(f"wrote the IR after each of {len(files)} passes to {os.path.join(args.dump_dir, '')} "
+              f"({files[0]} ... {files[-1]})" if files else f"wrote nothing to {args.dump_dir}: no pass ran",
+              file=sys.stderr)
     if args.after:
         text = _pipeline_report(lowered, args)
     else:
         _pipeline_report(lowered, args)
+    notes = ""
     if args.stage in ("placed", "partitioned", "fused", "kernels"):
-        text = "".join(f"# {note}\n" for note in lowered.placement_notes()) + text
+        notes = "".join(f"# {note}\n" for note in lowered.placement_notes())
+    explanation = ""
     if args.explain_fusion:
         reasons = lowered.explain_fusion()
-        text += "# fusion boundaries (producer -> consumer: why they are in different kernels)\n"
-        text += "".join(f"#   {reason}\n" for reason in reasons) or "#   none: every edge is inside a kernel\n"
+        explanation = "# fusion boundaries (producer -> consumer: why they are in different kernels)\n"
+        explanation += "".join(f"#   {reason}\n" for reason in reasons) or "#   none: every edge is inside a kernel\n"
+    if picture:
+        path = args.output or f"{lowered.graph.name}-{args.stage}.{args.format}"
+        render(dot, text, args.format, path)
+        sys.stdout.write(notes + explanation)
+        print(f"wrote {args.format} of stage '{args.stage}' to {path}", file=sys.stderr)
+        return 0
+    if args.format == "dot":                  # DOT's comments are //
+        notes, explanation = (re.sub(r"(?m)^# ", "// ", part) for part in (notes, explanation))
+    text = notes + text + explanation
     if args.output:
         with open(args.output, "w") as handle:
             handle.write(text)
@@ -125,6 +153,44 @@ def command_dump(args) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+PICTURES = ("svg", "png")
+
+
+def graphviz_dot(fmt: str) -> str:
+    """The path of Graphviz's ``dot``, or an error that says how to get it."""
+    import shutil
+    dot = shutil.which("dot")
+    if dot is None:
+        raise CliError(f"--format {fmt} draws the graph with Graphviz's `dot`, which is not on PATH: install "
+                       f"Graphviz (apt-get install graphviz, brew install graphviz or conda install graphviz), or "
+                       f"write --format dot and render it elsewhere")
+    return dot
+
+
+def render(dot: str, text: str, fmt: str, path: str) -> None:
+    """``dot -T{fmt}`` into ``path``, atomically (a failed run leaves no half-written file)."""
+    import subprocess
+    import tempfile
+    directory = os.path.dirname(os.path.abspath(path))
+    descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=".flowjit-", suffix=f".{fmt}")
+    os.close(descriptor)
+    try:
+        try:
+            result = subprocess.run([dot, f"-T{fmt}", "-o", temporary], input=text, capture_output=True,
+                                    text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            raise CliError(f"Graphviz's dot did not draw {path} within 120 s; try --format dot") from None
+        if result.returncode != 0:
+            raise CliError(f"Graphviz's dot failed on the graph: {result.stderr.strip()[:500]}")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)       # mkstemp made it private; a picture is as any file
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
 
 
 def _pipeline_options(args) -> dict:
@@ -166,9 +232,20 @@ def _add_device_flags(parser) -> None:
 
 
 def command_devices(args) -> int:
+    from flowjit.config import cache_directory
     from flowjit.devices import current_devices
+    from flowjit.runtime.machine import cache_path, machine_figures
     devices = _device_set(args.devices) if args.devices else current_devices()
-    print(devices.describe())
+    directory = cache_directory("default")
+    machine = machine_figures(directory)
+    print(devices.describe(machine))
+    if any(device.bandwidth is None for device in devices):
+        where = (f"read from {cache_path(directory)}" if machine.source == "cached"
+                 else f"cached in {cache_path(directory)}" if directory else "the disk cache is off")
+        print(f"* measured on this machine's CPU on {machine.measured_at} in {machine.seconds:.1f} s ({where}): "
+              f"one thread's memory bandwidth, BLAS matmul FLOP rate, a compiled kernel's call cost")
+    if any(not device.executable for device in devices):
+        print("devices that do not run here have static figures, for planning")
     return 0
 
 
@@ -220,11 +297,17 @@ def _pipeline_report(lowered, args) -> str:
     return "".join(parts)
 
 
+TARGET_HELP = ("FILE.py:FUNC names a function in a Python file, e.g. examples/models.py:softmax: the file is "
+               "run as a module (its own imports resolve next to it) and FUNC is a plain function or one "
+               "already decorated with @flowjit.jit (its static arguments are kept).")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="flowjit",
         description="flowjit: a JIT compiler from numpy functions to fused kernels. "
-                    "Each subcommand inspects or runs one part of the pipeline.")
+                    "Each subcommand inspects or runs one part of the pipeline.",
+        epilog=TARGET_HELP + "  `flowjit COMMAND --help` describes a command's flags.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
@@ -232,23 +315,31 @@ def build_parser() -> argparse.ArgumentParser:
         "dump", help="print the IR of a function at a stage of the pipeline",
         description="Trace FILE.py:FUNC for the given argument types and print its IR.",
         epilog="example: flowjit dump model.py:predict --arg x=f32[64,784] --arg w=f32[784,10]")
-    dump.add_argument("target", metavar="FILE.py:FUNC", help="the function to trace")
+    dump.add_argument("target", metavar="FILE.py:FUNC", help=TARGET_HELP)
     dump.add_argument("--arg", action="append", default=[], metavar="NAME=TYPE",
                       help="an array argument's type, e.g. x=f32[64,784] (repeat per argument; "
                            "without NAME= it is positional)")
     dump.add_argument("--static", action="append", default=[], metavar="NAME=VALUE",
                       help="a static (compile-time) argument given as a Python literal, e.g. n=3")
-    dump.add_argument("--stage", default="traced",
+    dump.add_argument("--stage", default=None,
                       help="traced, optimized (after the passes), placed (a device per node), partitioned "
                            "(a graph per device, with send/recv), fused (kernels as fused nodes) or kernels "
-                           "(their generated Numba source) (default: traced)")
+                           "(a one-line summary, then each kernel's generated Numba source with the helpers it "
+                           "uses) (default: traced; fused with --explain-fusion)")
+    dump.add_argument("--parallel", action="store_true",
+                      help="with --stage kernels: also show each kernel's parallel variant (its outer loop "
+                           "under prange, for large inputs), as a diff against the serial one")
     dump.add_argument("--explain-fusion", action="store_true",
-                      help="after the IR, say for each edge between kernels why it was not fused")
+                      help="after the fused IR (or the kernels), say for each edge between kernels why it was "
+                           "not fused, in the names that IR prints")
     dump.add_argument("--no-fuse", dest="fuse", action="store_false",
                       help="one kernel per op (the unfused baseline)")
-    dump.add_argument("--format", choices=("text", "dot", "json"), default="text",
-                      help="text (parses back), dot (Graphviz) or json (default: text)")
-    dump.add_argument("-o", "--output", metavar="PATH", help="write to PATH instead of standard output")
+    dump.add_argument("--format", choices=("text", "dot", "json", "svg", "png"), default="text",
+                      help="text (parses back), json, dot (Graphviz: a cluster per device and per kernel, nodes "
+                           "coloured by op kind, transfers dashed), or svg / png drawn from it by Graphviz's "
+                           "`dot` (apt-get install graphviz) (default: text)")
+    dump.add_argument("-o", "--output", metavar="PATH", help="write to PATH instead of standard output (svg and "
+                                                             "png: default FUNC-STAGE.svg / .png)")
     dump.add_argument("--after", metavar="REGEX",
                       help="print the IR after every pass whose name matches REGEX ('.' for all), "
                            "each under a comment with its node counts and time")
@@ -265,7 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     devices = commands.add_parser("devices", help="list the devices placement can use",
                                   description="The session's device set (one CPU with every core unless "
-                                              "set), or the one --devices describes.")
+                                              "set), or the one --devices describes, with the figures the "
+                                              "cost model places by: a CPU's measured on this machine once "
+                                              "(about a second) and cached in the kernel cache directory.")
     devices.add_argument("--devices", metavar="D1,D2", help="describe this set instead, e.g. cpu:0,cpu:1,gpu:0")
     devices.set_defaults(handler=command_devices)
 
@@ -275,10 +368,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "and write Chrome-trace JSON: one track per device, a span per kernel, an arrow per "
                     "send -> recv.",
         epilog="example: flowjit profile model.py:predict --arg x=f32[64,784] --devices cpu:0,cpu:1 -o trace.json")
-    profile.add_argument("target", metavar="FILE.py:FUNC")
+    profile.add_argument("target", metavar="FILE.py:FUNC", help=TARGET_HELP)
     profile.add_argument("--arg", action="append", default=[], metavar="NAME=TYPE",
-                         help="an array argument's type, e.g. x=f32[64,784] (filled with random values)")
-    profile.add_argument("--static", action="append", default=[], metavar="NAME=VALUE")
+                         help="an array argument's type, e.g. x=f32[64,784], filled with standard normal "
+                              "values (integers 0-9, booleans at random); repeat per argument, without "
+                              "NAME= it is positional")
+    profile.add_argument("--static", action="append", default=[], metavar="NAME=VALUE",
+                         help="a static (compile-time) argument given as a Python literal, e.g. n=3")
     profile.add_argument("-o", "--output", default="trace.json", metavar="PATH",
                          help="where to write the trace (default: trace.json)")
     profile.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
@@ -306,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _bench(rest: list[str]) -> int:
-    from bench.harness import main as bench_main
+    from flowjit.bench.harness import main as bench_main
     return bench_main(rest)
 
 

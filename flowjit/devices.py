@@ -115,12 +115,16 @@ def canonical(text: str) -> str:
     return str(DeviceSpec(spec.job or LOCAL_JOB, 0 if spec.task is None else spec.task, spec.type, spec.index))
 
 
-# Static cost figures per device type: memory bandwidth (bytes/s), arithmetic rate
-# (flop/s), a kernel's fixed cost (s), and the link to other devices (bytes/s, s).
+# Cost figures per device type: memory bandwidth (bytes/s), arithmetic rate (flop/s), a
+# kernel's fixed cost (s), and the link to other devices (bytes/s, s).  A CPU device's
+# bandwidth, flops and launch are None unless given: this machine's, measured once
+# (flowjit.runtime.machine); STATIC_CPU (machine.STATIC) stands in where no measurement is
+# wanted.
 DEFAULTS = {
-    "cpu": dict(bandwidth=20e9, flops=50e9, launch=2e-6, link_bandwidth=10e9, link_latency=5e-6),
+    "cpu": dict(bandwidth=None, flops=None, launch=None, link_bandwidth=10e9, link_latency=5e-6),
     "gpu": dict(bandwidth=2000e9, flops=50e12, launch=8e-6, link_bandwidth=25e9, link_latency=10e-6),
 }
+STATIC_CPU = dict(bandwidth=20e9, flops=50e9, launch=2e-6)
 
 
 @dataclass(frozen=True)
@@ -129,9 +133,9 @@ class Device:
 
     name: str
     threads: int = 1
-    bandwidth: float = 20e9
-    flops: float = 50e9
-    launch: float = 2e-6
+    bandwidth: float | None = None        # None: this machine's measured figure (CPU devices)
+    flops: float | None = None
+    launch: float | None = None
     link_bandwidth: float = 10e9
     link_latency: float = 5e-6
     executable: bool = True
@@ -147,6 +151,13 @@ class Device:
     @property
     def short(self) -> str:
         return self.spec.short
+
+    def figures(self, machine=None) -> dict:
+        """bandwidth, flops and launch: the device's own, else ``machine``'s (measured), else
+        the static stand-ins."""
+        fallback = machine.__dict__ if machine is not None else STATIC_CPU
+        return {key: getattr(self, key) if getattr(self, key) is not None else fallback[key]
+                for key in ("bandwidth", "flops", "launch")}
 
     @classmethod
     def make(cls, name: str, **fields) -> "Device":
@@ -215,13 +226,17 @@ class DeviceSet:
     def matching(self, spec: DeviceSpec) -> list[Device]:
         return [device for device in self.devices if spec.matches(device.spec)]
 
-    def describe(self) -> str:
-        """One line per device: the table ``flowjit devices`` prints."""
+    def describe(self, machine=None) -> str:
+        """One line per device: the table ``flowjit devices`` prints.  A CPU device's unset
+        figures are ``machine``'s (a ``MachineFigures``), marked ``*``; without one, the static
+        stand-ins."""
         lines = [f"{'device':<36}{'short':<8}{'threads':>8}{'GB/s':>9}{'GFLOP/s':>10}{'launch µs':>11}"
                  f"{'link GB/s':>11}  runs here"]
         for device in self.devices:
-            lines.append(f"{device.name:<36}{device.short:<8}{device.threads:>8}{device.bandwidth / 1e9:>9.0f}"
-                         f"{device.flops / 1e9:>10.0f}{device.launch * 1e6:>11.1f}"
+            figures = device.figures(machine)
+            mark = "*" if machine is not None and device.bandwidth is None else " "
+            lines.append(f"{device.name:<36}{device.short:<8}{device.threads:>8}{figures['bandwidth'] / 1e9:>8.1f}"
+                         f"{mark}{figures['flops'] / 1e9:>9.1f}{mark}{figures['launch'] * 1e6:>10.2f}{mark}"
                          f"{device.link_bandwidth / 1e9:>11.0f}  {'yes' if device.executable else 'no'}")
         return "\n".join(lines)
 

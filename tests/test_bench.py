@@ -7,14 +7,14 @@ import pathlib
 
 import numpy as np
 
-from bench import harness
+from flowjit.bench import harness
 
 ROOT = pathlib.Path(__file__).parent.parent
 
 
 def tiny_run(monkeypatch=None, modes=("numpy", "unfused", "fused")):
     return harness.run(["chain", "softmax", "black_scholes"], ["4K"], list(modes), repeat=3,
-                       progress=lambda text: None, compile_rows=False, bandwidth_elements=1 << 16)
+                       compile_rows=False, bandwidth_elements=1 << 16)
 
 
 def test_every_mode_checked_and_timed():
@@ -62,7 +62,7 @@ def test_modes_take_turns_and_a_peer_failing_while_timed_is_an_error(monkeypatch
             return call()
         return wrapped
     monkeypatch.setattr(harness, "make_callable", recording)
-    report = harness.run(["chain"], ["4K"], ["numpy", "unfused", "fused"], repeat=3, progress=lambda text: None,
+    report = harness.run(["chain"], ["4K"], ["numpy", "unfused", "fused"], repeat=3, 
                          compile_rows=False, bandwidth_elements=1 << 16)
     assert order[:9] == ["numpy"] * 3 + ["unfused"] * 3 + ["fused"] * 3          # first call + 2 warm-ups
     assert order[9:16] == ["numpy", "unfused", "fused", "numpy", "fused", "numpy", "fused"]
@@ -73,18 +73,17 @@ def test_modes_take_turns_and_a_peer_failing_while_timed_is_an_error(monkeypatch
 
 
 def test_missing_peers_are_listed_as_skipped(monkeypatch):
-    monkeypatch.setattr(harness, "available",
-                        lambda mode: "jax is not installed (pip install -e '.[bench]')" if mode == "jax" else None)
+    monkeypatch.setattr(harness, "available", lambda mode: "jax is not installed" if mode == "jax" else None)
     report = tiny_run(modes=("numpy", "fused", "jax"))
     jax_rows = [r for r in report["rows"] if r["mode"] == "jax"]
     assert jax_rows and all(r["status"] == "skipped" and "not installed" in r["detail"] for r in jax_rows)
     table = harness.format_table(report, ["numpy", "fused", "jax"])
-    assert "skipped jax: jax is not installed" in table
+    assert "skipped jax: not installed (pip install -e '.[bench]')" in table
 
 
 def test_numexpr_skips_what_it_cannot_express(monkeypatch):
     monkeypatch.setattr(harness, "available", lambda mode: None)
-    report = harness.run(["softmax"], ["4K"], ["numexpr"], repeat=1, progress=lambda text: None,
+    report = harness.run(["softmax"], ["4K"], ["numexpr"], repeat=1, 
                          compile_rows=False, bandwidth_elements=1 << 16)
     assert report["rows"][0]["status"] == "skipped"
     assert report["rows"][0]["detail"] == "not expressible as one numexpr expression"
@@ -97,7 +96,11 @@ def test_cli_writes_json(tmp_path):
                              str(path)],
                             cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
-    assert "median ms per call" in result.stdout and "measuring memory bandwidth" in result.stdout
+    assert "median ms per call" in result.stdout and "memory bandwidth (STREAM triad)" in result.stdout
+    # Piped: no progress, every cell once (the table's row and its ratios line), no promise of brackets.
+    assert result.stderr == "" and "brackets" not in result.stdout
+    assert [line.split()[:2] for line in result.stdout.splitlines() if "chain" in line and "4K" in line] == [
+        ["chain", "4K"], ["chain", "4K"]]
     report = json.loads(path.read_text())
     assert report["machine"]["numpy"] and report["rows"][0]["workload"] == "chain"
     compile_row = report["compile"][0]
@@ -113,9 +116,91 @@ def test_cli_rejects_unknown_names():
 
 
 def test_reductions_benchmark_checks_every_case(capsys):
-    """bench/reductions.py on a tiny matrix: every case runs, matches numpy, and is timed."""
-    from bench import reductions
+    """flowjit.bench.reductions on a tiny matrix: every case runs, matches numpy, and is timed."""
+    from flowjit.bench import reductions
     assert reductions.main(["--rows", "64", "--columns", "192"]) == 0
     lines = capsys.readouterr().out.splitlines()
     rows = [line for line in lines[2:] if line.strip()]
     assert len(rows) == len(reductions.CASES) and not any("WRONG" in line for line in rows), lines
+
+
+def test_a_workload_whose_dependency_is_missing_is_skipped(monkeypatch):
+    """black_scholes's numpy version needs scipy (erf): without it the workload is skipped
+    with the reason, and the other workloads still run and are tabled."""
+    real = harness.missing_module
+    monkeypatch.setattr(harness, "missing_module",
+                        lambda module: "scipy is not installed" if module == "scipy" else real(module))
+    report = tiny_run()
+    rows = {(r["workload"], r["mode"]): r for r in report["rows"]}
+    assert all(rows[("black_scholes", m)]["status"] == "skipped" for m in ("numpy", "unfused", "fused"))
+    assert rows[("black_scholes", "fused")]["detail"] == "needs scipy is not installed"
+    assert all(rows[(w, m)]["status"] == "ok" for w in ("chain", "softmax") for m in ("numpy", "unfused", "fused"))
+    assert "chain" in harness.format_table(report, ["numpy", "unfused", "fused"])
+
+
+def test_an_interrupt_keeps_what_was_measured(monkeypatch):
+    """Ctrl-C during the second workload ends the run with the first one's figures."""
+    real = harness.make_callable
+
+    def interrupting(mode, workload, args):
+        if workload.name == "softmax":
+            raise KeyboardInterrupt
+        return real(mode, workload, args)
+    monkeypatch.setattr(harness, "make_callable", interrupting)
+    report = tiny_run()
+    assert report["interrupted"]
+    assert {r["workload"] for r in report["rows"]} == {"chain"}
+    assert all(r["status"] == "ok" for r in report["rows"])
+    table = harness.format_table(report, ["numpy", "unfused", "fused"])
+    assert "chain" in table and "interrupted" in table
+
+
+def test_install_hint_fits_the_installation():
+    """A checkout gets ``pip install -e``; an installed package the index's name."""
+    assert harness.install_hint() == "pip install -e '.[bench]'"        # this test runs from the checkout
+
+
+def test_one_skip_summary_for_missing_peers_and_reasons(monkeypatch):
+    """Two missing peers over three workloads are one line with how to install them; numexpr's
+    reason is one line naming the workloads it applies to (it was a line per cell)."""
+    monkeypatch.setattr(harness, "available",
+                        lambda mode: f"{mode} is not installed" if mode in ("jax", "torch") else None)
+    modes = ["numpy", "fused", "numexpr", "jax", "torch"]
+    report = tiny_run(modes=modes)
+    summary = [line for line in harness.format_table(report, modes).splitlines() if line.startswith("skipped")]
+    assert summary == ["skipped jax, torch: not installed (pip install -e '.[bench]')",
+                       "skipped numexpr on softmax, black_scholes: not expressible as one numexpr expression"]
+
+
+def test_progress_is_one_live_line_on_a_terminal_and_nothing_elsewhere():
+    import io
+    stream = io.StringIO()
+    progress = harness.Progress(stream, live=True)
+    harness.run(["chain"], ["4K"], ["numpy", "fused"], repeat=1, progress=progress, compile_rows=False,
+                bandwidth_elements=1 << 16)
+    assert progress.done == progress.total == harness.cell_count(["chain"], ["4K"], ["numpy", "fused"], False)
+    written = stream.getvalue()
+    assert "\n" not in written and written.count("\r\033[K[") >= progress.total and written.endswith("\r\033[K")
+    quiet = io.StringIO()
+    harness.run(["chain"], ["4K"], ["numpy"], repeat=1, progress=harness.Progress(quiet), compile_rows=False,
+                bandwidth_elements=1 << 16)
+    assert quiet.getvalue() == ""                                  # a StringIO is not a terminal
+
+
+def test_help_is_plain_text_and_names_the_workloads(capsys):
+    import pytest
+    with pytest.raises(SystemExit):
+        harness.main(["--help"])
+    text = capsys.readouterr().out
+    assert "``" not in text and "--compile-repeat" in text
+    for name, workload in harness.WORKLOADS.items():
+        assert f"  {name:<14}{workload.about}" in text
+
+
+def test_small_mlp_is_benchmarked_and_checked():
+    """The 64x784 -> 128 -> 10 MLP (small matmuls with epilogues) is a workload of its own."""
+    report = harness.run(["mlp_small"], ["4K"], ["numpy", "unfused", "fused"], repeat=3, compile_rows=False,
+                         bandwidth_elements=1 << 16)
+    rows = {r["mode"]: r for r in report["rows"]}
+    assert {r["size"] for r in report["rows"]} == {"fixed"}
+    assert all(rows[m]["status"] == "ok" and rows[m]["median_s"] > 0 for m in ("numpy", "unfused", "fused")), rows

@@ -27,6 +27,20 @@ def test_help_explains_every_flag():
     dump = flowjit("dump", "--help").stdout
     for flag in ("--arg", "--static", "--stage", "--format", "--output"):
         assert flag in dump
+    assert "FILE.py:FUNC names a function in a Python file" in top
+
+
+def test_every_argument_of_every_command_has_help():
+    """FILE.py:FUNC and profile's --static included (they had none)."""
+    import argparse
+    from flowjit.cli import build_parser
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in commands.choices.items():
+        for action in parser._actions:
+            if name != "bench" and not isinstance(action, argparse._HelpAction):
+                assert action.help and len(action.help) > 20, (name, action.dest)
+    for command in ("dump", "profile"):
+        assert "FILE.py:FUNC names a function in a Python file" in flowjit(command, "--help").stdout
 
 
 def test_dump_text_parses_back():
@@ -47,7 +61,7 @@ def test_dump_positional_and_static_arguments():
 def test_dump_formats_and_output_file(tmp_path):
     dot = flowjit("dump", f"{MODELS}:mlp", "--arg", "x=f32[2,4]", "--arg", "w1=f32[4,8]", "--arg", "b1=f32[8]",
                   "--arg", "w2=f32[8,3]", "--arg", "b2=f32[3]", "--format", "dot").stdout
-    assert dot.startswith('digraph "mlp" {') and '"matmul" -> "add"' in dot
+    assert dot.startswith('digraph "mlp (traced)" {') and '"matmul" -> "add"' in dot
     path = tmp_path / "g.json"
     result = flowjit("dump", f"{MODELS}:softmax", "--arg", "x=f32[4,8]", "--format", "json", "-o", str(path))
     assert "wrote json" in result.stderr

@@ -59,21 +59,24 @@ def run_directive(path: pathlib.Path) -> str:
     elif mode in ("place", "place-error", "partition"):
         from flowjit.compiler.passes.partition import partition
         from flowjit.compiler.passes.place import PlacementError, place
+        from flowjit.compiler.costmodel import CostModel
         from flowjit.devices import DeviceSet
+        from flowjit.runtime.machine import STATIC
         options = dict(argument.split("=", 1) for argument in arguments)
         devices = DeviceSet.parse(options["devices"])
         soft = options.get("soft") == "true"
+        costs = CostModel(machine=STATIC)          # plans that do not depend on the machine running the test
         if mode == "place-error":
             with pytest.raises(PlacementError) as info:
-                place(graphs[0], devices, soft=soft)
+                place(graphs[0], devices, soft=soft, costs=costs)
             return str(info.value)
-        placement = place(graphs[0], devices, soft=soft)
+        placement = place(graphs[0], devices, soft=soft, costs=costs)
         notes = "".join(f"# {note}\n" for note in placement.notes)
         if mode == "place":
             outputs = [placement.graph]
         else:
             outputs = partition(placement.graph, devices, lossy=options.get("lossy") == "true",
-                                schedule_recvs=options.get("schedule", "true") == "true").partitions
+                                schedule_recvs=options.get("schedule", "true") == "true", costs=costs).partitions
         for graph in outputs:
             ir.verify(graph)
             assert_round_trips(graph)

@@ -62,11 +62,35 @@ def measure_key(node: Node, device_type: str) -> str:
 
 
 class CostModel:
-    """Estimates, overridden by measurements recorded per (device type, op, input types)."""
+    """Estimates, overridden by measurements recorded per (device type, op, input types).
 
-    def __init__(self, measured: dict[str, float] | None = None):
+    A CPU device that does not set its own bandwidth, flop rate and launch cost gets
+    ``machine``'s (a ``flowjit.runtime.machine.MachineFigures``); by default this machine's,
+    measured once and cached (``machine_figures``) the first time a CPU device needs them.
+    ``machine=STATIC`` gives fixed stand-ins, for plans that must not depend on the machine
+    (the golden tests)."""
+
+    def __init__(self, measured: dict[str, float] | None = None, machine=None):
         self.measured: dict[str, float] = dict(measured or {})
+        self.machine = machine
+        self._figures: dict[str, tuple[float, float, float]] = {}
         self._lock = threading.Lock()
+
+    def machine_figures(self):
+        if self.machine is None:
+            from flowjit.config import cache_directory
+            from flowjit.runtime.machine import machine_figures
+            self.machine = machine_figures(cache_directory("default"))
+        return self.machine
+
+    def figures(self, device: Device) -> tuple[float, float, float]:
+        """(bandwidth, flops, launch) of ``device`` under this model."""
+        figures = self._figures.get(device.name)
+        if figures is None:
+            needs_machine = None in (device.bandwidth, device.flops, device.launch)
+            resolved = device.figures(self.machine_figures() if needs_machine else None)
+            figures = self._figures[device.name] = (resolved["bandwidth"], resolved["flops"], resolved["launch"])
+        return figures
 
     def node(self, node: Node, device: Device) -> float:
         """Seconds ``node`` takes on ``device``."""
@@ -75,7 +99,8 @@ class CostModel:
         measured = self.measured.get(measure_key(node, device.type))
         if measured is not None:
             return measured
-        return device.launch + max(moved_bytes(node) / device.bandwidth, flops(node) / device.flops)
+        bandwidth, rate, launch = self.figures(device)
+        return launch + max(moved_bytes(node) / bandwidth, flops(node) / rate)
 
     def transfer(self, value: Value, source: Device, destination: Device) -> float:
         """Seconds to make ``value``, produced on ``source``, available on ``destination``."""

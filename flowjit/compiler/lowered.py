@@ -2,17 +2,83 @@
 
 from __future__ import annotations
 
+import re
 from functools import cached_property
 
+from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph
 from flowjit.compiler.ir.printer import print_graphs
+from flowjit.compiler.passes.cse import CommonSubexpressionElimination
+from flowjit.compiler.passes.dce import DeadCodeElimination
 from flowjit.compiler.passes.expand_composites import ExpandComposites
-from flowjit.compiler.passes.fuse import fuse
+from flowjit.compiler.passes.fuse import Fuser
 from flowjit.compiler.passes.pipeline import PassRecord, Pipeline
 from flowjit.config import CompileOptions, cache_directory
 
 # Passes that rewrite the kernel plans fusion recorded; the printed ``fused`` stage is after them.
 KERNEL_PASSES = ("collapse-reductions", "plan-reductions")
+
+BOUNDARY = re.compile(r"%(?P<producer>\S+) -> %(?P<consumer>\S+): (?P<why>.*)", re.DOTALL)
+
+
+def expanded(graph: Graph) -> Graph:
+    """A copy with var/std written in primitives, then CSE and DCE again: the expansion's
+    ``mean`` is often one the program computes itself (``(x - x.mean()) / x.std()``)."""
+    graph = graph.copy()
+    if ExpandComposites().run(graph):
+        CommonSubexpressionElimination().run(graph)
+        DeadCodeElimination().run(graph)
+    return graph
+
+
+class _RecordingFuser(Fuser):
+    """The fuser, remembering which group each merged group went into (notes written before
+    a merge name the group that was merged away)."""
+
+    def __init__(self, graph: Graph, enabled: bool):
+        super().__init__(graph, enabled)
+        self.merged_into = {}
+
+    def merge(self, into, other) -> None:
+        self.merged_into[other.index] = into
+        super().merge(into, other)
+
+
+def fuse_explained(graph: Graph, enabled: bool) -> tuple[Graph, list[str]]:
+    """``passes.fuse.fuse``, with each fusion boundary named as the fused graph prints it:
+    ``%k0_matmul_add_tanh -> %k1_sum: why (%tanh -> %sum)``.  The fuser names nodes of the
+    graph before fusion and kernels by the order it made them; the printed graph has
+    kernels numbered in program order, with the nodes inside their bodies."""
+    fuser = _RecordingFuser(graph, enabled)
+    fuser.run()
+    fused = fuser.build()
+    DeadCodeElimination().run(fused)          # constants every kernel copied into its body
+    outer = {}
+    for node in fused.nodes:
+        for inner in (node.attrs["body"].nodes if node.op is ops.fused else [node]):
+            outer[inner.name] = node.name
+    kernel_of_group = {}
+    for group in fuser.groups:
+        final = group
+        while final.index in fuser.merged_into:           # a group merged into another lives on in it
+            final = fuser.merged_into[final.index]
+        if final.nodes and final.kind != "extern" and final.nodes[0].name in outer:
+            kernel_of_group[group.index] = outer[final.nodes[0].name]
+    notes = []
+    for boundary in fuser.boundaries:
+        match = BOUNDARY.fullmatch(boundary)
+        if match is None:
+            notes.append(boundary)
+            continue
+        producer, consumer = match["producer"], match["consumer"]
+        why = re.sub(r"\bk(\d+)\b", lambda m: f"%{kernel_of_group[int(m[1])]}" if int(m[1]) in kernel_of_group
+                     else m[0], match["why"])
+        shown = (outer.get(producer, producer), outer.get(consumer, consumer))
+        note = f"%{shown[0]} -> %{shown[1]}: {why}"
+        if shown != (producer, consumer):
+            note += f" (%{producer} -> %{consumer})"
+        notes.append(note)
+    return fused, notes
 
 
 class Lowered:
@@ -72,9 +138,14 @@ class Lowered:
                          schedule_recvs=self.options.schedule_recvs, costs=self.costs)
 
     @cached_property
+    def fused_partitions_explained(self) -> list[tuple[Graph, list[str]]]:
+        """Each partition as kernels (fusion never crosses a device: each is one device), with
+        its fusion boundaries."""
+        return [self.kernels_of(graph) for graph in self.partitioned.partitions]
+
+    @property
     def fused_partitions(self) -> list[Graph]:
-        """Each partition after fusion (which never crosses a device: each is one device)."""
-        return [self.kernels_of(graph)[0] for graph in self.partitioned.partitions]
+        return [graph for graph, _ in self.fused_partitions_explained]
 
     @property
     def multi_device(self) -> bool:
@@ -95,10 +166,8 @@ class Lowered:
     def kernels_of(self, graph: Graph) -> tuple[Graph, list[str]]:
         """``graph`` as kernels: composites expanded, fused, then the passes that rewrite kernel
         plans (verified after each when checks are on), and why each edge left between
-        kernels was not fused."""
-        graph = graph.copy()
-        ExpandComposites().run(graph)
-        fused, boundaries = fuse(graph, enabled=self.options.fuse)
+        kernels was not fused, named as the printed stage names them."""
+        fused, boundaries = fuse_explained(expanded(graph), enabled=self.options.fuse)
         plans = Pipeline.from_names(KERNEL_PASSES, verify_each=self.options.verify_each,
                                     dump_after=self.options.dump_after)
         return plans.run(fused), boundaries
@@ -109,7 +178,12 @@ class Lowered:
         return self._fusion[0]
 
     def explain_fusion(self) -> list[str]:
-        """For each edge left between kernels, why its two nodes were not fused."""
+        """For each edge left between kernels, why its two nodes were not fused, in the names
+        of the printed ``fused`` stage (kernels, and the nodes inside them in parentheses);
+        with several devices, each partition's, under the device's name."""
+        if self.multi_device:
+            return [f"{graph.attrs.get('device', '')}: {note}" for graph, notes in self.fused_partitions_explained
+                    for note in notes]
         return list(self._fusion[1])
 
     @property
@@ -147,9 +221,13 @@ class Lowered:
         """Kernel name -> the generated module source it compiles from."""
         return dict(self.executable.kernel_sources)
 
-    def as_text(self, stage: str = "traced") -> str:
+    def as_text(self, stage: str = "traced", parallel: bool = False) -> str:
+        """A stage in the text format; stage ``kernels`` starts with a one-line summary and
+        shows each kernel with the helpers it uses, its parallel variant only when
+        ``parallel`` (as a diff)."""
         if stage == "kernels":
-            return "".join(f"# ==== kernel {name} ====\n{source}\n" for name, source in self.kernel_sources().items())
+            from flowjit.compiler.listing import kernels_text
+            return kernels_text(self.stage_graphs("fused"), self.kernel_sources(), parallel)
         return print_graphs(self.stage_graphs(stage))
 
     @cached_property

@@ -16,11 +16,19 @@ from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.compiler.passes.base import Pass, Rewriter
 
 
+def needs_keepdims(axes) -> bool:
+    """Whether ``x - mean(x, axes)`` needs the mean's reduced axes kept to broadcast right:
+    not when they are the leading axes (all of them, or ``axis=0``), where the mean without
+    them broadcasts the same way.  Without them it is the mean a user writes (``x.mean()``,
+    ``x.mean(axis=0)``), which CSE then computes once for both (z-scores)."""
+    return tuple(sorted(axes)) != tuple(range(len(axes)))
+
+
 def expand_variance(node: Node, rw: Rewriter):
     """var(x) -> sum((x - mean(x))**2) / max(N - ddof, 0);  std(x) -> sqrt(var(x))"""
     (x,) = node.inputs
     axes, keepdims, ddof = node.attrs["axes"], node.attrs["keepdims"], node.attrs["ddof"]
-    mean = rw.emit(ops.mean, [x], {"axes": axes, "keepdims": True})
+    mean = rw.emit(ops.mean, [x], {"axes": axes, "keepdims": needs_keepdims(axes)})
     deviation = rw.emit(ops.sub, [x, mean])
     squared = rw.emit(ops.mul, [deviation, deviation])
     total = rw.emit(ops.sum, [squared], {"axes": axes, "keepdims": keepdims})

@@ -1,6 +1,6 @@
 """Reductions of every shape against numpy: ms per call, best of 7, after a first call.
 
-    python bench/reductions.py [--rows 4096] [--columns 4096]
+    python -m flowjit.bench.reductions [--rows 4096] [--columns 4096]
 
 Rows (the innermost axis reduced), columns (an outer axis: blocks of outputs), every
 axis, trailing axes of a cube (read as one row), argmax, siblings sharing a kernel, and a

@@ -1,6 +1,6 @@
 """ns per element of each inlined math function, against numba's libm call and numpy.
 
-    python bench/math_speed.py [--size 4194304]
+    python -m flowjit.bench.math_speed [--size 4194304]
 
 One loop per function over uniform inputs in [-100, 100] (positive for log); best of 7.
 sigmoid has no libm counterpart; numpy's column is scipy for sigmoid and erf.

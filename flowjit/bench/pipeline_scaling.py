@@ -4,7 +4,7 @@ Graphs mimic traced models: layers of elementwise ops and reductions over a few
 inputs, with repeated subexpressions (for cse), constant arithmetic (for folding),
 identities (for simplify) and dead branches (for dce).
 
-    python bench/pipeline_scaling.py [--sizes 1000,10000,36000] [--json PATH]
+    python -m flowjit.bench.pipeline_scaling [--sizes 1000,10000,36000] [--json PATH]
 """
 
 from __future__ import annotations

@@ -1,15 +1,17 @@
-"""`flowjit bench`: fused vs unfused vs numpy and its peers, checked before timed.
+"""flowjit bench: fused vs unfused vs numpy and its peers, checked before timed.
 
-For each workload, size and mode: the result is checked against numpy first (a wrong
+For each workload, size and mode, the result is checked against numpy first (a wrong
 answer is reported as wrong and never timed), the first call is timed on its own (it
-compiles), then the median of ``--repeat`` calls after a warm-up, the modes taking turns
-call by call so that load from elsewhere falls on all of them alike.  A STREAM-style triad
-in the same run measures memory bandwidth, which gives each elementwise workload a
-lower bound (bytes that must move / bandwidth).  A dispatch row times the chain on 16
-elements; compile rows time the first call in a fresh process, with an empty and with a
-warm kernel cache: from starting the interpreter to the first result, import included
-(medians of ``--compile-repeat`` processes, flowjit's bytecode compiled as an installed
-package's is; the JSON also has the time to exit).
+compiles; the JSON has it), then the median of --repeat calls after a warm-up, the modes
+taking turns call by call so that load from elsewhere falls on all of them alike.  A
+STREAM-style triad in the same run measures memory bandwidth, which gives each
+elementwise workload a lower bound (bytes that must move / bandwidth).  A dispatch row
+times the chain on 16 elements; compile rows time the first call in a fresh process,
+with an empty and with a warm kernel cache, from starting the interpreter to the first
+result, import included (medians of --compile-repeat processes, flowjit's bytecode
+compiled as an installed package's is; the JSON also has the time to exit).
+
+On a terminal one line shows the cell being measured; piped, only the table is printed.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import flowjit  # noqa: F401  (first: it sets libgomp's wait policy before torch loads libgomp)
-from bench.workloads import WORKLOADS, JaxOps, NumpyOps, TorchOps
+from flowjit.bench.workloads import WORKLOADS, JaxOps, NumpyOps, TorchOps
 
 MODES = ("numpy", "unfused", "fused", "numexpr", "jax", "torch")
 SIZES = {"1M": 1 << 20, "16M": 1 << 24, "64K": 1 << 16, "4K": 1 << 12}
@@ -92,15 +94,36 @@ def make_callable(mode: str, workload, args):
     raise ValueError(mode)
 
 
+def install_hint() -> str:
+    """How to get the bench extra: from a source checkout (an editable install, or the
+    package run from the repository) with ``-e .``, else from the package index."""
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if os.path.exists(os.path.join(package_parent, "pyproject.toml")):
+        return "pip install -e '.[bench]'"
+    return "pip install 'flowjit[bench]'"
+
+
+def missing_module(module: str) -> str | None:
+    """None if ``module`` imports, else why not (one line)."""
+    try:
+        __import__(module)
+    except ImportError as error:
+        return f"{module} is not installed" if error.name == module else f"{module} does not import ({error})"
+    return None
+
+
 def available(mode: str) -> str | None:
     """None if the mode can run here, else why not."""
     module = {"numexpr": "numexpr", "jax": "jax", "torch": "torch"}.get(mode)
-    if module is None:
-        return None
-    try:
-        __import__(module)
-    except ImportError:
-        return f"{module} is not installed (pip install -e '.[bench]')"
+    return missing_module(module) if module else None
+
+
+def workload_unavailable(workload) -> str | None:
+    """None if every module the workload's numpy version needs imports, else why not."""
+    for module in workload.requires:
+        reason = missing_module(module)
+        if reason:
+            return f"needs {reason}"
     return None
 
 
@@ -177,7 +200,7 @@ def bytes_moved(args, expected) -> int:
 COMPILE_SCRIPT = """
 import numpy as np
 import flowjit
-from bench.workloads import WORKLOADS, NumpyOps
+from flowjit.bench.workloads import WORKLOADS, NumpyOps
 ops = NumpyOps()
 workload = WORKLOADS[{name!r}]
 args = workload.make({elements}, np.random.default_rng(0))
@@ -189,11 +212,14 @@ print("first result", flush=True)
 def compile_time(name: str, cache_dir: str) -> tuple[float, float]:
     """Seconds from starting a fresh interpreter to its first result (import, trace,
     compile or cache load, run), and to the process's exit (interpreter teardown too)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, FLOWJIT_CACHE_DIR=cache_dir, PYTHONPATH=root)
+    # The fresh process imports the flowjit this one runs (installed, or a checkout on the
+    # path), from a directory of its own so that nothing in the current one shadows it.
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths = [package_parent] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    env = dict(os.environ, FLOWJIT_CACHE_DIR=cache_dir, PYTHONPATH=os.pathsep.join(paths))
     start = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-c", COMPILE_SCRIPT.format(name=name, elements=4096)], env=env,
-                               cwd=root, stdout=subprocess.PIPE, text=True)
+                               cwd=cache_dir, stdout=subprocess.PIPE, text=True)
     result = None
     for line in process.stdout:
         if line.startswith("first result"):
@@ -224,49 +250,119 @@ def machine() -> dict:
     return info
 
 
-def run(workloads, sizes, modes, repeat, progress=print, compile_rows: bool = True,
-        bandwidth_elements: int = 1 << 25, compile_repeat: int = 3) -> dict:
-    rng = np.random.default_rng(0)
-    progress("measuring memory bandwidth (STREAM triad)...")
-    bandwidth = stream_triad(bandwidth_elements)
-    progress(f"  {bandwidth / 1e9:.1f} GB/s")
-    rows: list[Row] = []
-    bounds: dict = {}
+class Progress:
+    """One live line for the cell being measured: a bar rewritten in place on a terminal,
+    nothing at all when the stream is not one (piped, or in tests)."""
+
+    WIDTH = 24
+
+    def __init__(self, stream=None, live: bool | None = None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.live = self.stream.isatty() if live is None else live
+        self.total, self.done = 0, 0
+
+    def start(self, total: int) -> None:
+        self.total, self.done = total, 0
+
+    def __call__(self, text: str) -> None:
+        """Show ``text`` as the cell now being measured."""
+        if not self.live:
+            return
+        filled = self.WIDTH * self.done // max(1, self.total)
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        self.stream.write(f"\r\033[K[{bar}] {self.done}/{self.total} {text}")
+        self.stream.flush()
+
+    def step(self) -> None:
+        self.done += 1
+
+    def close(self) -> None:
+        if self.live:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def cell_count(workloads, sizes, modes, compile_rows: bool) -> int:
+    """The cells a run measures: the triad, each workload's sizes x modes, dispatch, compile rows."""
+    cells = 1 + len(modes)
     for name in workloads:
-        workload = WORKLOADS[name]
-        for size in (sizes if workload.sized else sizes[-1:]):
-            label = size if workload.sized else "fixed"
+        cells += (len(sizes) if WORKLOADS[name].sized else 1) * len(modes)
+    return cells + (2 if compile_rows else 0)
+
+
+def run(workloads, sizes, modes, repeat, progress: Progress | None = None, compile_rows: bool = True,
+        bandwidth_elements: int = 1 << 25, compile_repeat: int = 3) -> dict:
+    """Every figure, gathered into one report as it is measured: a workload that cannot run
+    here is skipped, a peer that fails is an error row, and an interrupt (Ctrl-C) ends the
+    run with what was measured so far (``report["interrupted"]``)."""
+    progress = progress if progress is not None else Progress(live=False)
+    progress.start(cell_count(workloads, sizes, modes, compile_rows))
+    report = {"machine": machine(), "bandwidth_bytes_per_s": None, "bounds_s": {}, "rows": [], "dispatch": [],
+              "compile": [], "interrupted": False}
+    try:
+        progress("memory bandwidth (STREAM triad)")
+        report["bandwidth_bytes_per_s"] = stream_triad(bandwidth_elements)
+        progress.step()
+        rng = np.random.default_rng(0)
+        for name in workloads:
+            run_workload(report, WORKLOADS[name], sizes, modes, repeat, rng, progress)
+        run_dispatch(report, modes, rng, progress)
+        if compile_rows:
+            run_compiles(report, compile_repeat, progress)
+    except KeyboardInterrupt:
+        report["interrupted"] = True
+    finally:
+        progress.close()
+    return report
+
+
+def run_workload(report: dict, workload, sizes, modes, repeat: int, rng, progress) -> None:
+    unavailable = workload_unavailable(workload)
+    for size in (sizes if workload.sized else sizes[-1:]):
+        label = size if workload.sized else "fixed"
+        if unavailable:
+            report["rows"].extend(Row(workload.name, label, mode, "skipped", unavailable).__dict__ for mode in modes)
+            continue
+        try:
             args = workload.make(SIZES[size], rng)
-            expected = np.asarray(workload.function(NumpyOps(), *args), dtype=np.float64)
-            if workload.elementwise:
-                bounds[(name, label)] = bytes_moved(args, np.asarray(workload.function(NumpyOps(), *args))) / bandwidth
-            cells, cell_rows = [], []
-            for mode in modes:
-                row = Row(name, label, mode)
-                reason = available(mode)
-                if reason:
-                    row.status, row.detail = "skipped", reason
-                else:
-                    try:
-                        call = make_callable(mode, workload, args)
-                        if prepare(row, call, expected, workload.dtype):
-                            cells.append((row, call))
-                    except LookupError as error:
-                        row.status, row.detail = "skipped", str(error)
-                    except Exception as error:             # a peer that fails is reported, not fatal
-                        row.status, row.detail = "error", f"{type(error).__name__}: {error}"[:200]
-                cell_rows.append(row)
-            time_interleaved(cells, repeat)
-            del cells
-            for row in cell_rows:
-                rows.append(row)
-                shown = f"{row.median_s * 1e3:9.2f} ms" if row.median_s is not None else f"{row.status}: {row.detail}"
-                progress(f"  {name:<14}{label:>6}  {row.mode:<8} {shown}")
-    dispatch = []
+            result = np.asarray(workload.function(NumpyOps(), *args))
+        except Exception as error:                 # the numpy reference failed: no mode can be checked
+            detail = f"the numpy reference failed: {type(error).__name__}: {error}"[:200]
+            report["rows"].extend(Row(workload.name, label, mode, "error", detail).__dict__ for mode in modes)
+            continue
+        expected = result.astype(np.float64)
+        if workload.elementwise:
+            report["bounds_s"][f"{workload.name}@{label}"] = bytes_moved(args, result) / report["bandwidth_bytes_per_s"]
+        cells, cell_rows = [], []
+        for mode in modes:
+            progress(f"{workload.name} {label} {mode}: first call and check")
+            row = Row(workload.name, label, mode)
+            reason = available(mode)
+            if reason:
+                row.status, row.detail = "skipped", reason
+            else:
+                try:
+                    call = make_callable(mode, workload, args)
+                    if prepare(row, call, expected, workload.dtype):
+                        cells.append((row, call))
+                except LookupError as error:
+                    row.status, row.detail = "skipped", str(error)
+                except Exception as error:             # a peer that fails is reported, not fatal
+                    row.status, row.detail = "error", f"{type(error).__name__}: {error}"[:200]
+            cell_rows.append(row)
+            progress.step()
+        progress(f"{workload.name} {label}: {repeat} timed rounds of {len(cells)} modes")
+        time_interleaved(cells, repeat)
+        del cells
+        report["rows"].extend(row.__dict__ for row in cell_rows)
+
+
+def run_dispatch(report: dict, modes, rng, progress) -> None:
     chain = WORKLOADS["chain"]
     small = chain.make(16, rng)
     expected = np.asarray(chain.function(NumpyOps(), *small), dtype=np.float64)
     for mode in modes:
+        progress(f"dispatch, 16 elements, {mode}")
         row = Row("dispatch", "16", mode)
         reason = available(mode)
         if reason:
@@ -284,19 +380,18 @@ def run(workloads, sizes, modes, repeat, progress=print, compile_rows: bool = Tr
                 row.status, row.detail = "skipped", str(error)
             except Exception as error:                 # a peer that fails is reported, not fatal
                 row.status, row.detail = "error", f"{type(error).__name__}: {error}"[:200]
-        dispatch.append(row)
-        progress(f"  dispatch, 16 elements  {mode:<8} "
-                 + (f"{row.median_s * 1e6:8.2f} us" if row.median_s is not None else row.status))
-    compiles = []
-    if compile_rows:
-        # An installed package has its bytecode compiled (pip does it at install); an
-        # editable one run with PYTHONDONTWRITEBYTECODE=1, as here, would recompile every
-        # module in every fresh process (~50 ms) and time that instead of flowjit.
-        import compileall
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        for package in ("flowjit", "bench"):
-            compileall.compile_dir(os.path.join(root, package), quiet=1)
-    for name in ("chain", "softmax") if compile_rows else ():
+        report["dispatch"].append(row.__dict__)
+        progress.step()
+
+
+def run_compiles(report: dict, compile_repeat: int, progress) -> None:
+    # An installed package has its bytecode compiled (pip does it at install); an
+    # editable one run with PYTHONDONTWRITEBYTECODE=1, as here, would recompile every
+    # module in every fresh process (~50 ms) and time that instead of flowjit.
+    import compileall
+    compileall.compile_dir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), quiet=1)
+    for name in ("chain", "softmax"):
+        progress(f"first call in fresh processes, {name}")
         # Medians over fresh processes: each empty-cache one gets its own directory, the
         # warm-cache ones share one that the first of them filled.
         cold = []
@@ -311,14 +406,8 @@ def run(workloads, sizes, modes, repeat, progress=print, compile_rows: bool = Tr
             row[f"{label}_s"] = statistics.median(first for first, _ in runs)
             row[f"{label}_times_s"] = [first for first, _ in runs]
             row[f"{label}_exit_s"] = statistics.median(end for _, end in runs)
-        compiles.append(row)
-        progress(f"  first call in a fresh process, {name}: empty cache {row['empty_cache_s']:.2f} s, "
-                 f"warm cache {row['warm_cache_s']:.2f} s (medians of {compile_repeat}; the process exits "
-                 f"{row['warm_cache_exit_s'] - row['warm_cache_s']:.2f} s later)")
-    return {"machine": machine(), "bandwidth_bytes_per_s": bandwidth,
-            "bounds_s": {f"{k[0]}@{k[1]}": v for k, v in bounds.items()},
-            "rows": [row.__dict__ for row in rows], "dispatch": [row.__dict__ for row in dispatch],
-            "compile": compiles}
+        report["compile"].append(row)
+        progress.step()
 
 
 def format_table(report: dict, modes) -> str:
@@ -326,7 +415,9 @@ def format_table(report: dict, modes) -> str:
     lines = []
     header = f"{'workload':<14}{'size':>6}  " + "".join(f"{m:>12}" for m in modes) + \
         f"{'bound':>10}{'fused/bound':>12}{'unfused/fused':>14}"
-    lines.append("median ms per call (first call in brackets: compile), checked against numpy")
+    repeats = {len(r["times_s"]) for r in rows if r["times_s"]}
+    lines.append(f"median ms per call ({'/'.join(str(n) for n in sorted(repeats)) or 'no'} timed calls each, "
+                 f"every result checked against numpy first)")
     lines.append(header)
     lines.append("-" * len(header))
     keys = []
@@ -371,14 +462,39 @@ def format_table(report: dict, modes) -> str:
         lines.append(f"first call, fresh process ({row['workload']}): empty cache {row['empty_cache_s']:.2f} s, "
                      f"warm cache {row['warm_cache_s']:.2f} s (interpreter start and import included, to the "
                      f"first result; medians of {runs})")
-    skipped = {(r["mode"], r["detail"]) for r in report["rows"] if r["status"] == "skipped"}
-    for mode, detail in sorted(skipped):
-        lines.append(f"skipped {mode}: {detail}")
+    lines.extend(skip_summary(report["rows"] + report["dispatch"]))
     wrong = [r for r in report["rows"] if r["status"] in ("wrong", "error")]
     for r in wrong:
         lines.append(f"{r['status'].upper()}: {r['workload']}@{r['size']} {r['mode']}: {r['detail']}")
-    lines.append(f"memory bandwidth (STREAM triad): {report['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s")
+    if report["bandwidth_bytes_per_s"]:
+        lines.append(f"memory bandwidth (STREAM triad): {report['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s")
+    if report.get("interrupted"):
+        lines.append("interrupted: the figures above are those measured before the interrupt")
     return "\n".join(lines)
+
+
+def skip_summary(rows: list[dict]) -> list[str]:
+    """What was skipped and why, once: peers not installed (with how to get them), workloads
+    whose dependency is missing, then each other reason with the workloads it applies to."""
+    skipped = [r for r in rows if r["status"] == "skipped"]
+    missing_peers = sorted({r["mode"] for r in skipped if r["detail"] == f"{r['mode']} is not installed"})
+    workloads_missing = {}
+    reasons = {}
+    for r in skipped:
+        if r["mode"] in missing_peers:
+            continue
+        if r["detail"].startswith("needs "):
+            workloads_missing.setdefault(r["detail"], set()).add(r["workload"])
+        else:
+            reasons.setdefault((r["mode"], r["detail"]), []).append(r["workload"])
+    lines = []
+    if missing_peers:
+        lines.append(f"skipped {', '.join(missing_peers)}: not installed ({install_hint()})")
+    for detail, workloads in sorted(workloads_missing.items()):
+        lines.append(f"skipped {', '.join(sorted(workloads))}: {detail}")
+    for (mode, detail), workloads in sorted(reasons.items()):
+        lines.append(f"skipped {mode} on {', '.join(dict.fromkeys(workloads))}: {detail}")
+    return lines
 
 
 def plot(report: dict, modes, path: str) -> str:
@@ -387,7 +503,7 @@ def plot(report: dict, modes, path: str) -> str:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return "plot skipped: matplotlib is not installed (pip install -e '.[bench]')"
+        return f"plot skipped: matplotlib is not installed ({install_hint()})"
     keys = []
     for r in report["rows"]:
         if (r["workload"], r["size"]) not in keys:
@@ -415,11 +531,14 @@ def plot(report: dict, modes, path: str) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="flowjit bench", description=__doc__,
+    epilog = "workloads:\n" + "".join(f"  {name:<14}{workload.about}\n" for name, workload in WORKLOADS.items())
+    parser = argparse.ArgumentParser(prog="flowjit bench", description=__doc__, epilog=epilog,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="sizes 64K and 1M instead of 1M and 16M")
-    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated (default: all)")
-    parser.add_argument("--sizes", help="comma-separated among 64K, 1M, 16M (default: 1M,16M)")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
+                        help="comma-separated, among those listed below (default: all)")
+    parser.add_argument("--sizes", help=f"elements per workload, comma-separated among {', '.join(SIZES)} "
+                                        f"(default: 1M,16M)")
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated among {', '.join(MODES)}")
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per cell, median reported (>= 7); "
                         "the modes of a workload take turns, one call each per round")
@@ -439,9 +558,8 @@ def main(argv=None) -> int:
     for size in sizes:
         if size not in SIZES:
             parser.error(f"unknown size '{size}' (sizes: {', '.join(SIZES)})")
-    report = run(workloads, sizes, modes, max(1, args.repeat), progress=lambda text: print(text, flush=True),
+    report = run(workloads, sizes, modes, max(1, args.repeat), progress=Progress(sys.stderr),
                  compile_repeat=max(1, args.compile_repeat))
-    print()
     print(format_table(report, modes))
     if args.json:
         with open(args.json, "w") as stream:
@@ -449,7 +567,7 @@ def main(argv=None) -> int:
         print(f"wrote {args.json}")
     if args.plot:
         print(plot(report, modes, args.plot))
-    return 0
+    return 130 if report["interrupted"] else 0
 
 
 if __name__ == "__main__":

@@ -114,6 +114,10 @@ def mlp(xp, x, w1, b1, w2, b2):
     return xp.maximum(x @ w1 + b1, 0.0) @ w2 + b2
 
 
+def mlp_small(xp, x, w1, b1, w2, b2):
+    return xp.tanh(x @ w1 + b1) @ w2 + b2
+
+
 @dataclass(frozen=True)
 class Workload:
     name: str
@@ -123,6 +127,8 @@ class Workload:
     elementwise: bool          # a bandwidth bound applies
     numexpr: str | None = None
     sized: bool = True         # False: fixed shapes whatever the size (mlp)
+    requires: tuple[str, ...] = ()   # modules the numpy version imports (erf: scipy); missing: skipped
+    about: str = ""                  # one line for `flowjit bench --help`
 
 
 def _rows(n, rng, width=1024):
@@ -131,19 +137,31 @@ def _rows(n, rng, width=1024):
 
 WORKLOADS = {
     "chain": Workload("chain", chain, lambda n, rng: (rng.standard_normal(n).astype(np.float32),), "float32",
-                      True, "((x*2+1)*x-3)/(x*x+1)"),
+                      True, "((x*2+1)*x-3)/(x*x+1)",
+                      about="((x*2+1)*x-3)/(x*x+1): a chain of elementwise ops, float32"),
     "gelu": Workload("gelu", gelu, lambda n, rng: (rng.standard_normal(n).astype(np.float32),), "float32", True,
-                     "0.5*x*(1.0+tanh(0.7978845608028654*(x+0.044715*x*x*x)))"),
-    "softmax": Workload("softmax", softmax, lambda n, rng: (_rows(n, rng),), "float32", True),
+                     "0.5*x*(1.0+tanh(0.7978845608028654*(x+0.044715*x*x*x)))", about="GELU (tanh form), float32"),
+    "softmax": Workload("softmax", softmax, lambda n, rng: (_rows(n, rng),), "float32", True,
+                        about="softmax over rows of 1024, float32"),
     "layernorm": Workload("layernorm", layernorm,
                           lambda n, rng: (_rows(n, rng), rng.standard_normal(1024).astype(np.float32),
-                                          rng.standard_normal(1024).astype(np.float32)), "float32", True),
+                                          rng.standard_normal(1024).astype(np.float32)), "float32", True,
+                          about="layer norm over rows of 1024 with gamma and beta, float32"),
     "black_scholes": Workload("black_scholes", black_scholes,
                               lambda n, rng: (rng.uniform(10, 100, n), rng.uniform(10, 100, n),
-                                              rng.uniform(0.1, 2.0, n)), "float64", True),
+                                              rng.uniform(0.1, 2.0, n)), "float64", True,
+                              requires=("scipy",),
+                              about="Black-Scholes call prices with erf (its numpy version needs scipy), float64"),
     "mlp": Workload("mlp", mlp, lambda n, rng: (
         rng.standard_normal((4096, 1024)).astype(np.float32),
         (rng.standard_normal((1024, 1024)) / 32).astype(np.float32), rng.standard_normal(1024).astype(np.float32),
         (rng.standard_normal((1024, 256)) / 32).astype(np.float32), rng.standard_normal(256).astype(np.float32)),
-        "float32", False, sized=False),
+        "float32", False, sized=False,
+        about="relu(x @ w1 + b1) @ w2 + b2, 4096x1024 -> 1024 -> 256, float32 (fixed shapes)"),
+    "mlp_small": Workload("mlp_small", mlp_small, lambda n, rng: (
+        rng.standard_normal((64, 784)).astype(np.float32),
+        (rng.standard_normal((784, 128)) / 28).astype(np.float32), rng.standard_normal(128).astype(np.float32),
+        (rng.standard_normal((128, 10)) / 11).astype(np.float32), rng.standard_normal(10).astype(np.float32)),
+        "float32", False, sized=False,
+        about="tanh(x @ w1 + b1) @ w2 + b2, 64x784 -> 128 -> 10, float32: small matmuls and their epilogues"),
 }

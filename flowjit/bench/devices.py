@@ -1,12 +1,14 @@
 """Multi-device benchmarks (issue 6): two independent branches on two CPU devices, and the
 executor's overhead per node.
 
-    python bench/devices.py [--size 1024] [--repeat 7]
+    python -m flowjit.bench.devices [--size 1024] [--repeat 7]
 
 1. Two independent chains of matmuls + tanh, (n x n) float32, run on [cpu:0] with one
    thread, and on [cpu:0, cpu:1] with one thread each (the cost-model placer puts one
    chain on each).  BLAS is held to one thread per call (OPENBLAS_NUM_THREADS=1 and
-   friends, set before numpy loads), so a device's thread budget is what it uses.
+   friends: BLAS reads them when it loads, so the module runs itself again in a fresh
+   interpreter with them set when they are not), so a device's thread budget is what it
+   uses.
 2. A graph of 100 tiny unfused nodes in two independent chains of 50 on [cpu:0, cpu:1]:
    microseconds per node per call, through the whole executor (ready queues, the two
    device threads, completion).
@@ -15,19 +17,18 @@ Prints medians of ``--repeat`` runs and the ratios.
 
 from __future__ import annotations
 
+import argparse
 import os
+import statistics
+import sys
+import time
 
-for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_name] = "1"
+import numpy as np
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
+import flowjit
+from flowjit.devices import Device
 
-import numpy as np  # noqa: E402
-
-import flowjit  # noqa: E402
-from flowjit.devices import Device  # noqa: E402
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def two_chains(a, b):
@@ -95,5 +96,14 @@ def main(argv=None) -> int:
     return 0
 
 
+def run_with_one_blas_thread(argv: list[str]) -> int:
+    """BLAS reads its thread count when numpy loads it, which ``import flowjit`` has done by
+    now: run again in a fresh interpreter with one BLAS thread unless that is already so."""
+    if all(os.environ.get(name) == "1" for name in BLAS_THREAD_VARIABLES):
+        return main(argv)
+    env = dict(os.environ, **{name: "1" for name in BLAS_THREAD_VARIABLES})
+    os.execve(sys.executable, [sys.executable, "-m", "flowjit.bench.devices", *argv], env)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_with_one_blas_thread(sys.argv[1:]))
