@@ -20,6 +20,7 @@ never crosses a device.  Each boundary left between two nodes is recorded with w
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -491,10 +492,19 @@ class Fuse(Pass):
 
 
 def fuse(graph: Graph, enabled: bool = True) -> tuple[Graph, list[str]]:
-    """The fused graph, and why each remaining edge between kernels was not fused."""
-    fuser = Fuser(graph, enabled)
-    fuser.run()
-    fused = fuser.build()
+    """The fused graph, and why each remaining edge between kernels was not fused.
+
+    The cyclic garbage collector is paused meanwhile, as in ``Pipeline.run``: its scans of
+    a heap growing by a node at a time made fusing big graphs superlinear."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        fuser = Fuser(graph, enabled)
+        fuser.run()
+        fused = fuser.build()
+    finally:
+        if was_enabled:
+            gc.enable()
     from flowjit.compiler.passes.dce import DeadCodeElimination
     DeadCodeElimination().run(fused)          # constants every kernel copied into its body
     return fused, fuser.boundaries
