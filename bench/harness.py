@@ -415,8 +415,15 @@ def plot(report: dict, modes, path: str) -> str:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--compile-scaling"]:     # compile time and memory against program size
+        from bench.pipeline_scaling import main as scaling_main
+        return scaling_main(["--compile"] + argv[1:])
     parser = argparse.ArgumentParser(prog="flowjit bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="flowjit bench --compile-scaling [--sizes 100,1000,10000] "
+                                            "[--program chain|tanh|tree] [--uncapped] [--json PATH]: "
+                                            "compile time, ms per op and peak memory against program size")
     parser.add_argument("--quick", action="store_true", help="sizes 64K and 1M instead of 1M and 16M")
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated (default: all)")
     parser.add_argument("--sizes", help="comma-separated among 64K, 1M, 16M (default: 1M,16M)")
