@@ -119,3 +119,13 @@ def test_reductions_benchmark_checks_every_case(capsys):
     lines = capsys.readouterr().out.splitlines()
     rows = [line for line in lines[2:] if line.strip()]
     assert len(rows) == len(reductions.CASES) and not any("WRONG" in line for line in rows), lines
+
+
+def test_compile_scaling_compiles_each_size_in_a_fresh_process(tmp_path):
+    from bench.harness import main
+    path = tmp_path / "scaling.json"
+    assert main(["--compile-scaling", "--sizes", "30", "--program", "chain", "--json", str(path)]) == 0
+    rows = json.loads(path.read_text())
+    assert [row["ops"] for row in rows] == [1, 30]
+    assert rows[1]["kernels"] == 1 and rows[1]["seconds"] > rows[1]["passes_seconds"] > 0
+    assert rows[1]["peak_rss_mb"] > 0 and rows[1]["marginal_ms_per_op"] > 0
