@@ -213,4 +213,6 @@ def test_ten_thousand_op_chain_compiles_in_bounded_time_and_runs():
     seconds = time.perf_counter() - start
     np.testing.assert_allclose(result, function(x), rtol=1e-12)
     assert len(kernels_of(jitted.lower(x).fused)) == math.ceil(10_000 / MAX_KERNEL_OPS)
-    assert seconds < 120, f"10,000 ops took {seconds:.0f} s to compile"
+    # ~40 s on this 2-core machine under a load of 3; 297 s was seen under a load of 11 (six
+    # engineers' test runs): the bound catches a blow-up, the kernel count the missing cap.
+    assert seconds < 600, f"10,000 ops took {seconds:.0f} s to compile"
