@@ -204,3 +204,13 @@ def test_small_mlp_is_benchmarked_and_checked():
     rows = {r["mode"]: r for r in report["rows"]}
     assert {r["size"] for r in report["rows"]} == {"fixed"}
     assert all(rows[m]["status"] == "ok" and rows[m]["median_s"] > 0 for m in ("numpy", "unfused", "fused")), rows
+
+
+def test_compile_scaling_compiles_each_size_in_a_fresh_process(tmp_path):
+    from flowjit.bench.harness import main
+    path = tmp_path / "scaling.json"
+    assert main(["--compile-scaling", "--sizes", "30", "--program", "chain", "--json", str(path)]) == 0
+    rows = json.loads(path.read_text())
+    assert [row["ops"] for row in rows] == [1, 30]
+    assert rows[1]["kernels"] == 1 and rows[1]["seconds"] > rows[1]["passes_seconds"] > 0
+    assert rows[1]["peak_rss_mb"] > 0 and "marginal_ms_per_op" in rows[1]     # noise can make it < 0

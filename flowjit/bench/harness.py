@@ -531,7 +531,13 @@ def plot(report: dict, modes, path: str) -> str:
 
 
 def main(argv=None) -> int:
-    epilog = "workloads:\n" + "".join(f"  {name:<14}{workload.about}\n" for name, workload in WORKLOADS.items())
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--compile-scaling"]:     # compile time and memory against program size
+        from flowjit.bench.pipeline_scaling import main as scaling_main
+        return scaling_main(["--compile"] + argv[1:])
+    epilog = ("workloads:\n" + "".join(f"  {name:<14}{workload.about}\n" for name, workload in WORKLOADS.items())
+              + "\nflowjit bench --compile-scaling [--sizes 100,1000,10000] [--program chain|tanh|tree] "
+                "[--uncapped] [--json PATH]:\n  compile time, ms per op and peak memory against program size\n")
     parser = argparse.ArgumentParser(prog="flowjit bench", description=__doc__, epilog=epilog,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="sizes 64K and 1M instead of 1M and 16M")

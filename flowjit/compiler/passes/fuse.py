@@ -20,6 +20,7 @@ never crosses a device.  Each boundary left between two nodes is recorded with w
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +34,20 @@ from flowjit.compiler.passes.base import Pass
 
 MAX_NAME_OPS = 6
 
+# What one kernel may hold.  Numba's compile time per op is flat up to a few hundred
+# cheap ops and then grows (a shallow tree of 3,200 adds and muls: 18 ms per op against
+# 6.5 ms at 400); every math routine the kernel inlines (exp, tanh, ...: mathlib.VECTORIZED)
+# costs ~0.2 s and ~3 MB, flat up to ~50 of them per kernel, then 0.3 s and ~10 MB
+# each at 100 (a kernel of 200 alternating tanh/mul took 62 s and 1.1 GB).  Measured
+# with bench/pipeline_scaling.py --kernel-size; beyond a cap fusion starts a new kernel.
+# Depth needs no cap of its own: a chain (depth = op count) compiles faster per op than
+# a shallow tree of the same size, and the op cap bounds it.
+MAX_KERNEL_OPS = 512
+MAX_KERNEL_ROUTINES = 32
+# Elementwise ops whose CPU lowering inlines a whole math routine (mathlib.VECTORIZED;
+# tests/passes/test_scaling.py checks that the two agree).
+ROUTINE_OPS = frozenset({ops.exp, ops.log, ops.tanh, ops.sigmoid, ops.erf, ops.sin, ops.cos})
+
 
 @dataclass(eq=False)
 class Group:
@@ -43,11 +58,25 @@ class Group:
     device: str | None = None
     nodes: list[Node] = field(default_factory=list)
     embed: dict[Value, tuple] = field(default_factory=dict)
-    ancestors: set = field(default_factory=set)
+    preds: set = field(default_factory=set)                 # groups this one reads from (or waits for)
+    succs: set = field(default_factory=set)                 # groups that read from this one
+    depth: int = 0                                          # > the depth of every group in preds
+    routines: int = 0                                       # nodes of ROUTINE_OPS
     after_reduction: set = field(default_factory=set)     # values computed from a reduction of the group
 
     def __repr__(self) -> str:
         return f"k{self.index}"
+
+    def full_for(self, ops_count: int, routines: int) -> str | None:
+        """None if ``ops_count`` more nodes, ``routines`` of them math routines, fit in this
+        kernel; else why not."""
+        if len(self.nodes) + ops_count > MAX_KERNEL_OPS:
+            return (f"{self!r} holds {len(self.nodes)} ops; a kernel holds at most {MAX_KERNEL_OPS} "
+                    f"(Numba's compile time per op grows beyond)")
+        if self.routines + routines > MAX_KERNEL_ROUTINES:
+            return (f"{self!r} inlines {self.routines} math routines; a kernel inlines at most "
+                    f"{MAX_KERNEL_ROUTINES} (Numba's compile time per op grows beyond)")
+        return None
 
 
 def is_fusible_elementwise(node: Node) -> bool:
@@ -117,8 +146,28 @@ class Fuser:
         return self.groups_of([value.producer for value in node.inputs if value.producer is not None]
                               + node.control_inputs)
 
+    @staticmethod
+    def reaches(source: Group, target: Group) -> bool:
+        """Whether ``target`` depends on ``source`` through a path of groups.
+
+        Searches back from ``target``, skipping every group not deeper than ``source``
+        (a group ``source`` reaches is deeper than it), so a query looks only at the
+        groups between the two: no transitive sets, which are quadratic in a long chain
+        of kernels."""
+        if target.depth <= source.depth:
+            return False
+        stack, seen = [target], {target}
+        while stack:
+            for before in stack.pop().preds:
+                if before is source:
+                    return True
+                if before.depth > source.depth and before not in seen:
+                    seen.add(before)
+                    stack.append(before)
+        return False
+
     def creates_cycle(self, node: Node, group: Group) -> bool:
-        return any(group in other.ancestors for other in self.dependency_groups(node) if other is not group)
+        return any(self.reaches(group, other) for other in self.dependency_groups(node) if other is not group)
 
     def why_not(self, node: Node, group: Group) -> str | None:
         """None if ``node`` may join ``group``, else the reason it may not."""
@@ -128,6 +177,9 @@ class Fuser:
             return "different devices"
         if self.creates_cycle(node, group):
             return f"joining {group!r} would create a cycle between kernels"
+        full = group.full_for(1, node.op in ROUTINE_OPS)
+        if full is not None:
+            return full
         if is_fusible_elementwise(node):
             if group.kind in ("loop", "matmul") and node.output.shape != group.domain:
                 return (f"different iteration domains: {node.output.type} vs "
@@ -162,21 +214,29 @@ class Fuser:
         self.add(node, group)
         return group
 
-    def add_ancestors(self, group: Group, new: set) -> None:
-        """``group`` now depends on ``new``: so does every group that depends on ``group``."""
-        new = new - group.ancestors - {group}
-        if not new:
+    @staticmethod
+    def deepen(group: Group, depth: int) -> None:
+        """Make ``group`` at least ``depth`` deep, and what reads from it deeper still."""
+        stack = [(group, depth)]
+        while stack:
+            group, depth = stack.pop()
+            if group.depth < depth:
+                group.depth = depth
+                stack.extend((after, depth + 1) for after in group.succs)
+
+    def link(self, before: Group, after: Group) -> None:
+        """``after`` reads from (or waits for) ``before``."""
+        if before is after or before in after.preds:
             return
-        group.ancestors |= new
-        for other in self.groups:
-            if group in other.ancestors:
-                other.ancestors |= new
+        after.preds.add(before)
+        before.succs.add(after)
+        self.deepen(after, before.depth + 1)
 
     def add(self, node: Node, group: Group) -> None:
         for other in self.dependency_groups(node):
-            if other is not group:
-                self.add_ancestors(group, other.ancestors | {other})
+            self.link(other, group)
         group.nodes.append(node)
+        group.routines += node.op in ROUTINE_OPS
         self.group_of[node] = group
         if node.op.kind is OpKind.REDUCTION or any(value in group.after_reduction for value in node.inputs):
             group.after_reduction.add(node.output)
@@ -203,16 +263,19 @@ class Fuser:
         for node in other.nodes:
             self.group_of[node] = into
         into.nodes.extend(other.nodes)
+        into.routines += other.routines
         into.embed.update(other.embed)
         into.after_reduction |= other.after_reduction
-        self.add_ancestors(into, other.ancestors - {into})
-        for group in self.groups:
-            if other in group.ancestors:
-                group.ancestors.discard(other)
-                group.ancestors |= {into} | into.ancestors
-                group.ancestors.discard(group)
-        into.ancestors.discard(other)
-        other.nodes = []
+        for before in other.preds:
+            before.succs.discard(other)
+        for after in other.succs:
+            after.preds.discard(other)
+        self.deepen(into, other.depth)
+        for before in other.preds:
+            self.link(before, into)
+        for after in other.succs:
+            self.link(into, after)
+        other.nodes, other.preds, other.succs, other.routines = [], set(), set(), 0
 
     def same_nest(self, a: Group, b: Group) -> bool:
         """One loop nest can run both: loops over one domain, or reductions over the same
@@ -220,17 +283,20 @@ class Fuser:
         return (a is not b and a.nodes and b.nodes and a.kind == b.kind and a.domain == b.domain
                 and (a.kind == "loop" or (a.kind == "reduce" and a.axes == b.axes))
                 and a.device == b.device
-                and {node.requested_device for node in a.nodes + b.nodes} == {a.nodes[0].requested_device})
+                # every node of a group has its first node's requested device (why_not)
+                and a.nodes[0].requested_device == b.nodes[0].requested_device
+                and a.full_for(len(b.nodes), b.routines) is None)
 
     def can_merge_siblings(self, a: Group, b: Group) -> bool:
         """Independent kernels one loop nest can run (``x.sum(1)`` and ``x.max(1)``: one pass
         over each row of ``x`` does both)."""
-        return self.same_nest(a, b) and a not in b.ancestors and b not in a.ancestors
+        return self.same_nest(a, b) and not self.reaches(a, b) and not self.reaches(b, a)
 
     def can_merge_producer(self, consumer: Group, producer: Group) -> bool:
         """A loop feeding the loop ``consumer`` directly, with no path through a third kernel."""
-        return (consumer.kind == "loop" and self.same_nest(consumer, producer) and consumer not in producer.ancestors
-                and not any(producer in g.ancestors for g in consumer.ancestors if g is not producer))
+        return (consumer.kind == "loop" and self.same_nest(consumer, producer)
+                and not self.reaches(consumer, producer)
+                and not any(self.reaches(producer, before) for before in consumer.preds if before is not producer))
 
     def run(self) -> None:
         for node in self.graph.nodes:
@@ -288,10 +354,15 @@ class Fuser:
         readers: dict[Value, list[Group]] = {}
         for group in self.groups:
             for value in self.outside_inputs(group):
-                readers.setdefault(value, []).append(group)
+                # A scalar constant is copied into each kernel, not read: were it counted, the
+                # kernels of a long program would all be pairs to try (quadratic).
+                if not is_scalar_constant(value):
+                    readers.setdefault(value, []).append(group)
         for groups in readers.values():
             for i, a in enumerate(groups):
                 for b in groups[i + 1:]:
+                    if not a.nodes or a.full_for(1, 0) is not None:
+                        break                 # a full kernel takes no more siblings
                     if self.can_merge_siblings(a, b):
                         self.merge(a, b)
 
@@ -420,10 +491,19 @@ class Fuse(Pass):
 
 
 def fuse(graph: Graph, enabled: bool = True) -> tuple[Graph, list[str]]:
-    """The fused graph, and why each remaining edge between kernels was not fused."""
-    fuser = Fuser(graph, enabled)
-    fuser.run()
-    fused = fuser.build()
+    """The fused graph, and why each remaining edge between kernels was not fused.
+
+    The cyclic garbage collector is paused meanwhile, as in ``Pipeline.run``: its scans of
+    a heap growing by a node at a time made fusing big graphs superlinear."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        fuser = Fuser(graph, enabled)
+        fuser.run()
+        fused = fuser.build()
+    finally:
+        if was_enabled:
+            gc.enable()
     from flowjit.compiler.passes.dce import DeadCodeElimination
     DeadCodeElimination().run(fused)          # constants every kernel copied into its body
     return fused, fuser.boundaries
