@@ -279,3 +279,21 @@ def test_whole_domain_reductions_run_in_parts():
     x = (0.1 + rng.uniform(0, 1e-3, 1 << 21)).astype(np.float32)
     exact = x.astype(np.float64).sum()
     assert abs(flowjit.jit(lambda x: x.sum())(x) - exact) / exact < 1e-7
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (4, 4), (2, 3)])
+def test_a_per_row_value_broadcast_against_a_column_is_not_fused_into_the_rows(shape):
+    """Found by `make fuzz`: argmin(x, 1) < x.max(1, keepdims=True) is an outer comparison (row
+    value j against row value i); fusing it into the row kernel embedded both of its
+    dimensions along the row axis, computing a diagonal.  Siblings: other per-row reductions,
+    either operand order, and a following elementwise op."""
+    x = np.random.default_rng(4).integers(-5, 6, shape).astype(np.int32)
+
+    def programs(x):
+        per_row = np.argmin(x, axis=1)
+        column = np.max(x, axis=1, keepdims=True)
+        return (np.less(np.logical_not(per_row), column), np.sin(column),
+                per_row - x.sum(axis=1, keepdims=True), np.maximum(column, x.mean(axis=1)) * 2,
+                x.min(axis=1) + x.max(axis=1, keepdims=True))
+    for fuse in (True, False):
+        assert_close(flowjit.jit(programs, fuse=fuse)(x), programs(x), (x,))

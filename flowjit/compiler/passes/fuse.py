@@ -125,6 +125,11 @@ class Fuser:
                 return None
             if entries[dim] is not None and group.domain[entries[dim]] != size:
                 return None
+        placed = [entry for entry in entries if entry is not None]
+        if len(placed) != len(set(placed)):
+            # Two dimensions along one domain axis: a 1-D per-row value broadcast against a
+            # column (argmin(x, 1) < x.max(1, keepdims=True)) would need other rows' values.
+            return None
         return tuple(entries)
 
     # -- legality ------------------------------------------------------------------------------

@@ -37,6 +37,10 @@ def check_plan(plan: KernelPlan, body) -> None:
             raise OpTypeError(f"plan has no embedding for %{value.name}")
         if len(embedding) != value.type.rank:
             raise OpTypeError(f"plan embeds %{value.name} ({value.type}) with {len(embedding)} dimensions")
+        placed = [axis for axis in embedding if axis is not None]
+        if len(placed) != len(set(placed)):
+            raise OpTypeError(f"plan embeds two dimensions of %{value.name} ({value.type}) along one axis: "
+                              f"{list(embedding)}")
         for size, axis in zip(value.shape, embedding):
             if axis is None:
                 continue
