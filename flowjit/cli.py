@@ -234,7 +234,7 @@ def _add_device_flags(parser) -> None:
 def command_devices(args) -> int:
     from flowjit.config import cache_directory
     from flowjit.devices import current_devices
-    from flowjit.runtime.machine import cache_path, machine_figures
+    from flowjit.machine import cache_path, machine_figures
     devices = _device_set(args.devices) if args.devices else current_devices()
     directory = cache_directory("default")
     machine = machine_figures(directory)

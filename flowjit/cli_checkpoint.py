@@ -13,7 +13,7 @@ def add_checkpoint_parser(commands) -> None:
         "checkpoint", help="list a checkpoint directory or inspect one checkpoint",
         description="Checkpoints are written by flowjit.Checkpoint(...).save(DIR, step).",
         epilog="examples: flowjit checkpoint ls ckpts; flowjit checkpoint show ckpts/ckpt-00000050.safetensors")
-    actions = checkpoint.add_subparsers(dest="action", metavar="ACTION")
+    actions = checkpoint.add_subparsers(dest="action", metavar="ACTION", help="ls lists a directory's checkpoints, show describes one")
     actions.required = True
     listing = actions.add_parser("ls", help="the checkpoints of a directory: steps, sizes, which is the latest",
                                  description="List DIR's checkpoints by step, with their sizes, and mark the one "

@@ -118,7 +118,7 @@ def canonical(text: str) -> str:
 # Cost figures per device type: memory bandwidth (bytes/s), arithmetic rate (flop/s), a
 # kernel's fixed cost (s), and the link to other devices (bytes/s, s).  A CPU device's
 # bandwidth, flops and launch are None unless given: this machine's, measured once
-# (flowjit.runtime.machine); STATIC_CPU (machine.STATIC) stands in where no measurement is
+# (flowjit.machine); STATIC_CPU (machine.STATIC) stands in where no measurement is
 # wanted.
 DEFAULTS = {
     "cpu": dict(bandwidth=None, flops=None, launch=None, link_bandwidth=10e9, link_latency=5e-6),

@@ -61,7 +61,7 @@ def run_directive(path: pathlib.Path) -> str:
         from flowjit.compiler.passes.place import PlacementError, place
         from flowjit.compiler.costmodel import CostModel
         from flowjit.devices import DeviceSet
-        from flowjit.runtime.machine import STATIC
+        from flowjit.machine import STATIC
         options = dict(argument.split("=", 1) for argument in arguments)
         devices = DeviceSet.parse(options["devices"])
         soft = options.get("soft") == "true"

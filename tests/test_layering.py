@@ -1,13 +1,15 @@
 """The package's layers import only downwards:
 
-    errors, counters, config, devices   (what every layer shares)
+    errors, counters, config, devices, machine   (what every layer shares)
     compiler.ir        the IR, its ops and their meaning
     compiler.passes    rewrites of the IR (and the cost model placement uses)
     compiler.codegen   kernel plans -> source -> compiled callables
     runtime            runs compiled callables: never generates code, never runs passes
-    compiler.lowered   the compiler driver: trace -> passes -> codegen -> runtime
+    compiler.lowered   the compiler driver: trace -> passes -> codegen -> runtime (and
+                       compiler.listing, which prints its kernels stage)
     frontend           tracing, jit, the numpy API
-    cli
+    flowjit            the public package
+    cli                the command line, and the bench harness (tools on the public package)
 
 Every import counts, at module level or inside a function.
 """
@@ -19,8 +21,8 @@ import flowjit
 
 ROOT = pathlib.Path(flowjit.__file__).parent
 
-SHARED = {"errors", "counters", "config", "devices"}
-ORDER = ["shared", "ir", "passes", "codegen", "runtime", "lowered", "frontend", "cli", "package"]
+SHARED = {"errors", "counters", "config", "devices", "machine"}
+ORDER = ["shared", "ir", "passes", "codegen", "runtime", "lowered", "frontend", "package", "cli"]
 
 
 def layer(module: str) -> str:
@@ -30,7 +32,7 @@ def layer(module: str) -> str:
     if parts[0] in SHARED:
         return "shared"
     if parts[0] == "compiler":
-        if len(parts) == 1 or parts[1] == "lowered":
+        if len(parts) == 1 or parts[1] in ("lowered", "listing"):
             return "lowered"
         if parts[1] == "costmodel":
             return "passes"

@@ -11,7 +11,7 @@ import numpy as np
 from flowjit.compiler.costmodel import CostModel, moved_bytes
 from flowjit.compiler.ir import Graph, ops
 from flowjit.compiler.ir.types import TensorType
-from flowjit.runtime import machine
+from flowjit import machine
 from flowjit.devices import Device, DeviceSet
 
 ROOT = pathlib.Path(__file__).parent.parent

@@ -59,7 +59,7 @@ def test_fused_partitions_draw_a_cluster_per_kernel_inside_its_device():
     lowered = two_branches_lowered()
     graphs = lowered.stage_graphs("fused")
     dot = to_dot(graphs)
-    kernels = [f"{node.name} ({node.attrs['kind']})" for graph in graphs for node in graph.nodes
+    kernels = [f"{node.name} ({node.attrs['plan'].kind})" for graph in graphs for node in graph.nodes
                if node.op is ops.fused]
     assert len(kernels) >= 3
     assert [label for label in clusters(dot) if not label.startswith("/job")] == kernels

@@ -65,7 +65,7 @@ class CostModel:
     """Estimates, overridden by measurements recorded per (device type, op, input types).
 
     A CPU device that does not set its own bandwidth, flop rate and launch cost gets
-    ``machine``'s (a ``flowjit.runtime.machine.MachineFigures``); by default this machine's,
+    ``machine``'s (a ``flowjit.machine.MachineFigures``); by default this machine's,
     measured once and cached (``machine_figures``) the first time a CPU device needs them.
     ``machine=STATIC`` gives fixed stand-ins, for plans that must not depend on the machine
     (the golden tests)."""
@@ -79,7 +79,7 @@ class CostModel:
     def machine_figures(self):
         if self.machine is None:
             from flowjit.config import cache_directory
-            from flowjit.runtime.machine import machine_figures
+            from flowjit.machine import machine_figures
             self.machine = machine_figures(cache_directory("default"))
         return self.machine
 

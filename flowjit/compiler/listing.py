@@ -19,15 +19,8 @@ PARALLEL_SUFFIX = "_parallel"
 
 
 def kernel_domain(node: Node) -> tuple[int, ...]:
-    """The iteration domain of a fused node: a reduce kernel's is the shape it reduces, a loop
-    or matmul kernel's the largest shape it writes."""
-    body = node.attrs["body"]
-    if node.attrs["kind"] == "reduce":
-        for inner in body.nodes:
-            if inner.op.kind is OpKind.REDUCTION:
-                return inner.inputs[0].shape
-    shapes = [value.shape for value in body.outputs] or [node.outputs[0].shape]
-    return max(shapes, key=lambda shape: (_size(shape), len(shape)))
+    """The iteration domain of a fused node, as its kernel plan records it."""
+    return node.attrs["plan"].domain
 
 
 def _size(shape) -> int:
@@ -45,7 +38,7 @@ def summary(graphs: list[Graph]) -> str:
         for node in graph.nodes:
             if node.op is ops.fused:
                 domain = ",".join(str(dim) for dim in kernel_domain(node))
-                kernels.append(f"{node.name} ({node.attrs['kind']}, domain [{domain}])")
+                kernels.append(f"{node.name} ({node.attrs['plan'].kind}, domain [{domain}])")
             elif node.op is not ops.constant:
                 outside.append(node.op.name)
     line = f"# {len(kernels)} kernel{'s' if len(kernels) != 1 else ''}: " + (", ".join(kernels) or "none")
@@ -111,7 +104,7 @@ def _first_function(parts: list[str]) -> int:
 
 def kernels_text(graphs: list[Graph], sources: dict[str, str], parallel: bool = False) -> str:
     """Stage ``kernels``: the summary line, then each kernel under a ``# ==== kernel`` header."""
-    kinds = {node.name: (node.attrs["kind"], kernel_domain(node)) for graph in graphs for node in graph.nodes
+    kinds = {node.name: (node.attrs["plan"].kind, kernel_domain(node)) for graph in graphs for node in graph.nodes
              if node.op is ops.fused}
     text = summary(graphs)
     for name, source in sources.items():

@@ -62,7 +62,6 @@ HINTS = {
     "heaviside": "use np.where(x > 0, 1.0, np.where(x == 0, h0, 0.0))",
     "left_shift": "for non-negative shifts that stay in range, use x * 2**n",
     "right_shift": "for non-negative shifts, use x // 2**n",
-    "divmod": "use (x // y, x % y)",
     "copy": "use x.copy() (traced arrays are immutable: a copy is the value itself)",
     "triu": "use np.where(np.tri(n, m, k - 1, dtype=bool), 0, x)",
     "tril": "use np.where(np.tri(n, m, k, dtype=bool), x, 0)",
@@ -132,7 +131,7 @@ def supported_functions() -> list[str]:
     from flowjit.frontend.tracer import Tracer
     names = {numpy_name(function) for function in numpy_api.FUNCTIONS}
     names |= {f"np.{ufunc.__name__}" for ufunc in numpy_api.UFUNCS}
-    names |= {"np.matmul", "np.positive"}
+    names |= {"np.matmul", "np.positive", "np.divmod"}
     names |= {f"np.{ufunc.__name__}.reduce" for ufunc in numpy_api.UFUNC_REDUCTIONS}
     names |= {f"scipy.special.{name}" for name in numpy_api.SCIPY_UFUNCS}
     names |= {f"ndarray.{name}" for name in dir(Tracer)

@@ -187,8 +187,6 @@ CATALOGUE = [
     ("np.left_shift", lambda x: np.left_shift(x, 1), (I64,), UnsupportedFunctionError,  # L-np-shift
      NotImplementedError, f"np.left_shift is not supported by flowjit; for non-negative shifts that stay in "
      f"range, use x * 2**n {SEE}", "L-np-shift"),
-    ("np.divmod", lambda x: np.divmod(x, 2), (I64,), UnsupportedFunctionError,  # L-np-divmod
-     NotImplementedError, f"np.divmod is not supported by flowjit; use (x // y, x % y) {SEE}", "L-np-divmod"),
     ("np.add.accumulate", lambda x: np.add.accumulate(x), (F64,), UnsupportedFunctionError,  # L-accumulate
      NotImplementedError, f"np.add.accumulate is not supported by flowjit; flowjit has no scan op yet {SEE}",
      "L-accumulate"),

@@ -19,6 +19,7 @@ from flowjit.compiler.codegen.mathlib import VECTORIZED
 from flowjit.compiler.ir import ops
 from flowjit.compiler.passes import fuse as fuse_module
 from flowjit.compiler.passes.fuse import MAX_KERNEL_OPS, MAX_KERNEL_ROUTINES, ROUTINE_OPS, fuse
+from flowjit.compiler.lowered import KERNEL_PASSES
 from flowjit.compiler.passes.pipeline import Pipeline
 
 
@@ -160,7 +161,7 @@ def test_deep_graphs_never_reach_the_recursion_limit():
         optimized = Pipeline.from_names(verify_each=True).run(low.graph)
         text = ir.print_graph(optimized)
         assert ir.print_graph(ir.parse(text)) == text
-        fused, _ = fuse(optimized.copy())
+        fused = Pipeline.from_names(KERNEL_PASSES).run(fuse(optimized.copy())[0])
         ir.verify(fused)
         ir.print_graph(fused)
         Executable(fused, kernel_cache(None), True)
@@ -186,7 +187,8 @@ def stage_seconds(program, n) -> dict[str, float]:
     timed("verify", lambda: ir.verify(optimized))
     timed("print", lambda: ir.print_graph(optimized))
     fused = timed("fuse", lambda: fuse(optimized.copy())[0])
-    timed("driver", lambda: Executable(fused, kernel_cache(None), True))
+    planned = timed("plans", lambda: Pipeline.from_names(KERNEL_PASSES).run(fused))
+    timed("driver", lambda: Executable(planned, kernel_cache(None), True))
     return seconds
 
 

@@ -138,7 +138,7 @@ def _dot_kernel(node, prefix: str, indent: str, lines: list[str], edges: list[st
     body = node.attrs["body"]
     inner_prefix = f"{prefix}{node.name}/"
     lines.append(f'{indent}subgraph "cluster_{_dot_escape(inner_prefix)}" {{')
-    lines.append(f'{indent}  label="{_dot_escape(node.name)} ({node.attrs.get("kind", "kernel")})"; '
+    lines.append(f'{indent}  label="{_dot_escape(node.name)} ({node.attrs["plan"].kind})"; '
                  f'style="rounded,filled"; fillcolor="{KIND_COLOURS[OpKind.FUSED]}"; color="#2b8a3e";')
     inner: dict = {}
     for outer_value, body_input in zip(node.inputs, body.inputs):

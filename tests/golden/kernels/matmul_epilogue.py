@@ -8,7 +8,7 @@ def k0_matmul_add_maximum(in0_matmul, in1_bias, out0):
             # %add = add %matmul, %bias : f32[4,8] loc(...)
             v_add = np.float32((in0_matmul[i0, i1] + in1_bias[i1]))
             # %maximum = maximum %add, %constant : f32[4,8] loc(...)
-            v_maximum = np.float32((v_add if (v_add >= v_constant or v_add != v_add) else v_constant))
+            v_maximum = np.float32((v_add if (v_add > v_constant or v_add != v_add) else v_constant))
             out0[i0, i1] = v_maximum
 
 
@@ -22,5 +22,5 @@ def k0_matmul_add_maximum_parallel(in0_matmul, in1_bias, out0):
             # %add = add %matmul, %bias : f32[4,8] loc(...)
             v_add = np.float32((in0_matmul[i0, i1] + in1_bias[i1]))
             # %maximum = maximum %add, %constant : f32[4,8] loc(...)
-            v_maximum = np.float32((v_add if (v_add >= v_constant or v_add != v_add) else v_constant))
+            v_maximum = np.float32((v_add if (v_add > v_constant or v_add != v_add) else v_constant))
             out0[i0, i1] = v_maximum
