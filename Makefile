@@ -26,6 +26,7 @@ bench: $(STAMP)
 	$(BIN)/flowjit bench --json bench-results.json --plot bench-results.png
 	$(BIN)/python -m flowjit.bench.pipeline_scaling
 	$(BIN)/python -m flowjit.bench.reductions
+	$(BIN)/flowjit bench --compile-scaling
 
 clean:
 	rm -rf $(VENV) build *.egg-info
