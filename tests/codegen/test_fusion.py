@@ -177,3 +177,20 @@ def test_sibling_reductions_feeding_one_consumer_share_its_kernel():
     (kernel,) = kernels(spread, x)
     assert [n.op.name for n in kernel.attrs["body"].nodes] == ["max", "min", "sub"]
     np.testing.assert_allclose(flowjit.jit(spread)(x), spread(x), rtol=1e-6)
+
+
+def test_an_op_a_kernel_cannot_run_is_an_error_naming_it():
+    """A fused body holding a shape op (which runs outside kernels) is refused by codegen with
+    the op's name, never written as if it were elementwise."""
+    from flowjit.compiler.codegen.kernel import kernel_source
+    from flowjit.compiler.codegen.scalar import CodegenError
+    graph = ir.parse("""graph @g(%x: f32[4,4]) -> (f32[4,4]) {
+  %k0 = fused %x {body=graph @k0(%x: f32[4,4]) -> (f32[4,4]) {
+    %t = transpose %x {perm=[1, 0]} : f32[4,4]
+    %n = neg %t : f32[4,4]
+    return %n
+  }, plan=loop<domain=[4, 4], embed={%t=[0, 1], %n=[0, 1]}>} : f32[4,4]
+  return %k0
+}""")
+    with pytest.raises(CodegenError, match=r"kernel k0: %t \(transpose, a shape op\) cannot run inside a kernel"):
+        kernel_source(graph.nodes[0])

@@ -16,6 +16,7 @@ from flowjit.compiler.ir.printer import format_node
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan
 
 INDENT = "    "
+KERNEL_OP_KINDS = (OpKind.ELEMENTWISE, OpKind.REDUCTION, OpKind.CONSTANT)      # (and the matmul BLAS runs)
 
 
 @dataclass
@@ -127,6 +128,9 @@ class KernelWriter:
 
     def compute(self, depth: int, node: Node) -> None:
         """Assign the node's value to its local variable."""
+        if node.op.kind not in KERNEL_OP_KINDS:
+            raise CodegenError(f"kernel {self.name}: %{node.name} ({node.op.name}, a {node.op.kind.value} op) cannot "
+                               f"run inside a kernel; only elementwise ops, reductions and constants can")
         self.comment(depth, node)
         out = node.output
         if node.op is ops.constant:
