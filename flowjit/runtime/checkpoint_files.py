@@ -142,8 +142,13 @@ def write_pointer(directory: str, name: str) -> None:
 
 
 def temporaries(directory: str) -> list[str]:
-    """Files a save was writing when its process died."""
-    return sorted(name for name in os.listdir(directory) if name.startswith(TEMPORARY_PREFIX))
+    """Files a save was writing when its process died (none where no save has made the
+    directory yet: a writer can die before it creates it)."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return sorted(name for name in names if name.startswith(TEMPORARY_PREFIX))
 
 
 def remove_temporaries(directory: str) -> None:

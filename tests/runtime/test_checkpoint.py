@@ -357,3 +357,10 @@ def test_policy_every_t_seconds_and_whichever_comes_first():
 def test_policy_refuses_bad_intervals(arguments, message):
     with pytest.raises(CheckpointError, match=message):
         CheckpointPolicy(**arguments)
+
+
+def test_a_directory_no_save_has_made_yet_has_no_temporaries(tmp_path):
+    """A writer killed before it created the directory leaves nothing to clean (the random-kill
+    test met this under load: listing the missing directory raised)."""
+    from flowjit.runtime import checkpoint_files
+    assert checkpoint_files.temporaries(str(tmp_path / "never-made")) == []
