@@ -16,10 +16,10 @@ import numpy as np
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.ops.base import normalize_axis
 from flowjit.compiler.ir.ops.reduction import reduced_shape
-from flowjit.compiler.ir.ops.shape import slice_length
 from flowjit.compiler.ir.types import check_dtype
 from flowjit.errors import (OpTypeError, ScalarOverflowError, ShapeError, TraceError, TracerConversionError,
                             UnsupportedFunctionError, user_location)
+from flowjit.frontend.indexing import basic_index
 from flowjit.frontend.tracer import Tracer, TraceContext, current_trace, lift_operands
 
 UFUNCS = {
@@ -228,7 +228,6 @@ def astype(x, dtype, copy=True, **kwargs):
 
 def _reduction(name: str):
     op = getattr(ops, name)
-    allowed = ("axis", "keepdims", "dtype", "ddof") if name in ("var", "std") else ("axis", "keepdims", "dtype")
 
     def reduce(a, axis=None, dtype=None, out=None, keepdims=False, ddof=None, **kwargs):
         _reject_kwargs(f"np.{name}", {"out": out, **kwargs})
@@ -532,45 +531,9 @@ FUNCTIONS = {
 
 # -- indexing ----------------------------------------------------------------------------------------
 def getitem(x: Tracer, key):
-    """Basic indexing: integers, slices, None and Ellipsis (no arrays: no data-dependent shapes)."""
-    key = key if isinstance(key, tuple) else (key,)
-    for item in key:
-        if isinstance(item, Tracer) or isinstance(item, (list, np.ndarray)):
-            raise UnsupportedFunctionError(
-                "indexing with arrays (advanced indexing) is not supported; use basic indexing "
-                "(integers, slices, None, ...) or np.where", user_location())
-        if not (item is None or item is Ellipsis or isinstance(item, (int, np.integer, builtins.slice))):
-            raise UnsupportedFunctionError(f"index {item!r} is not supported", user_location())
-    if builtins.sum(1 for item in key if item is Ellipsis) > 1:
-        raise ShapeError("an index can only have a single ellipsis ('...')", user_location())
-    consumed = builtins.sum(1 for item in key if item is not None and item is not Ellipsis)
-    if consumed > x.ndim:
-        raise ShapeError(f"too many indices for {x._value.type}: {consumed} given", user_location())
-    if Ellipsis in key:
-        at = key.index(Ellipsis)
-        key = key[:at] + (builtins.slice(None),) * (x.ndim - consumed) + key[at + 1:]
-    else:
-        key = key + (builtins.slice(None),) * (x.ndim - consumed)
-    starts, stops, steps, final_shape = [], [], [], []
-    dim_index = 0
-    for item in key:
-        if item is None:
-            final_shape.append(1)
-            continue
-        dim = x.shape[dim_index]
-        if isinstance(item, builtins.slice):
-            start, stop, step = item.indices(dim)
-            final_shape.append(slice_length(start, stop, step))
-        else:
-            index = int(item)
-            if not -dim <= index < dim:
-                raise ShapeError(f"index {index} is out of bounds for axis {dim_index} with size {dim}",
-                                 user_location())
-            start, stop, step = index % dim, index % dim + 1, 1
-        starts.append(start)
-        stops.append(stop)
-        steps.append(step)
-        dim_index += 1
+    """Basic indexing: a slice of ``x`` (unless it takes everything), reshaped for integer
+    indices and ``None`` (indexing.py reads the key)."""
+    starts, stops, steps, final_shape = basic_index(x.shape, x._value.type, key)
     result = x
     identity = all(start == 0 and stop == dim and step == 1
                    for start, stop, step, dim in zip(starts, stops, steps, x.shape))
