@@ -88,5 +88,5 @@ def command_show(args) -> int:
              for tensor in header.tensors]
     print("\n".join("  " + line for line in table(rows, right={3})))
     decode(path, files.read_file(path))       # a corrupt variable is an error: exit 1, naming it
-    print(f"  checksums:  verified (sha256 of every variable's data)")
+    print("  checksums:  verified (sha256 of every variable's data)")
     return 0

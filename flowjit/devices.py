@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from dataclasses import dataclass, field, replace
 
 from flowjit.errors import FlowjitError

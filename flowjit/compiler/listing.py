@@ -13,7 +13,6 @@ import textwrap
 
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node
-from flowjit.compiler.ir.ops.base import OpKind
 
 PARALLEL_SUFFIX = "_parallel"
 
@@ -21,13 +20,6 @@ PARALLEL_SUFFIX = "_parallel"
 def kernel_domain(node: Node) -> tuple[int, ...]:
     """The iteration domain of a fused node, as its kernel plan records it."""
     return node.attrs["plan"].domain
-
-
-def _size(shape) -> int:
-    size = 1
-    for dim in shape:
-        size *= dim
-    return size
 
 
 def summary(graphs: list[Graph]) -> str:
@@ -85,7 +77,8 @@ def listing(name: str, source: str, parallel: bool = False) -> str:
             continue                                  # the module docstring
         else:
             parts.append(_segment(lines, statement))
-    text = "\n".join(parts[:_first_function(parts)]) + "\n\n\n" + "\n\n\n".join(parts[_first_function(parts):])
+    first = _first_function(parts)
+    text = "\n".join(parts[:first]) + "\n\n\n" + "\n\n\n".join(parts[first:])
     if variant is None:
         return text + "\n"
     if not parallel:

@@ -11,7 +11,7 @@ from flowjit.compiler.ir.printer import print_graphs
 from flowjit.compiler.passes.cse import CommonSubexpressionElimination
 from flowjit.compiler.passes.dce import DeadCodeElimination
 from flowjit.compiler.passes.expand_composites import ExpandComposites
-from flowjit.compiler.passes.fuse import Fuser
+from flowjit.compiler.passes.fuse import run_fuser
 from flowjit.compiler.passes.pipeline import PassRecord, Pipeline
 from flowjit.config import CompileOptions, cache_directory
 
@@ -31,28 +31,12 @@ def expanded(graph: Graph) -> Graph:
     return graph
 
 
-class _RecordingFuser(Fuser):
-    """The fuser, remembering which group each merged group went into (notes written before
-    a merge name the group that was merged away)."""
-
-    def __init__(self, graph: Graph, enabled: bool):
-        super().__init__(graph, enabled)
-        self.merged_into = {}
-
-    def merge(self, into, other) -> None:
-        self.merged_into[other.index] = into
-        super().merge(into, other)
-
-
 def fuse_explained(graph: Graph, enabled: bool) -> tuple[Graph, list[str]]:
     """``passes.fuse.fuse``, with each fusion boundary named as the fused graph prints it:
     ``%k0_matmul_add_tanh -> %k1_sum: why (%tanh -> %sum)``.  The fuser names nodes of the
     graph before fusion and kernels by the order it made them; the printed graph has
     kernels numbered in program order, with the nodes inside their bodies."""
-    fuser = _RecordingFuser(graph, enabled)
-    fuser.run()
-    fused = fuser.build()
-    DeadCodeElimination().run(fused)          # constants every kernel copied into its body
+    fused, fuser = run_fuser(graph, enabled)
     outer = {}
     for node in fused.nodes:
         for inner in (node.attrs["body"].nodes if node.op is ops.fused else [node]):

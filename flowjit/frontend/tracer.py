@@ -15,7 +15,8 @@ import numpy as np
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Value
 from flowjit.compiler.ir.ops.base import Op
-from flowjit.compiler.ir.types import TensorType, check_dtype
+from flowjit.compiler.ir.types import check_dtype
+from flowjit.frontend.inputs import operand_problem
 from flowjit.errors import (OpTypeError, ShapeError, TraceError, TracerConversionError, UnsupportedInputError,
                             UnsupportedOperatorError, user_location)
 
@@ -149,7 +150,6 @@ def lift_operands(trace: TraceContext, operands: list, what: str | None = None) 
     """Python scalars become weakly-typed constants; arrays and numpy scalars keep their dtype.
 
     ``what`` (the numpy spelling of the op) names the op when an operand cannot be traced."""
-    from flowjit.frontend.inputs import operand_problem
     lifted = []
     for number, item in enumerate(operands, start=1):
         if not isinstance(item, Tracer):

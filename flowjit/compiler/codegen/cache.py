@@ -420,7 +420,7 @@ class KernelCache:
         if not self.directory or not os.path.isdir(self.directory):
             return result
         seen = set()
-        for root, directories, files in os.walk(self.directory):
+        for root, _, files in os.walk(self.directory):
             for name in [None] + files:
                 full = root if name is None else os.path.join(root, name)
                 try:

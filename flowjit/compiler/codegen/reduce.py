@@ -22,7 +22,7 @@ from flowjit.compiler.codegen.writer import KernelWriter, _identifier, _identity
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
-from flowjit.compiler.ir.ops.reduction import accumulator_dtype, lane_dtype
+from flowjit.compiler.ir.ops.reduction import ARG_REDUCTIONS, accumulator_dtype, lane_dtype
 from flowjit.compiler.ir.plan import ReduceStrategy
 from flowjit.compiler.ir.reduce_rows import full_values, levels
 
@@ -33,7 +33,6 @@ FOLDED = 16                     # lanes left after the vector fold (a divisor of
 FLUSH_BLOCKS = 16               # float32 sum lanes pass into float64 ones after this many blocks
 PARTS, PART_MIN = 64, 1 << 16   # a whole-domain reduction: at most 64 parts, of 64K elements at least
 COLUMN_BLOCK = 1024             # adjacent outputs per task when reducing over outer axes
-ARG_REDUCTIONS = (ops.argmax, ops.argmin)
 
 
 @dataclass
@@ -252,7 +251,7 @@ class ReduceWriter(KernelWriter):
         self.emit(depth, f"high = min(n{last}, low + {COLUMN_BLOCK})")
         reductions = [n for n in members if n.op.kind is OpKind.REDUCTION]
         rules = {node: self.reduction_rule(node) for node in reductions}
-        lane = {node: self.lane_dtype(node) for node in reductions}
+        lane = {node: lane_dtype(node) for node in reductions}
         narrowed = [node for node in reductions if lane[node] != rules[node][0]]
         slot = {node: f"acc_{_identifier(node.output)}[c]" for node in reductions}
         wide = {node: f"wide_{_identifier(node.output)}[c]" for node in narrowed}
@@ -329,7 +328,7 @@ class ReduceWriter(KernelWriter):
         Each part reads its stretch through slices indexed from 0 (see write_columns)."""
         self.emit(depth, f"nparts = max(1, min({PARTS}, ninner // {PART_MIN}))")
         for node in nodes:
-            dtype = self.accumulator_dtype(node)
+            dtype = accumulator_dtype(node)
             self.emit(depth, f"partials_{_identifier(node.output)} = np.empty(nparts, {constructor(dtype)})")
         self.emit(depth, self.for_loop("part", "nparts", outer=True))
         inner = depth + 1
@@ -362,7 +361,7 @@ class ReduceWriter(KernelWriter):
         own extreme is ``best`` holds its first occurrence (numpy's answer), so only that
         part is read again, up to the position."""
         partials = "partials_" + _identifier(node.output)
-        dtype = self.accumulator_dtype(node)
+        dtype = accumulator_dtype(node)
         nan_rule = (lambda x: f" or ({x} != {x} and {best} != {best})") if dtype.kind == "f" else (lambda x: "")
         self.emit(depth, "found = 0")
         self.emit(depth, "for part in range(nparts):")
@@ -436,8 +435,8 @@ class ReduceWriter(KernelWriter):
         the last ``ninner % LANES`` elements, or the whole of a shorter row.
         """
         rules = {node: self.reduction_rule(node) for node in nodes}
-        lane_dtype = {node: self.lane_dtype(node) for node in nodes}
-        narrowed = [node for node in nodes if lane_dtype[node] != rules[node][0]]
+        lane = {node: lane_dtype(node) for node in nodes}
+        narrowed = [node for node in nodes if lane[node] != rules[node][0]]
         for node, (_, start, _) in rules.items():
             self.comment(depth, node)
             self.emit(depth, f"total_{_identifier(node.output)} = {start}")
@@ -446,7 +445,7 @@ class ReduceWriter(KernelWriter):
             if body is not None:
                 body(depth)
             for node, (dtype, _, combine) in rules.items():
-                into = lane_dtype[node] if in_lanes else dtype
+                into = lane[node] if in_lanes else dtype
                 self.emit(depth, f"x = {cast(element(node), node.inputs[0].dtype, into)}")
                 target = combine_into(node)
                 self.emit(depth, f"{target} = {combine(target, 'x')}")
@@ -457,9 +456,9 @@ class ReduceWriter(KernelWriter):
                 dtype, _, combine = rules[node]
                 lanes, wide = "lanes_" + _identifier(node.output), "wide_" + _identifier(node.output)
                 self.emit(depth, f"for j in range({LANES}):")
-                narrow = cast(f"{lanes}[j]", lane_dtype[node], dtype)
+                narrow = cast(f"{lanes}[j]", lane[node], dtype)
                 self.emit(depth + 1, f"{wide}[j] = {combine(f'{wide}[j]', narrow)}")
-                self.emit(depth + 1, f"{lanes}[j] = {literal(0, lane_dtype[node])}")
+                self.emit(depth + 1, f"{lanes}[j] = {literal(0, lane[node])}")
 
         head = f"for t in range({length}):"
         if nodes:
@@ -467,7 +466,7 @@ class ReduceWriter(KernelWriter):
             self.emit(depth, f"if {length} >= {WIDE_ROW}:")
             inner = depth + 1
             for node, (dtype, start, _) in rules.items():
-                self.accumulators(inner, node, "lanes_", lane_dtype[node], dtype, start, LANES)
+                self.accumulators(inner, node, "lanes_", lane[node], dtype, start, LANES)
             self.emit(inner, f"for block in range({length} // {LANES}):")
             self.emit(inner + 1, f"for j in range({LANES}):")
             self.emit(inner + 2, f"t = block * {LANES} + j")
@@ -500,11 +499,11 @@ class ReduceWriter(KernelWriter):
         """The reduction's value from its accumulated ``total`` (a mean divides by ``ninner``)."""
         if node.op is ops.mean:
             return cast(f"({total} / np.float64(ninner))", np.dtype(np.float64), node.output.dtype)
-        return cast(total, self.accumulator_dtype(node), node.output.dtype)
+        return cast(total, accumulator_dtype(node), node.output.dtype)
 
     def reduction_rule(self, node: Node):
         """(accumulator dtype, start literal, combine(a, b) -> expression) of a reduction."""
-        dtype = self.accumulator_dtype(node)
+        dtype = accumulator_dtype(node)
         if node.op in (ops.sum, ops.mean):
             start = literal(0, dtype)
             combine = (lambda a, b: f"({a} | {b})") if dtype == np.bool_ else (lambda a, b: f"({a} + {b})")
@@ -523,12 +522,6 @@ class ReduceWriter(KernelWriter):
             else:
                 combine = (lambda a, b, c=compare: f"({b} if {b} {c} {a} else {a})")
         return dtype, start, combine
-
-    def lane_dtype(self, node: Node) -> np.dtype:
-        return lane_dtype(node)
-
-    def accumulator_dtype(self, node: Node) -> np.dtype:
-        return accumulator_dtype(node)
 
 
 def _extreme(dtype: np.dtype, lowest: bool) -> str:

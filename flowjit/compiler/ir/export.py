@@ -9,7 +9,6 @@ import numpy as np
 from flowjit.compiler.ir.graph import Graph
 from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.compiler.ir.plan import KernelPlan
-from flowjit.compiler.ir.printer import format_attr
 
 
 def to_networkx(graph: Graph):

@@ -26,11 +26,10 @@ from dataclasses import dataclass
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
+from flowjit.compiler.ir.ops.reduction import ARG_REDUCTIONS
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan
 from flowjit.compiler.ir.types import TensorType
 from flowjit.compiler.passes.base import Pass
-
-ARG_REDUCTIONS = (ops.argmax, ops.argmin)
 
 
 def merged_shape(value: Value, domain: tuple, reduced: list[int], embed: dict) -> tuple | None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import gc
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value, stable_topological_order
@@ -95,6 +94,7 @@ class Fuser:
         self.group_of: dict[Node, Group] = {}
         self.position = {node: index for index, node in enumerate(graph.nodes)}
         self.boundaries: list[str] = []
+        self.merged_into: dict[int, Group] = {}     # group index -> the group it merged into
 
     # -- embeddings --------------------------------------------------------------------------
     def embedding_in(self, group: Group, node: Node) -> tuple | None:
@@ -265,6 +265,7 @@ class Fuser:
             group.embed[node.output] = embedding
 
     def merge(self, into: Group, other: Group) -> None:
+        self.merged_into[other.index] = into       # boundaries noted before name the merged-away group
         for node in other.nodes:
             self.group_of[node] = into
         into.nodes.extend(other.nodes)
@@ -496,7 +497,13 @@ class Fuse(Pass):
 
 
 def fuse(graph: Graph, enabled: bool = True) -> tuple[Graph, list[str]]:
-    """The fused graph, and why each remaining edge between kernels was not fused.
+    """The fused graph, and why each remaining edge between kernels was not fused."""
+    fused, fuser = run_fuser(graph, enabled)
+    return fused, fuser.boundaries
+
+
+def run_fuser(graph: Graph, enabled: bool = True) -> tuple[Graph, Fuser]:
+    """The fused graph, and the fuser that made it (its groups, boundaries and merges).
 
     The cyclic garbage collector is paused meanwhile, as in ``Pipeline.run``: its scans of
     a heap growing by a node at a time made fusing big graphs superlinear."""
@@ -511,4 +518,4 @@ def fuse(graph: Graph, enabled: bool = True) -> tuple[Graph, list[str]]:
             gc.enable()
     from flowjit.compiler.passes.dce import DeadCodeElimination
     DeadCodeElimination().run(fused)          # constants every kernel copied into its body
-    return fused, fuser.boundaries
+    return fused, fuser

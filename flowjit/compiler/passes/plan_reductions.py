@@ -25,15 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flowjit.compiler.ir import ops
-from flowjit.compiler.ir.graph import Graph, Node, Value
+from flowjit.compiler.ir.graph import Graph, Value
 from flowjit.compiler.ir.ops.base import OpKind
-from flowjit.compiler.ir.ops.reduction import lane_dtype
+from flowjit.compiler.ir.ops.reduction import ARG_REDUCTIONS, lane_dtype
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan, ReduceStrategy, RowPass
 from flowjit.compiler.ir.reduce_rows import full_values, levels
 from flowjit.compiler.ir.types import compute_dtype
 from flowjit.compiler.passes.base import Pass
-
-ARG_REDUCTIONS = (ops.argmax, ops.argmin)
 
 
 def plan_rows(body: Graph, plan: KernelPlan) -> KernelPlan:

@@ -102,11 +102,12 @@ def _arg_reduction(name: str, function) -> Op:
 
 argmax = _arg_reduction("argmax", np.argmax)
 argmin = _arg_reduction("argmin", np.argmin)
+ARG_REDUCTIONS = (argmax, argmin)         # reductions to a position, not a value
 
 
 def reduction_axes(node) -> tuple[int, ...]:
     """The input axes a reduction node reduces (argmax/argmin over None: every axis)."""
-    if node.op in (argmax, argmin):
+    if node.op in ARG_REDUCTIONS:
         axis = node.attrs["axis"]
         return tuple(range(node.inputs[0].type.rank)) if axis is None else (axis,)
     return tuple(node.attrs["axes"])
@@ -115,7 +116,7 @@ def reduction_axes(node) -> tuple[int, ...]:
 def accumulator_dtype(node) -> np.dtype:
     """What a reduction accumulates in: float sums, products and means in float64 (numpy's
     pairwise float32 sum is about as accurate); argmax/argmin the extreme value itself."""
-    if node.op in (argmax, argmin):
+    if node.op in ARG_REDUCTIONS:
         return compute_dtype(node.inputs[0].dtype)
     out = compute_dtype(node.output.dtype)
     if node.op in (sum_, prod_, mean) and out.kind == "f":
