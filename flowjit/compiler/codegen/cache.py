@@ -39,8 +39,8 @@ import numba
 from numba import njit
 
 from flowjit.compiler.codegen.kernel import PARALLEL, SERIAL, KernelSource
-from flowjit.compiler.codegen.numba_cache import (LOCK_TIMEOUT_S, KernelFunctionCache, directory_lock, fsync_directory,
-                                                  is_temporary)
+from flowjit.compiler.codegen.numba_cache import LOCK_TIMEOUT_S, KernelFunctionCache, directory_lock
+from flowjit.files import is_temporary, write_atomically
 from flowjit.counters import STATS
 from flowjit.errors import KernelCacheWarning
 
@@ -74,23 +74,6 @@ def canonical(text: str) -> str:
     traced shapes and the kernel's place in its program; neither changes the compiled code,
     so new sizes and other programs reuse it."""
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
-
-
-def _write_atomic(path: str, text: str) -> None:
-    """Write ``path`` whole or not at all: a temporary name beside it, fsync, rename."""
-    directory = os.path.dirname(path)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    fsync_directory(directory)
 
 
 def _sha256(path: str) -> str:
@@ -213,7 +196,7 @@ class KernelCache:
             if not os.path.exists(path):
                 if not self.writable:
                     return self._in_memory(kernel.name, key, text, fma)
-                _write_atomic(path, text)
+                write_atomically(path, text)
             else:
                 with open(path, encoding="utf-8") as stream:
                     text = stream.read()           # the same code, first written for another program
@@ -332,7 +315,7 @@ class KernelCache:
         manifest = {"source_sha256": hashlib.sha256(compiled.source.encode()).hexdigest(),
                     "numba_directory": os.path.relpath(numba_directory, self.directory), "files": digests}
         try:
-            _write_atomic(os.path.join(self.directory, stem + ".json"), json.dumps(manifest, indent=1))
+            write_atomically(os.path.join(self.directory, stem + ".json"), json.dumps(manifest, indent=1))
         except OSError as error:
             self._disk_failed(stem, error, "its manifest is not updated")
             return
