@@ -42,7 +42,7 @@ from flowjit.compiler.codegen.kernel import PARALLEL, SERIAL, KernelSource
 from flowjit.compiler.codegen.numba_cache import LOCK_TIMEOUT_S, KernelFunctionCache, directory_lock
 from flowjit.files import is_temporary, write_atomically
 from flowjit.counters import STATS
-from flowjit.errors import KernelCacheWarning
+from flowjit.errors import KernelCacheWarning, user_stacklevel
 
 def toolchain_key() -> str:
     """What besides a kernel's own text decides its machine code: the toolchain, the CPU,
@@ -79,20 +79,6 @@ def canonical(text: str) -> str:
 def _sha256(path: str) -> str:
     with open(path, "rb") as stream:
         return hashlib.sha256(stream.read()).hexdigest()
-
-
-def _user_stacklevel() -> int:
-    """The stacklevel of the first frame outside flowjit, numba and the standard library
-    (functools' wrappers): warnings point at the user's call."""
-    skipped = (os.path.dirname(os.path.dirname(os.path.dirname(__file__))) + os.sep,
-               os.path.dirname(numba.__file__) + os.sep, os.path.dirname(os.__file__) + os.sep)
-
-    def inside(filename: str) -> bool:
-        return filename.startswith(skipped) and not filename.startswith(skipped[2] + "site-packages")
-    frame, level = sys._getframe(1), 1
-    while frame is not None and inside(frame.f_code.co_filename):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 _CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
@@ -147,7 +133,7 @@ class KernelCache:
         elif stem not in self.warned:
             self.warned.add(stem)
             warnings.warn(f"flowjit: kernel cache entry {stem} in {self.directory} could not be used ({error}); "
-                          f"{action}", KernelCacheWarning, stacklevel=_user_stacklevel())
+                          f"{action}", KernelCacheWarning, stacklevel=user_stacklevel())
 
     def _stop_writing(self, error: OSError) -> None:
         self.writable = False
@@ -161,14 +147,14 @@ class KernelCache:
         _WARNED.add((what, self.root))
         warnings.warn(f"flowjit: the kernel cache directory {cache_directory_origin(self.root)} {text}. Set "
                       "FLOWJIT_CACHE_DIR to a writable directory, or to 'none' to keep kernels in memory only.",
-                      KernelCacheWarning, stacklevel=_user_stacklevel())
+                      KernelCacheWarning, stacklevel=user_stacklevel())
 
     def _warn_entry(self, stem: str, problem: str, action: str) -> None:
         if stem in self.warned:
             return
         self.warned.add(stem)
         warnings.warn(f"flowjit: kernel cache entry {stem} in {self.directory} is corrupted: {problem}; {action}",
-                      KernelCacheWarning, stacklevel=_user_stacklevel())
+                      KernelCacheWarning, stacklevel=user_stacklevel())
 
     def key_of(self, kernel: KernelSource, fma: bool = True) -> str:
         text = canonical(kernel.source)          # the header included
