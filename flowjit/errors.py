@@ -7,6 +7,7 @@ skipped, as JAX's ``source_info_util.user_frames`` does.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import sysconfig
@@ -68,9 +69,31 @@ def user_location(extra_skip: int = 0) -> Location | None:
 
 def user_stacklevel() -> int:
     """The ``stacklevel`` that makes a warning the caller raises point at the user's code: the
-    innermost frame that is neither flowjit's nor a library's (numba, functools' wrappers)."""
-    _, depth = _outer_frame(sys._getframe(1), (_FLOWJIT_DIR,) + _LIBRARY_PREFIXES)
-    return depth + 1
+    innermost frame outside flowjit, numpy, numba and the standard library (functools' wrappers);
+    other installed packages count as the user's (a user's code may be one)."""
+    frame, depth = sys._getframe(1), 1
+    while frame is not None and _warning_internal(frame.f_code.co_filename):
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
+@functools.cache
+def _warning_skipped() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(flowjit, numpy and numba; the standard library; the installed packages within it)."""
+    import importlib.util
+    spec = importlib.util.find_spec("numba")
+    numba_dir = (os.path.dirname(spec.origin) + os.sep,) if spec is not None and spec.origin else ()
+    paths = sysconfig.get_paths()
+    standard = tuple({os.path.abspath(paths[key]) + os.sep for key in ("stdlib", "platstdlib")})
+    packages = tuple({os.path.abspath(paths[key]) + os.sep for key in ("purelib", "platlib")})
+    return (_FLOWJIT_DIR, _NUMPY_DIR) + numba_dir, standard, packages
+
+
+def _warning_internal(filename: str) -> bool:
+    ours, standard, packages = _warning_skipped()
+    if filename.startswith("<frozen") or filename.startswith(ours):
+        return True
+    return filename.startswith(standard) and not filename.startswith(packages)
 
 
 def _traceback_files(error: BaseException) -> list[tuple[str, int]]:

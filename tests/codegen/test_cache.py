@@ -508,3 +508,18 @@ def test_cache_info_counts_as_du_does(tmp_path, monkeypatch, fresh_caches, capsy
     assert f"({blocks} bytes): the blocks allocated" in out, (out, blocks)
     assert f"({apparent} bytes): file and directory lengths" in out, (out, apparent)
     assert "kernels:   2" in out
+
+
+def test_a_warning_points_at_a_caller_that_is_an_installed_package(tmp_path, monkeypatch):
+    """Code under site-packages is a user's too (only flowjit, numpy, numba and the standard
+    library are skipped): the warning names the package's line, not a frame further out."""
+    import sysconfig
+    from flowjit.errors import user_stacklevel
+    site = sysconfig.get_paths()["purelib"]
+    namespace = {"warnings": warnings, "user_stacklevel": user_stacklevel}
+    source = "def caller():\n    warnings.warn('here', UserWarning, stacklevel=user_stacklevel())\n"
+    exec(compile(source, f"{site}/some_users_package/module.py", "exec"), namespace)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        namespace["caller"]()
+    assert caught[0].filename == f"{site}/some_users_package/module.py" and caught[0].lineno == 2

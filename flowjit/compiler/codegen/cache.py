@@ -49,13 +49,13 @@ def toolchain_key() -> str:
     and the source of the kernel library (``fj``) that kernels inline."""
     from flowjit.compiler.codegen import library as kernel_library
     digest = hashlib.sha256()
-    for module in kernel_library.MODULES:
+    for module in kernel_library.SOURCES:
         with open(module.__file__, "rb") as stream:
             digest.update(stream.read())
     library = digest.hexdigest()[:16]
     features = llvm.get_host_cpu_features().flatten()
     return (f"numba={numba.__version__};llvmlite={llvmlite.__version__};cpu={llvm.get_host_cpu_name()};"
-            f"{features};mathlib={library}")
+            f"{features};library={library}")
 
 
 @dataclass
