@@ -46,7 +46,7 @@ def fuse_explained(graph: Graph, enabled: bool) -> tuple[Graph, list[str]]:
         final = group
         while final.index in fuser.merged_into:           # a group merged into another lives on in it
             final = fuser.merged_into[final.index]
-        if final.nodes and final.kind != "extern" and final.nodes[0].name in outer:
+        if final.nodes and final.kind is not None and final.nodes[0].name in outer:
             kernel_of_group[group.index] = outer[final.nodes[0].name]
     notes = []
     for boundary in fuser.boundaries:

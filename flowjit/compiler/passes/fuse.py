@@ -50,7 +50,7 @@ ROUTINE_OPS = frozenset(routine_ops().values())
 @dataclass(eq=False)
 class Group:
     index: int
-    kind: str                                  # loop | reduce | matmul | extern (runs outside kernels)
+    kind: KernelKind | None                    # None: a node that runs outside kernels (extern)
     domain: tuple[int, ...]
     axes: tuple[int, ...] = ()                 # reduced domain axes (reduce kernels)
     device: str | None = None
@@ -117,7 +117,7 @@ class Fuser:
             if any(e is not None and e != i for i, e in enumerate(entries)):
                 return None
             return tuple(None if out_shape[i] == 1 else i for i in identity)
-        if group.kind != "reduce":
+        if group.kind is not KernelKind.REDUCE:
             return None
         for dim, size in enumerate(out_shape):
             if size != 1 and entries[dim] is None:
@@ -175,7 +175,7 @@ class Fuser:
 
     def why_not(self, node: Node, group: Group) -> str | None:
         """None if ``node`` may join ``group``, else the reason it may not."""
-        if group.kind == "extern":
+        if group.kind is None:
             return f"producer {group.nodes[0].op.name} runs outside kernels"
         if node.device != group.device or node.requested_device != group.nodes[0].requested_device:
             return "different devices"
@@ -185,13 +185,13 @@ class Fuser:
         if full is not None:
             return full
         if is_fusible_elementwise(node):
-            if group.kind in ("loop", "matmul") and node.output.shape != group.domain:
+            if group.kind in (KernelKind.LOOP, KernelKind.MATMUL) and node.output.shape != group.domain:
                 return (f"different iteration domains: {node.output.type} vs "
                         f"{group.domain} of {group!r}")
             embedding = self.embedding_in(group, node)
             if embedding is None:
                 return f"its dimensions do not line up with the loops of {group!r}"
-            if (group.kind == "reduce" and len(group.domain) - 1 not in group.axes
+            if (group.kind is KernelKind.REDUCE and len(group.domain) - 1 not in group.axes
                     and any(entry in group.axes for entry in embedding)
                     and any(value in group.after_reduction for value in node.inputs)):
                 # The kernel reduces whole rows into a block of outputs at a time
@@ -201,18 +201,18 @@ class Fuser:
             return None
         if node.op.kind is OpKind.REDUCTION:
             source = node.inputs[0]
-            if group.kind == "matmul":
+            if group.kind is KernelKind.MATMUL:
                 return "a reduction of a matmul result runs as its own kernel"
             if source.shape != group.domain or group.embed.get(source) != tuple(
                     None if d == 1 else i for i, d in enumerate(source.shape)):
                 return f"reduction input {source.type} is not the domain {list(group.domain)} of {group!r}"
-            if group.kind == "reduce" and reduction_axes(node) != group.axes:
+            if group.kind is KernelKind.REDUCE and reduction_axes(node) != group.axes:
                 return f"reduces axes {list(reduction_axes(node))}, {group!r} reduces {list(group.axes)}"
             return None
         return f"{node.op.name} runs outside kernels"
 
     # -- building groups ---------------------------------------------------------------------------
-    def new_group(self, node: Node, kind: str, domain, axes=()) -> Group:
+    def new_group(self, node: Node, kind: KernelKind | None, domain, axes=()) -> Group:
         group = Group(len(self.groups), kind, tuple(domain), tuple(axes), node.device)
         self.groups.append(group)
         self.add(node, group)
@@ -244,15 +244,15 @@ class Fuser:
         self.group_of[node] = group
         if node.op.kind is OpKind.REDUCTION or any(value in group.after_reduction for value in node.inputs):
             group.after_reduction.add(node.output)
-        if group.kind == "extern":
+        if group.kind is None:
             return
         if node.op is ops.matmul:
             group.embed[node.output] = tuple(None if d == 1 else i for i, d in enumerate(node.output.shape))
         elif node.op.kind is OpKind.REDUCTION:
             source = node.inputs[0]
             axes = reduction_axes(node)
-            if group.kind == "loop":
-                group.kind, group.axes = "reduce", axes
+            if group.kind is KernelKind.LOOP:
+                group.kind, group.axes = KernelKind.REDUCE, axes
             source_embed = group.embed.get(source) or tuple(None if d == 1 else i for i, d in enumerate(source.shape))
             keepdims = node.attrs["keepdims"]
             entries = [None if dim in axes else entry for dim, entry in enumerate(source_embed)]
@@ -286,7 +286,7 @@ class Fuser:
         """One loop nest can run both: loops over one domain, or reductions over the same
         axes of one domain."""
         return (a is not b and a.nodes and b.nodes and a.kind == b.kind and a.domain == b.domain
-                and (a.kind == "loop" or (a.kind == "reduce" and a.axes == b.axes))
+                and (a.kind is KernelKind.LOOP or (a.kind is KernelKind.REDUCE and a.axes == b.axes))
                 and a.device == b.device
                 # every node of a group has its first node's requested device (why_not)
                 and a.nodes[0].requested_device == b.nodes[0].requested_device
@@ -299,7 +299,7 @@ class Fuser:
 
     def can_merge_producer(self, consumer: Group, producer: Group) -> bool:
         """A loop feeding the loop ``consumer`` directly, with no path through a third kernel."""
-        return (consumer.kind == "loop" and self.same_nest(consumer, producer)
+        return (consumer.kind is KernelKind.LOOP and self.same_nest(consumer, producer)
                 and not self.reaches(consumer, producer)
                 and not any(self.reaches(producer, before) for before in consumer.preds if before is not producer))
 
@@ -308,11 +308,11 @@ class Fuser:
             kind = node.op.kind
             if kind not in (OpKind.ELEMENTWISE, OpKind.REDUCTION, OpKind.MATMUL) or len(node.outputs) != 1:
                 self.note_boundaries(node, f"{node.op.name} runs outside kernels")
-                self.new_group(node, "extern", ())
+                self.new_group(node, None, ())
                 continue
             if node.op is ops.matmul:
                 self.note_boundaries(node, "matmul is a BLAS call; it starts its own kernel")
-                self.new_group(node, "matmul", node.output.shape)
+                self.new_group(node, KernelKind.MATMUL, node.output.shape)
                 continue
             joined = None
             if self.enabled:
@@ -324,9 +324,9 @@ class Fuser:
                         break
             if joined is None:
                 if node.op.kind is OpKind.REDUCTION:
-                    self.new_group(node, "reduce", node.inputs[0].shape, reduction_axes(node))
+                    self.new_group(node, KernelKind.REDUCE, node.inputs[0].shape, reduction_axes(node))
                 else:
-                    self.new_group(node, "loop", node.output.shape)
+                    self.new_group(node, KernelKind.LOOP, node.output.shape)
                 self.note_boundaries(node, None)
                 continue
             self.add(node, joined)
@@ -384,7 +384,7 @@ class Fuser:
                 why = "fusion is off (fuse=False)"
             elif reason is not None:
                 why = reason
-            elif theirs.kind == "extern":
+            elif theirs.kind is None:
                 why = f"producer {producer.op.name} runs outside kernels"
             else:
                 why = self.why_not(node, theirs) if mine is not theirs else None
@@ -393,10 +393,10 @@ class Fuser:
 
     # -- output ------------------------------------------------------------------------------------
     def build(self) -> Graph:
-        groups = [g for g in self.groups if g.nodes and g.kind != "extern"]
+        groups = [g for g in self.groups if g.nodes and g.kind is not None]
         for group in groups:
             group.nodes.sort(key=self.position.__getitem__)
-        externs = [g.nodes[0] for g in self.groups if g.kind == "extern"]
+        externs = [g.nodes[0] for g in self.groups if g.kind is None]
         units: list = sorted(externs + groups, key=lambda unit: self.position[
             unit if isinstance(unit, Node) else unit.nodes[0]])
         unit_of = {}
@@ -477,7 +477,7 @@ class Fuser:
         decided = {mapping[value].name: group.embed[value] for node in group.nodes for value in node.outputs}
         embed = {value.name: decided[value.name] if node.op is not ops.constant else (None,) * value.type.rank
                  for node in body.nodes for value in node.outputs}      # scalar constants copied in: broadcast
-        plan = KernelPlan(KernelKind(group.kind), group.domain, group.axes, embed)
+        plan = KernelPlan(group.kind, group.domain, group.axes, embed)
         return body, outer_inputs, exported, plan
 
 
