@@ -53,9 +53,13 @@ _PLACEHOLDER = "__kernel__"
 def toolchain_key() -> str:
     """What besides a kernel's own text decides its machine code: the toolchain, the CPU,
     and the source of the math library that kernels inline."""
-    from flowjit.compiler.codegen import mathlib
-    with open(mathlib.__file__, "rb") as stream:
-        library = hashlib.sha256(stream.read()).hexdigest()[:16]
+    from flowjit.compiler.codegen import mathlib, randomlib
+    from flowjit.compiler.ir.ops import random
+    digest = hashlib.sha256()
+    for module in (mathlib, randomlib, random):         # randomlib compiles random's functions
+        with open(module.__file__, "rb") as stream:
+            digest.update(stream.read())
+    library = digest.hexdigest()[:16]
     features = llvm.get_host_cpu_features().flatten()
     return (f"numba={numba.__version__};llvmlite={llvmlite.__version__};cpu={llvm.get_host_cpu_name()};"
             f"{features};mathlib={library}")

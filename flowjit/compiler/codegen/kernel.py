@@ -36,6 +36,7 @@ from flowjit.compiler.codegen.mathlib import (bits_float32, cos_f32, cos_f64, er
                                               exp_f64, float32_bits, log_f32, log_f64, sigmoid_f32,
                                               sigmoid_f64, sin_f32, sin_f64, stack_array, tanh_f32,
                                               tanh_f64)
+from flowjit.compiler.codegen.randomlib import rng_normal_f64, rng_threefry2x32, rng_uniform_f32, rng_uniform_f64
 '''
 
 

@@ -333,6 +333,9 @@ def expression(node, operands: list[str]) -> str:
         a = cast(operands[1], in_dtypes[1], out_dtype)
         b = cast(operands[2], in_dtypes[2], out_dtype)
         return f"({a} if {condition} else {b})"
+    own_rule = op.extensions.get("cpu_scalar")          # a rule written next to the op (ops/random.py)
+    if own_rule is not None:
+        return own_rule(node, operands)
     table = UNARY if len(operands) == 1 else BINARY
     if op not in table:
         raise CodegenError(f"op '{op.name}' has no CPU kernel code (no fallback: report it)")
