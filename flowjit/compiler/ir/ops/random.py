@@ -89,8 +89,8 @@ def normal_f64(bits):
     u1 = (high word + 1) * 2**-32 in (0, 1] and u2 = low word * 2**-32 in [0, 1).
 
     One function with no calls (numba compiles it as it stands).  log(u1): the count
-    (high word + 1) is 2**e * f with f in [1, 2); log(f) = 2 atanh(s), s = (f - 1) / (f + 1)
-    < 1/3, summed to 18 terms (the next is below 2**-60).  cos(t) = -cos(a), a = 2 pi (u2 - 1/2)
+    (high word + 1) is 2**e * f with f in [sqrt(1/2), sqrt(2)) (so near u1 = 1 no large terms
+    cancel); log(f) = 2 atanh(s), s = (f - 1) / (f + 1), |s| < 0.18, summed to 18 terms.  cos(t) = -cos(a), a = 2 pi (u2 - 1/2)
     in [-pi, pi), its Taylor series to 17 terms by Horner (the next is below 2**-60)."""
     count = (bits >> np.uint64(32)) + np.uint64(1)
     exponent = count - count
@@ -100,6 +100,9 @@ def normal_f64(bits):
         rest = rest >> step
         exponent = exponent + step
     fraction = np.float64(count) / np.float64(np.uint64(1) << exponent)
+    halve = np.uint64(fraction > 1.4142135623730951)        # f in [sqrt(1/2), sqrt(2)): no cancellation
+    fraction = fraction / np.float64(np.uint64(1) + halve)
+    exponent = exponent + halve
     s = (fraction - 1.0) / (fraction + 1.0)
     s2 = s * s
     series = 1.0 / 35.0
