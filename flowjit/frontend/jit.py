@@ -282,12 +282,13 @@ class Jitted:
     def _compile(self, program: TracedProgram):
         """The executable of one trace; a soft-placement fallback is reported once, here."""
         from flowjit.compiler.lowered import Lowered
-        return compile_lowered(Lowered(program, self.options, self.costs), _graph_name(self.fun))
+        return compile_lowered(Lowered(program, self.options, self.costs), _graph_name(self.fun), stacklevel=4)
 
 
-def compile_lowered(lowered, what: str):
+def compile_lowered(lowered, what: str, stacklevel: int):
     """``lowered.compile()`` with flowjit's errors passed on, any other wrapped with the user's
-    line, and a soft-placement fallback warned about once (jit and Session share it)."""
+    line, and a soft-placement fallback warned about once (jit and Session share it);
+    ``stacklevel`` counts from here to the user's call."""
     options = lowered.options
     try:
         executable = lowered.compile()
@@ -297,7 +298,7 @@ def compile_lowered(lowered, what: str):
             raise
         raise InternalError.wrapping(error, f"compiling {what}", user_location(1)) from error
     if notes:
-        warnings.warn(f"flowjit: {what}: " + "; ".join(notes), PlacementFallbackWarning, stacklevel=4)
+        warnings.warn(f"flowjit: {what}: " + "; ".join(notes), PlacementFallbackWarning, stacklevel=stacklevel)
     return executable
 
 

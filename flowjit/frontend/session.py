@@ -101,7 +101,7 @@ class Session:
         key = tuple((array.shape, array.dtype) for array in arrays)
         executable = plan.executables.get(key)
         if executable is None:
-            executable = compile_lowered(self._lowered(plan, key), f"session of graph @{self.graph.name}")
+            executable = compile_lowered(self._lowered(plan, key), f"session of graph @{self.graph.name}", 3)
             plan.executables[key] = executable
         try:
             outputs = run_executable(executable, arrays, f"session of graph @{self.graph.name}")
