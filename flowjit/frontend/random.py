@@ -71,8 +71,8 @@ def uniform(key, shape=(), dtype=np.float64, minval: float = 0.0, maxval: float 
     """Uniform numbers in [minval, maxval) of ``shape`` and ``dtype`` (float32 or float64)."""
     dtype = _float_dtype(dtype, "uniform")
     raw = _hash(_checked_key(key, "uniform"), _shape(shape, "uniform"))
-    return _apply(_trace_of(key), ops.uniform_from_bits, [raw],
-                  {"dtype": dtype, "minval": float(minval), "maxval": float(maxval)}, "uniform")
+    bounds = [np.asarray(bound, dtype) for bound in (minval, maxval)]
+    return _apply(_trace_of(key), ops.uniform_from_bits, [raw] + bounds, {}, "uniform")
 
 
 def normal(key, shape=(), dtype=np.float64):

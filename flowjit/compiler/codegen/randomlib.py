@@ -1,4 +1,5 @@
-"""The random-number ops' scalar code: numba compiles the ops' own reference functions.
+"""The random-number ops' scalar code: numba compiles the ops' own reference functions
+(part of the kernel library: kernels call them as ``fj.rng_threefry2x32`` ...).
 
 ``ir/ops/random.py`` writes Threefry-2x32 and the bits-to-number conversions in numpy
 operations that numba also compiles for scalars, with the same IEEE operations in the same

@@ -11,7 +11,7 @@ compute the same numbers, and any element can be computed on its own.
   small array per axis, added in the kernel that hashes it.
 - ``threefry2x32 %key0, %key1, %counter``: Threefry-2x32 with 20 rounds of the key and the
   counter's two 32-bit halves, the two output words packed into one uint64 (first word high).
-- ``uniform_from_bits %bits {dtype, minval, maxval}``: ``minval + u * (maxval - minval)`` with
+- ``uniform_from_bits %bits, %low, %high``: ``low + u * (high - low)`` in the bounds' dtype, with
   ``u`` in [0, 1) from the high 24 (float32) or 53 (float64) bits, exactly.
 - ``normal_from_bits %bits {dtype}``: standard normal by Box-Muller from the two 32-bit words,
   in float64 with ``log`` and ``cos`` written in +, -, *, / and sqrt only (correctly rounded
@@ -29,6 +29,7 @@ import numpy as np
 
 from flowjit.compiler.ir.ops.base import (AttrKind, Op, OpKind, attr, broadcast_shapes, normalize_axis,
                                           register, required)
+from flowjit.compiler.ir.ops.lowering import typed
 from flowjit.compiler.ir.types import TensorType
 from flowjit.errors import OpTypeError, ShapeError
 
@@ -153,58 +154,53 @@ def _threefry_rule(types, attrs):
     return [TensorType(broadcast_shapes(types), U64)]
 
 
-threefry2x32 = register(Op("threefry2x32", OpKind.ELEMENTWISE, 3, _threefry_rule,
-                           lambda arrays, attrs: [threefry2x32_bits(*arrays)],
-                           doc="Threefry-2x32-20 of a key and a counter: 64 random bits"))
-
-
-def _bits_rule(name, dtypes):
-    def rule(types, attrs):
-        (bits,) = types
-        if bits.dtype != U64:
-            raise OpTypeError(f"{name} takes uint64 bits (from threefry2x32), got {bits}")
-        if attrs["dtype"] not in dtypes:
-            raise OpTypeError(f"{name} makes {' or '.join(str(d) for d in dtypes)}, not {attrs['dtype']}")
-        return [bits.with_dtype(attrs["dtype"])]
-    return rule
-
+# Kernels call codegen/randomlib.py's numba compilations of the functions above, as fj.rng_*.
+threefry2x32 = register(Op(
+    "threefry2x32", OpKind.ELEMENTWISE, 3, _threefry_rule, lambda arrays, attrs: [threefry2x32_bits(*arrays)],
+    lowering=typed(lambda c, key0, key1, counter: f"fj.rng_threefry2x32({key0}, {key1}, {counter})"),
+    flops=130.0, doc="Threefry-2x32-20 of a key and a counter: 64 random bits"))
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def _uniform_rule(types, attrs):
+    bits, low, high = types
+    if bits.dtype != U64 or low.dtype not in FLOATS or high.dtype != low.dtype:
+        raise OpTypeError(f"uniform_from_bits takes uint64 bits and float32 or float64 bounds of one dtype, got "
+                          f"{bits}, {low}, {high}")
+    return [TensorType(broadcast_shapes(types), low.dtype)]
+
+
 def _uniform(arrays, attrs):
-    (bits,) = arrays
-    if attrs["dtype"] == np.float32:
-        return [uniform_f32(bits, np.float32(attrs["minval"]), np.float32(attrs["maxval"]))]
-    return [uniform_f64(bits, np.float64(attrs["minval"]), np.float64(attrs["maxval"]))]
+    bits, low, high = arrays
+    return [(uniform_f32 if low.dtype == np.float32 else uniform_f64)(bits, low, high)]
+
+
+def _uniform_lowering(c, bits, low, high):
+    return f"fj.rng_uniform_{'f32' if c.dtype == np.float32 else 'f64'}({bits}, {low}, {high})"
 
 
 uniform_from_bits = register(Op(
-    "uniform_from_bits", OpKind.ELEMENTWISE, 1, _bits_rule("uniform_from_bits", FLOATS), _uniform,
-    attrs={"dtype": attr(AttrKind.DTYPE, np.dtype(np.float64)), "minval": attr(AttrKind.FLOAT, 0.0),
-           "maxval": attr(AttrKind.FLOAT, 1.0)},
-    doc="uniform numbers in [minval, maxval) from random bits"))
+    "uniform_from_bits", OpKind.ELEMENTWISE, 3, _uniform_rule, _uniform, lowering=typed(_uniform_lowering),
+    flops=4.0, doc="uniform numbers in [low, high) from random bits (the bounds' dtype)"))
+
+
+def _normal_rule(types, attrs):
+    (bits,) = types
+    if bits.dtype != U64:
+        raise OpTypeError(f"normal_from_bits takes uint64 bits (from threefry2x32), got {bits}")
+    if attrs["dtype"] not in FLOATS:
+        raise OpTypeError(f"normal_from_bits makes float32 or float64, not {attrs['dtype']}")
+    return [bits.with_dtype(attrs["dtype"])]
+
+
+def _normal_lowering(c, bits):
+    text = f"fj.rng_normal_f64({bits})"
+    return f"np.float32({text})" if c.dtype == np.float32 else text
+
 
 normal_from_bits = register(Op(
-    "normal_from_bits", OpKind.ELEMENTWISE, 1, _bits_rule("normal_from_bits", FLOATS),
+    "normal_from_bits", OpKind.ELEMENTWISE, 1, _normal_rule,
     lambda arrays, attrs: [np.asarray(normal_f64(arrays[0])).astype(attrs["dtype"])],
-    attrs={"dtype": attr(AttrKind.DTYPE, np.dtype(np.float64))},
-    doc="standard normal numbers from random bits (Box-Muller)"))
-
-
-# -- scalar code for kernels: calls of codegen/randomlib.py's compilations of the functions above ----
-def _uniform_scalar(node, operands):
-    low, high = node.attrs["minval"], node.attrs["maxval"]
-    if node.output.dtype == np.float32:
-        return f"rng_uniform_f32({operands[0]}, np.float32({low!r}), np.float32({high!r}))"
-    return f"rng_uniform_f64({operands[0]}, np.float64({low!r}), np.float64({high!r}))"
-
-
-def _normal_scalar(node, operands):
-    text = f"rng_normal_f64({operands[0]})"
-    return f"np.float32({text})" if node.output.dtype == np.float32 else text
-
-
-threefry2x32.extensions["cpu_scalar"] = lambda node, operands: f"rng_threefry2x32({', '.join(operands)})"
-uniform_from_bits.extensions["cpu_scalar"] = _uniform_scalar
-normal_from_bits.extensions["cpu_scalar"] = _normal_scalar
+    attrs={"dtype": attr(AttrKind.DTYPE, np.dtype(np.float64))}, lowering=typed(_normal_lowering),
+    flops=90.0, doc="standard normal numbers from random bits (Box-Muller)"))
