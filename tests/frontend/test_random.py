@@ -99,7 +99,7 @@ def test_random_numbers_fuse_into_their_consumers():
     body_ops = [node.op.name for node in kernels[0].attrs["body"].nodes]
     assert {"threefry2x32", "uniform_from_bits", "mul"} <= set(body_ops)
     source = lowered.kernel_sources()[kernels[0].name]
-    assert "rng_threefry2x32(" in source and "rng_uniform_f32(" in source
+    assert "fj.rng_threefry2x32(" in source and "fj.rng_uniform_f32(" in source
 
 
 def test_same_key_same_numbers_and_split_keys_differ():
