@@ -15,6 +15,10 @@ from flowjit.frontend.grad import grad, value_and_grad
 from flowjit.frontend.jit import Jitted, ShapeDtype, jit
 from flowjit.frontend.tracer import colocate_with, device
 from flowjit.frontend.unsupported import supported_functions
+from flowjit.frontend import random  # noqa: E402  (flowjit.random)
+from flowjit.frontend.graph_mode import Graph, placeholder  # noqa: E402
+from flowjit.frontend.session import Session, SessionError  # noqa: E402
+from flowjit.compiler.passes.specialize import SpecializeError  # noqa: E402
 from flowjit.devices import Device, DeviceSet, current_devices, set_devices
 from flowjit.runtime.interpreter import interpret
 from flowjit.runtime.checkpoint import Checkpoint, CheckpointPolicy
@@ -27,7 +31,7 @@ def stats() -> dict:
     from flowjit.counters import STATS
     return STATS.snapshot()
 
-__all__ = ["stats", "jit", "grad", "value_and_grad", "device", "colocate_with", "Device", "DeviceSet", "set_devices", "current_devices", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",
+__all__ = ["Graph", "placeholder", "Session", "SessionError", "SpecializeError", "random", "stats", "jit", "grad", "value_and_grad", "device", "colocate_with", "Device", "DeviceSet", "set_devices", "current_devices", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",
            "TraceError", "ShapeError", "TracerConversionError", "UnsupportedFunctionError",
            "ArgumentError", "OpTypeError", "UnsupportedDTypeError", "UnsupportedAttributeError",
            "UnsupportedOperatorError", "UnsupportedInputError", "InternalError", "supported_functions",

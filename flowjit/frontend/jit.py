@@ -282,19 +282,36 @@ class Jitted:
     def _compile(self, program: TracedProgram):
         """The executable of one trace; a soft-placement fallback is reported once, here."""
         from flowjit.compiler.lowered import Lowered
-        lowered = Lowered(program, self.options, self.costs)
-        try:
-            executable = lowered.compile()
-            notes = lowered.placement_notes() if self.options.soft_placement and \
-                self.options.backend == "kernels" else []
-        except Exception as error:
-            if isinstance(error, (FlowjitError, MemoryError)):
-                raise
-            raise InternalError.wrapping(error, f"compiling {_graph_name(self.fun)}", user_location(1)) from error
-        if notes:
-            warnings.warn(f"flowjit: {_graph_name(self.fun)}: " + "; ".join(notes), PlacementFallbackWarning,
-                          stacklevel=3)
-        return executable
+        return compile_lowered(Lowered(program, self.options, self.costs), _graph_name(self.fun), stacklevel=4)
+
+
+def compile_lowered(lowered, what: str, stacklevel: int):
+    """``lowered.compile()`` with flowjit's errors passed on, any other wrapped with the user's
+    line, and a soft-placement fallback warned about once (jit and Session share it);
+    ``stacklevel`` counts from here to the user's call."""
+    options = lowered.options
+    try:
+        executable = lowered.compile()
+        notes = lowered.placement_notes() if options.soft_placement and options.backend == "kernels" else []
+    except Exception as error:
+        if isinstance(error, (FlowjitError, MemoryError)):
+            raise
+        raise InternalError.wrapping(error, f"compiling {what}", user_location(1)) from error
+    if notes:
+        warnings.warn(f"flowjit: {what}: " + "; ".join(notes), PlacementFallbackWarning, stacklevel=stacklevel)
+    return executable
+
+
+def run_executable(executable, arrays, what: str):
+    """Call an executable; a toolchain error on its first call (which compiles its kernels) is
+    wrapped with the user's line.  Kernels raise numpy's own errors (ValueError for negative
+    integer powers): those pass."""
+    try:
+        return executable(*arrays)
+    except Exception as error:
+        if not _is_toolchain_error(error):
+            raise
+        raise InternalError.wrapping(error, f"compiling {what}", user_location()) from error
 
 
 def _is_toolchain_error(error: BaseException) -> bool:

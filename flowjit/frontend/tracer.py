@@ -125,8 +125,10 @@ def current_trace() -> TraceContext | None:
 
 
 @contextmanager
-def tracing(graph: Graph):
-    context = TraceContext(graph)
+def tracing(graph: Graph | TraceContext):
+    """Trace into ``graph`` (a new context), or into an existing context again (graph mode's
+    ``with g.as_default():`` re-entered: its tensors stay usable)."""
+    context = graph if isinstance(graph, TraceContext) else TraceContext(graph)
     stack = _local.__dict__.setdefault("stack", [])
     stack.append(context)
     try:
@@ -211,6 +213,11 @@ class Tracer:
     size = property(lambda self: self._value.type.size)
     itemsize = property(lambda self: self._value.dtype.itemsize)
     nbytes = property(lambda self: self._value.type.nbytes)
+
+    @property
+    def name(self) -> str:
+        """The tensor's whitepaper name, ``node:port`` (what ``Session.run`` fetches and feeds)."""
+        return self._value.tensor_name
 
     def __repr__(self) -> str:
         return f"Tracer<%{self._value.name}: {self._value.type}>"

@@ -134,7 +134,7 @@ class DriverBuilder:
         results = []
         for value in self.graph.outputs:
             text = self.name(value)
-            if value.producer is not None and value.producer.op is ops.constant:
+            if value.producer is not None and value.producer.op in (ops.constant, ops.iota):
                 text = f"{text}.copy()"
             if value.dtype == np.float16:
                 text = f"{text}.astype(np.float16)"
@@ -227,6 +227,8 @@ class DriverBuilder:
             if value.dtype == np.float16:
                 value = value.astype(np.float32)
             self.emit(f"{out} = {self.global_('const', value)}")
+        elif op is ops.iota:                 # the same array every call: made once, like a constant
+            self.emit(f"{out} = {self.global_('iota', op.evaluate([], attrs)[0])}")
         elif op in VIEWS:
             function, attr = VIEWS[op]
             self.emit(f"{out} = {function}({args[0]}, {tuple(attrs[attr])})")

@@ -35,6 +35,12 @@ class Value:
     def dtype(self):
         return self.type.dtype
 
+    @property
+    def tensor_name(self) -> str:
+        """The whitepaper's ``name:port``: the producing node's name and this output's index
+        (a graph input is ``name:0``)."""
+        return f"{self.producer.name}:{self.port}" if self.producer is not None else f"{self.name}:0"
+
     def __repr__(self) -> str:
         return f"%{self.name}: {self.type}"
 
@@ -188,6 +194,23 @@ class Graph:
         for node in self.nodes:
             if node.name == name:
                 return node
+        raise KeyError(name)
+
+    def tensor_named(self, name: str) -> Value:
+        """The value a whitepaper tensor name gives: ``node:port``, or ``node`` for its output 0
+        (a graph input's port is 0).  KeyError when there is none."""
+        node_name, _, port_text = name.rpartition(":") if ":" in name else (name, "", "0")
+        if not port_text.isdigit():
+            raise KeyError(name)
+        port = int(port_text)
+        for value in self.inputs:
+            if value.name == node_name and port == 0:
+                return value
+        for node in self.nodes:
+            if node.name == node_name:
+                if port < len(node.outputs):
+                    return node.outputs[port]
+                break
         raise KeyError(name)
 
     def value_named(self, name: str) -> Value:

@@ -20,7 +20,7 @@ from flowjit.compiler.ir import ops as ops_module
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import AttrKind
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan, ReduceStrategy, RowPass
-from flowjit.compiler.ir.types import TensorType, dtype_from_short_name
+from flowjit.compiler.ir.types import DYNAMIC, TensorType, dtype_from_short_name
 from flowjit.errors import FlowjitError, Location, TraceError
 
 
@@ -48,7 +48,7 @@ _TOKEN = re.compile(r"""
   | (?P<arrow>->)
   | (?P<number>-?(?:inf|nan|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)(?![A-Za-z0-9_]))
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<punct>[=,:()\[\]{}<>])
+  | (?P<punct>[=,:()\[\]{}<>?])
 """, re.VERBOSE)
 
 
@@ -127,6 +127,12 @@ class Parser:
         self.expect("[")
         shape = []
         while not self.at("]"):
+            if self.at("?"):                            # a size given at run time
+                self.expect("?")
+                shape.append(DYNAMIC)
+                if not self.at("]"):
+                    self.expect(",")
+                continue
             dim = self.expect_kind("number", "a dimension")
             if not dim.text.isdigit():
                 raise self.error("a dimension is a non-negative integer", dim)

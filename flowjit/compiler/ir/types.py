@@ -26,6 +26,12 @@ _SHORT_NAMES = {
 _BY_SHORT_NAME = {short: np.dtype(long) for long, short in _SHORT_NAMES.items()}
 
 
+# A dimension whose size is given when the program runs (a placeholder's None, printed ``?``).
+# Type rules run unchanged on this stand-in size while a graph is built; a session
+# specializes the graph to the fed sizes (passes/specialize.py) before any other pass.
+DYNAMIC = 2**31 - 1
+
+
 def check_dtype(dtype, what: str = "value") -> np.dtype:
     """Return ``dtype`` as a numpy dtype, or raise naming why it is not supported."""
     try:
@@ -97,7 +103,12 @@ class TensorType:
         return TensorType(shape, self.dtype)
 
     def __str__(self) -> str:
-        return f"{dtype_short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        return f"{dtype_short_name(self.dtype)}[{','.join('?' if d == DYNAMIC else str(d) for d in self.shape)}]"
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether a dimension's size is given only at run time (``?``)."""
+        return DYNAMIC in self.shape
 
     __repr__ = __str__
 

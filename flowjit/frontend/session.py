@@ -1,0 +1,250 @@
+"""``flowjit.Session``: run the parts of a graph that fetches need, given feeds (whitepaper §4.2).
+
+``sess.run(fetches, feed_dict)`` takes fetches as tensors, ``node:port`` names, or nested
+lists, tuples and dicts of them (the result has the same structure), and feeds keyed the
+same way.  Each (feeds, fetches) signature is planned once: the graph is copied, fed
+intermediates replace their producers, and everything the fetches do not need is pruned
+(``passes/prune.py``).  Each plan compiles once per fed shape and dtype through the jit
+path's compiler (``compiler/lowered.py``: passes, placement, partitioning, fusion,
+kernels); ``?`` dimensions are specialized to the fed sizes first, and since kernels are
+size-generic a new size costs a driver, not a kernel compile.
+
+State that outlives a run (variables; ``runtime/state.py``) belongs to the session:
+``Session.state`` is handed to every program it runs, the interpreter's included.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from flowjit.compiler.ir.graph import Graph as IRGraph, Value
+from flowjit.compiler.ir.types import DYNAMIC, TensorType
+from flowjit.compiler.passes.base import live_nodes
+from flowjit.compiler.passes.prune import Prune
+from flowjit.compiler.passes.specialize import Specialize
+from flowjit.config import CompileOptions, options_from_env
+from flowjit.errors import FlowjitError, TraceError, user_location
+from flowjit.frontend import pytree
+from flowjit.frontend.graph_mode import default_graph
+from flowjit.frontend.inputs import check_argument_array
+from flowjit.frontend.jit import TracedProgram, _as_result, compile_lowered, run_executable
+from flowjit.frontend.tracer import Tracer
+from flowjit.runtime.state import State
+
+
+class SessionError(FlowjitError, ValueError):
+    """A fetch or feed the graph cannot serve: an unknown name, a placeholder left unfed, a
+    feed of the wrong shape or dtype.  Names the tensor and the user's line."""
+
+    def __init__(self, message: str, location=None):
+        self.message, self.location = message, location
+        super().__init__(f"{location}: {message}" if location is not None else message)
+
+
+@dataclass
+class Plan:
+    """One (feeds, fetches) signature: the pruned graph, and its compilations per fed types."""
+
+    graph: IRGraph                          # pruned; its inputs are fed (placeholders or intermediates)
+    feed_of_input: list[int]                # for each graph input, the index of the feed that gives it
+    lowered: dict = field(default_factory=dict)        # fed types -> Lowered
+    executables: dict = field(default_factory=dict)    # fed types -> executable
+
+
+class Session:
+    """Runs a graph: a ``flowjit.Graph``, or any IR graph (``jitted.lower(...).graph``).
+
+    ``devices`` and ``option_fields`` are ``CompileOptions`` fields, as for ``flowjit.jit``
+    (``devices=["cpu:0", "cpu:1"]``, ``fuse=False``, ``backend="interpreter"``)."""
+
+    def __init__(self, graph=None, devices=None, *, options: CompileOptions | None = None, **option_fields):
+        if graph is None:
+            graph = default_graph()
+            if graph is None:
+                raise SessionError("flowjit.Session() needs a graph: pass one, or make the session inside "
+                                   "`with graph.as_default():`", user_location())
+        graph = getattr(graph, "graph", graph)        # a Lowered runs its traced graph
+        if not isinstance(graph, IRGraph):
+            raise SessionError(f"flowjit.Session runs a flowjit.Graph or an IR graph, not {type(graph).__name__}",
+                               user_location())
+        if devices is not None:
+            option_fields["devices"] = devices
+        self.graph = graph
+        self.options = options_from_env(options).replace(**option_fields)
+        self.state = State()                  # values that outlive a run: variables plug in here
+        from flowjit.compiler.costmodel import CostModel
+        self.costs = CostModel()
+        self._plans: dict[tuple, Plan] = {}
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"<flowjit.Session @{self.graph.name}: {len(self._plans)} plans>"
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Drop the compiled plans; a closed session runs nothing more."""
+        self._plans.clear()
+        self.closed = True
+
+    # -- running ----------------------------------------------------------------------------------
+    def run(self, fetches, feed_dict=None):
+        """The values of ``fetches`` (same structure) with ``feed_dict``'s values fed."""
+        plan, arrays, treedef, fetched = self._prepare(fetches, feed_dict)
+        key = tuple((array.shape, array.dtype) for array in arrays)
+        executable = plan.executables.get(key)
+        if executable is None:
+            executable = compile_lowered(self._lowered(plan, key), f"session of graph @{self.graph.name}", 3)
+            plan.executables[key] = executable
+        try:
+            outputs = run_executable(executable, arrays, f"session of graph @{self.graph.name}")
+        except FlowjitError:
+            plan.executables.pop(key, None)              # nothing half-compiled is kept
+            raise
+        results = []
+        for value, output in zip(fetched, outputs):
+            # A fetched feed comes back as a copy: a result never aliases what the caller passed.
+            results.append(_as_result(np.array(output, copy=True) if value.producer is None else output))
+        return pytree.unflatten(treedef, results)
+
+    def lower(self, fetches, feed_dict=None):
+        """The ``Lowered`` (every stage, printable) of what ``run(fetches, feed_dict)`` runs; the
+        feed values give only the shapes and dtypes."""
+        plan, arrays, _, _ = self._prepare(fetches, feed_dict)
+        return self._lowered(plan, tuple((array.shape, array.dtype) for array in arrays))
+
+    # -- planning ------------------------------------------------------------------------------------
+    def _prepare(self, fetches, feed_dict):
+        if self.closed:
+            raise SessionError("this session is closed", user_location(1))
+        leaves, _, treedef = pytree.flatten(fetches, is_leaf=lambda item: isinstance(item, (str, Tracer, Value)))
+        if not leaves:
+            raise SessionError("nothing to fetch: pass a tensor, a 'node:port' name, or a structure of them",
+                               user_location(1))
+        fetched = [self._resolve(item, "fetch") for item in leaves]
+        feed_dict = dict(feed_dict or {})
+        feeds: list[tuple[Value, np.ndarray]] = []
+        seen: dict[Value, object] = {}
+        for item, given in feed_dict.items():
+            value = self._resolve(item, "feed")
+            if value in seen:
+                raise SessionError(f"tensor '{value.tensor_name}' is fed twice (as {seen[value]!r} and {item!r})",
+                                   user_location(1))
+            seen[value] = item
+            feeds.append((value, self._feed_array(value, given)))
+        feeds.sort(key=lambda pair: pair[0].tensor_name)           # the signature does not depend on order
+        key = (tuple(value.tensor_name for value in fetched), tuple(value.tensor_name for value, _ in feeds))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(fetched, [value for value, _ in feeds])
+            self._plans[key] = plan
+        arrays = [feeds[index][1] for index in plan.feed_of_input]
+        return plan, arrays, treedef, fetched
+
+    def _plan(self, fetched: list[Value], fed: list[Value]) -> Plan:
+        """Prune a copy of the graph to what ``fetched`` needs when ``fed`` are given."""
+        graph = self.graph.copy()
+        graph.outputs = []
+        original_inputs = set(graph.inputs)
+        before = {value.tensor_name: graph.tensor_named(value.tensor_name) for value in fetched + fed}
+        intermediates = [value.tensor_name for value in fed if before[value.tensor_name] not in original_inputs]
+        Prune(fetches=tuple(before[value.tensor_name].name for value in fetched),
+              feeds=tuple(before[name].name for name in intermediates), targets=()).run(graph)
+        # Prune appends an input per fed intermediate, in the order of its feeds.
+        replaced = dict(zip(intermediates, [value for value in graph.inputs if value not in original_inputs]))
+        position = {replaced.get(value.tensor_name, before[value.tensor_name]): index
+                    for index, value in enumerate(fed)}
+        unfed = [value for value in graph.inputs if value not in position]
+        if unfed:
+            raise SessionError(self._unfed_message(graph, fetched, unfed[0]), user_location(2))
+        return Plan(graph, [position[value] for value in graph.inputs])
+
+    def _lowered(self, plan: Plan, key: tuple):
+        lowered = plan.lowered.get(key)
+        if lowered is None:
+            from flowjit.compiler.lowered import Lowered
+            graph = plan.graph
+            if any(value.type.dynamic for value in graph.inputs):
+                graph = graph.copy()
+                Specialize(shapes=tuple((value.name, shape) for value, (shape, _) in zip(graph.inputs, key))).run(graph)
+            program = TracedProgram(graph, pytree.TreeDef("list", (pytree.LEAF,) * len(graph.outputs)),
+                                    [("graph", index) for index in range(len(graph.outputs))], key)
+            lowered = plan.lowered[key] = Lowered(program, self.options, self.costs)
+        return lowered
+
+    # -- names and values ------------------------------------------------------------------------------
+    def _resolve(self, item, what: str) -> Value:
+        """The graph value a fetch or feed key names."""
+        if isinstance(item, Tracer):
+            if item._trace.graph is not self.graph:
+                raise SessionError(f"{what} {item!r} is a tensor of another graph than this session's "
+                                   f"@{self.graph.name}", user_location(2))
+            return item._value
+        if isinstance(item, Value):
+            if not (item in self.graph.inputs or (item.producer is not None and item.producer in self.graph.nodes)):
+                raise SessionError(f"{what} %{item.name} is a value of another graph than this session's "
+                                   f"@{self.graph.name}", user_location(2))
+            return item
+        if isinstance(item, str):
+            try:
+                return self.graph.tensor_named(item)
+            except KeyError:
+                names = [value.tensor_name for value in self.graph.inputs] + [
+                    value.tensor_name for node in self.graph.nodes for value in node.outputs]
+                close = difflib.get_close_matches(item, names, n=3)
+                hint = f"; did you mean {', '.join(repr(name) for name in close)}?" if close else ""
+                raise SessionError(f"{what} '{item}' names no tensor of graph @{self.graph.name} (tensors are named "
+                                   f"'node:port', such as '{names[0] if names else 'add:0'}'){hint}",
+                                   user_location(2)) from None
+        raise SessionError(f"a {what} is a tensor or a 'node:port' name, not {type(item).__name__}", user_location(2))
+
+    def _feed_array(self, value: Value, given) -> np.ndarray:
+        """``given`` as the array fed to ``value``: its dtype, and its shape where not ``?``."""
+        what = (f"placeholder '{value.name}' ({value.type})" if value.producer is None
+                else f"tensor '{value.tensor_name}' ({value.type})")
+        if isinstance(given, Tracer):
+            raise SessionError(f"the feed for {what} is a tensor of the graph; feed an array", user_location(2))
+        if isinstance(given, np.ndarray):
+            array = given
+        else:
+            try:
+                array = np.asarray(given)
+            except (TypeError, ValueError) as error:
+                raise SessionError(f"the feed for {what} is not an array: {error}", user_location(2)) from None
+            if array.dtype != value.dtype and np.can_cast(array.dtype, value.dtype, "same_kind"):
+                array = array.astype(value.dtype)       # a Python number or list takes the tensor's dtype
+        try:
+            check_argument_array(array, value.name)
+        except TraceError as error:
+            raise SessionError(f"the feed for {what}: {error.message}", user_location(2)) from None
+        fed = f"{array.dtype}{list(array.shape)}"
+        if array.dtype != value.dtype:
+            raise SessionError(f"the feed for {what} is {fed}: its dtype must be {value.dtype} "
+                               f"(convert it with .astype(np.{value.dtype.name}))", user_location(2))
+        if array.ndim != value.type.rank or any(size != DYNAMIC and size != got
+                                                for size, got in zip(value.shape, array.shape)):
+            raise SessionError(f"the feed for {what} is {fed}: its shape must be {_shape_text(value.type)}",
+                               user_location(2))
+        return array
+
+    def _unfed_message(self, graph: IRGraph, fetched: list[Value], missing: Value) -> str:
+        needing = []
+        for value in fetched:
+            output = graph.outputs[fetched.index(value)]
+            _, needed = live_nodes(graph, [output], set())
+            if missing in needed:
+                needing.append(f"'{value.tensor_name}'")
+        return (f"fetch {', '.join(needing) or 'of this run'} needs placeholder '{missing.name}' "
+                f"({missing.type}), which is not fed: add it to feed_dict")
+
+
+def _shape_text(type: TensorType) -> str:
+    return "(" + ", ".join("None" if size == DYNAMIC else str(size) for size in type.shape) + \
+        ("," if type.rank == 1 else "") + ")"
