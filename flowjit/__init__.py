@@ -8,11 +8,13 @@ from flowjit import errors  # noqa: E402
 from flowjit.compiler import ir  # noqa: E402
 from flowjit.config import CompileOptions  # noqa: E402
 from flowjit.errors import (ArgumentError, CheckpointError, FlowjitError, InternalError, KernelCacheWarning,
-                            OpTypeError, ShapeError, TraceError, TracerConversionError, UnsupportedAttributeError,
+                            NumericsError, OpTypeError, ShapeError, TraceError, TracerConversionError, UnsupportedAttributeError,
                             UnsupportedDTypeError, UnsupportedFunctionError, UnsupportedInputError,
                             UnsupportedOperatorError)
 from flowjit.frontend.jit import Jitted, ShapeDtype, jit
 from flowjit.frontend.tracer import colocate_with, device
+from flowjit.frontend.control import Operation, control_dependencies
+from flowjit.frontend.variables import Variable
 from flowjit.frontend.unsupported import supported_functions
 from flowjit.devices import Device, DeviceSet, current_devices, set_devices
 from flowjit.runtime.interpreter import interpret
@@ -30,4 +32,5 @@ __all__ = ["stats", "jit", "device", "colocate_with", "Device", "DeviceSet", "se
            "TraceError", "ShapeError", "TracerConversionError", "UnsupportedFunctionError",
            "ArgumentError", "OpTypeError", "UnsupportedDTypeError", "UnsupportedAttributeError",
            "UnsupportedOperatorError", "UnsupportedInputError", "InternalError", "supported_functions",
-           "Checkpoint", "CheckpointPolicy", "CheckpointError", "KernelCacheWarning"]
+           "Checkpoint", "CheckpointPolicy", "CheckpointError", "KernelCacheWarning", "Variable",
+           "control_dependencies", "Operation", "NumericsError"]

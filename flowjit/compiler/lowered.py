@@ -215,12 +215,22 @@ class Lowered:
         return print_graphs(self.stage_graphs(stage))
 
     @cached_property
+    def variable_buffers(self) -> dict:
+        """name -> buffer of every variable the program reads or writes (the registry's, which
+        the traced program's variables keep alive)."""
+        from flowjit.compiler.ir.ops.misc import variable_of
+        from flowjit.runtime import variables
+        names = {variable_of(node) for node in self.graph.nodes} - {None}
+        return {name: variables.lookup(name, f"@{self.graph.name}") for name in sorted(names)}
+
+    @cached_property
     def executable(self):
         from flowjit.compiler.codegen.cache import kernel_cache
         from flowjit.compiler.codegen.driver import Executable
         if self.multi_device:
             return self.multi_device_executable
-        return Executable(self.fused, kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma)
+        return Executable(self.fused, kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma,
+                          self.variable_buffers, self.options.check_numerics)
 
     @cached_property
     def multi_device_executable(self):
@@ -230,15 +240,17 @@ class Lowered:
         from flowjit.runtime.executor import MultiDeviceExecutable
         partitioned = self.partitioned
         cache, fma = kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma
-        return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs,
-                                     self.devices, lambda node: Executable(single_node_graph(node), cache, fma))
+        buffers, check = self.variable_buffers, self.options.check_numerics
+        return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs, self.devices,
+                                     lambda node: Executable(single_node_graph(node), cache, fma, buffers, check))
 
     def compile(self):
         """A callable taking the flat input arrays and returning the flat outputs."""
         if self.options.backend == "interpreter":
             from flowjit.runtime.interpreter import interpret
-            graph = self.optimized
-            return lambda *arrays: interpret(graph, *arrays, check_types=False)
+            from flowjit.runtime.state import State
+            graph, state = self.optimized, State(buffers=self.variable_buffers)
+            return lambda *arrays: interpret(graph, *arrays, state=state, check_types=False)
         if self.options.backend != "kernels":
             raise ValueError(f"unknown backend '{self.options.backend}' (backends: kernels, interpreter)")
         return self.executable
