@@ -139,7 +139,9 @@ def partition(placed: Graph, devices: DeviceSet, *, lossy: bool = False, schedul
             elif before.outputs:                           # wait for its first output to arrive
                 controls.append(value_in(before.outputs[0], part).producer)
             else:                                          # (an assign): wait for a token it releases
-                controls.append(_receive(token_of(before), part).producer)
+                token = token_of(before)
+                received = local.get((token, part)) or _receive(token, part)   # one recv per device
+                controls.append(received.producer)
         copy = graphs[part].add_node(node.op, inputs, node.attrs, [v.type for v in node.outputs], name=node.name,
                                      requested_device=node.requested_device, device=node.device,
                                      colocation=node.colocation, control_inputs=controls, loc=node.loc)
