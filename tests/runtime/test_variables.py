@@ -306,3 +306,36 @@ def test_checkpoints_save_and_restore_variables(tmp_path):
     other = flowjit.Checkpoint({"weights": flowjit.Variable(np.zeros(3, np.float32)), "step": step})
     with pytest.raises(flowjit.CheckpointError, match=r"variable 'weights' is float32\[3\]"):
         other.restore(tmp_path / "dict")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_read_used_after_the_next_write_keeps_the_old_value(mode):
+    v = flowjit.Variable(np.arange(3.0), name="stale")
+
+    @flowjit.jit(**MODES[mode])
+    def f(x):
+        old = v.value()
+        v.assign(x * 2)
+        return old * 10 + v          # old is read after the write: it must not see it
+
+    np.testing.assert_array_equal(f(np.ones(3)), np.arange(3.0) * 10 + 2)
+    np.testing.assert_array_equal(f(np.ones(3)), np.full(3, 22.0))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_one_kernel_output_stored_into_several_variables(mode):
+    a, b, c = (flowjit.Variable(np.zeros(4, np.float32), name=name) for name in ("many_a", "many_b", "many_c"))
+
+    @flowjit.jit(**MODES[mode])
+    def f(x):
+        y = np.abs(x)
+        a.assign(y)
+        z = np.abs(y) + 1
+        b.assign(z)
+        c.assign(z)
+        return y
+
+    x = np.array([-1, 2, -3, 4], np.float32)
+    np.testing.assert_array_equal(f(x), np.abs(x))
+    for variable, want in ((a, np.abs(x)), (b, np.abs(x) + 1), (c, np.abs(x) + 1)):
+        np.testing.assert_array_equal(variable.numpy(), want, err_msg=variable.name)

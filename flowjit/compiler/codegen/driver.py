@@ -336,7 +336,7 @@ class DriverBuilder:
                 self.emit(f"{out} = {buffer}{'.copy()' if node.output in self.copied_reads else ''}")
         elif op is ops.assign_variable:
             value = node.inputs[0]
-            if value in self.in_place:
+            if self.in_place.get(value) == attrs["var"]:
                 self.emit(f"pass  # %{value.producer.name} wrote it in place")
             else:
                 source = args[0] if value.shape else f"np.reshape({args[0]}, ())"
