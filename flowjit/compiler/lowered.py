@@ -224,25 +224,28 @@ class Lowered:
         return {name: variables.lookup(name, f"@{self.graph.name}") for name in sorted(names)}
 
     @cached_property
-    def executable(self):
+    def backend(self):
+        """What renders and compiles this program's kernels (the CPU backend: numba)."""
+        from flowjit.compiler.codegen.backend import CpuBackend
         from flowjit.compiler.codegen.cache import kernel_cache
+        return CpuBackend(kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma)
+
+    @cached_property
+    def executable(self):
         from flowjit.compiler.codegen.driver import Executable
         if self.multi_device:
             return self.multi_device_executable
-        return Executable(self.fused, kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma,
-                          self.variable_buffers, self.options.check_numerics)
+        return Executable(self.fused, self.backend, self.variable_buffers, self.options.check_numerics)
 
     @cached_property
     def multi_device_executable(self):
         """The partitioned program on the multi-device executor (also what ``profile`` runs)."""
-        from flowjit.compiler.codegen.cache import kernel_cache
         from flowjit.compiler.codegen.driver import Executable, single_node_graph
         from flowjit.runtime.executor import MultiDeviceExecutable
-        partitioned = self.partitioned
-        cache, fma = kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma
+        partitioned, backend = self.partitioned, self.backend
         buffers, check = self.variable_buffers, self.options.check_numerics
         return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs, self.devices,
-                                     lambda node: Executable(single_node_graph(node), cache, fma, buffers, check))
+                                     lambda node: Executable(single_node_graph(node), backend, buffers, check))
 
     def compile(self):
         """A callable taking the flat input arrays and returning the flat outputs."""

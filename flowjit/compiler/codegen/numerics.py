@@ -1,96 +1,129 @@
-"""check_numerics: after each kernel, its outputs are checked for NaN and Inf.
+"""numpy's semantics where numba's operators differ: the helpers kernels call as ``fj.<name>``.
 
-The driver emits one call per kernel (``jit(f, check_numerics=True)`` or
-``FLOWJIT_CHECK_NUMERICS=1``; with the option off it emits none).  The check is a
-vectorised ``np.isfinite`` over each float output.  When one fails, the kernel's body is
-evaluated op by op with the numpy references on the kernel's own inputs (they are intact:
-a checked program never writes a buffer it reads) to name the first op that produced a
-NaN or an Inf from finite operands, and the error names it, its kernel and the user's
-line.
+Integer floor division, remainder and power by numpy's rules (a zero divisor gives 0, not an
+exception), float divmod as ``npy_divmod``, float16 rounding, the sign of a float, and the
+fast paths numpy's float power loop takes for a broadcast exponent.  Inlined into each kernel
+(``inline="always"``), so a kernel pays only for what it calls.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from numba import njit
 
-from flowjit.compiler.ir import ops
-from flowjit.compiler.ir.graph import Node, Value
-from flowjit.errors import NumericsError
-
-
-def _bad(array: np.ndarray) -> str | None:
-    """"NaN", "Inf" or "NaN and Inf" when ``array`` holds them, else None."""
-    array = np.asarray(array)
-    if array.dtype.kind not in "fc":
-        return None
-    nan = bool(np.isnan(array).any())
-    inf = bool(np.isinf(array).any())
-    return " and ".join(word for word, present in (("NaN", nan), ("Inf", inf)) if present) or None
+INLINE = dict(inline="always", error_model="numpy", cache=True)
 
 
-def _where(node: Node) -> str:
-    return f", traced at {node.loc.short_file}:{node.loc.line}" if node.loc else ""
+@njit(**INLINE)
+def floordiv_int(a, b):
+    # numpy: x // 0 is 0, and MIN // -1 wraps to MIN (numba's // would give 0 there).
+    if b == 0:
+        return a - a
+    if b == -1:
+        return -a
+    return a // b
 
 
-def _count(array: np.ndarray) -> str:
-    bad = ~np.isfinite(np.asarray(array))
-    first = np.argwhere(bad)[0] if bad.ndim else ()
-    position = f"; first at index {tuple(int(i) for i in first)}" if bad.ndim else ""
-    return f"{int(bad.sum())} of {bad.size} elements{position}"
+@njit(**INLINE)
+def floordiv_uint(a, b):
+    if b == 0:
+        return a - a
+    return a // b
 
 
-def _describe_input(value: Value) -> str:
-    producer = value.producer
-    if producer is None:
-        return f"the program's argument %{value.name}"
-    if producer.op is ops.read_variable:
-        return f"variable '{producer.attrs['var']}'"
-    return f"%{value.name} ({producer.op.name})"
+@njit(**INLINE)
+def mod_int(a, b):
+    if b == 0:
+        return a - a
+    return a % b
 
 
-def first_bad_op(kernel: Node, inputs: list[np.ndarray], outputs: list[np.ndarray]) -> NumericsError:
-    """The error for ``kernel`` (a fused node, or an op run outside kernels) given its input
-    and output arrays: the first op of its body that made a NaN or Inf from finite operands,
-    or, when none did, the input the kernel passed one on from."""
-    if kernel.op is not ops.fused:
-        return _error(kernel, kernel.name, outputs)
-    body = kernel.attrs["body"]
-    env: dict[Value, np.ndarray] = {}
-    source: dict[Value, Value] = {}
-    for inner, outer, array in zip(body.inputs, kernel.inputs, inputs):
-        array = np.asarray(array)
-        env[inner] = array.reshape(inner.shape) if array.size == inner.type.size else array
-        source[inner] = outer
-    passed_on = None
-    for node in body.nodes:
-        operands = [env[value] for value in node.inputs]
-        results = node.op.evaluate(operands, node.attrs)
-        for value, result in zip(node.outputs, results):
-            env[value] = result
-        if any(_bad(result) for result in results):
-            if not any(_bad(operand) for operand in operands):
-                return _error(node, kernel.name, results)
-            if passed_on is None:
-                passed_on = next(value for value in node.inputs if _bad(env[value]))
-    if passed_on is not None and passed_on in source:
-        outer = source[passed_on]
-        return NumericsError(f"check_numerics: kernel {kernel.name} passed on {_bad(env[passed_on])} from "
-                             f"{_describe_input(outer)} ({_count(env[passed_on])}){_where(kernel)}")
-    bad = next(o for o in outputs if _bad(o))
-    return NumericsError(f"check_numerics: kernel {kernel.name} produced {_bad(bad)} ({_count(bad)}), which its ops "
-                         f"evaluated with numpy do not{_where(kernel)}")
+@njit(**INLINE)
+def fmod_int(a, b):
+    # C's remainder, with the sign of the dividend; numpy gives 0 for x fmod 0 and MIN fmod -1.
+    if b == 0 or b == -1:
+        return a - a
+    r = a % b
+    if r != 0 and (r < 0) != (a < 0):
+        r -= b
+    return r
 
 
-def _error(node: Node, kernel_name: str, results) -> NumericsError:
-    result = next(r for r in results if _bad(r))
-    return NumericsError(f"check_numerics: %{node.name} ({node.op.name}) produced {_bad(result)} "
-                         f"({_count(result)}) in kernel {kernel_name}{_where(node)}")
+@njit(**INLINE)
+def divmod_float(a, b):
+    # numpy's npy_divmod: fmod, then the sign of the divisor for the remainder, floor for
+    # the quotient; a zero divisor gives a / b and fmod's NaN.
+    mod = np.fmod(a, b)
+    if b == 0:
+        return a / b, mod
+    div = (a - mod) / b
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            mod += b
+            div -= 1.0
+    else:
+        mod = math.copysign(0.0, b)
+    if div != 0:
+        floordiv = np.floor(div)
+        if div - floordiv > 0.5:
+            floordiv += 1.0
+    else:
+        floordiv = math.copysign(0.0, a / b)
+    return floordiv, mod
 
 
-def checker(kernel: Node):
-    """The callable the driver calls after ``kernel``: ``check(inputs, outputs)``."""
-    def check(inputs, outputs):
-        for array in outputs:
-            if array.dtype.kind == "f" and not np.isfinite(array).all():
-                raise first_bad_op(kernel, inputs, outputs)
-    return check
+@njit(**INLINE)
+def power_int(a, b):
+    if b < 0:
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    result = a - a + 1
+    base = a
+    while b > 0:
+        if b & 1:
+            result = result * base
+        base = base * base
+        b >>= 1
+    return result
+
+
+@njit(**INLINE)
+def round_float16(x):
+    # float16 values live in float32; round to the nearest float16, ties to even, as numpy does.
+    a = abs(x)
+    if a != a or a == np.inf:
+        return x
+    if a >= 65520.0:
+        return np.float32(math.copysign(np.inf, x))
+    if a < 6.103515625e-05:
+        quantum = 5.960464477539063e-08
+    else:
+        quantum = math.ldexp(1.0, math.frexp(a)[1] - 11)
+    return np.float32(np.rint(np.float64(x) / quantum) * quantum)
+
+
+@njit(**INLINE)
+def sign_float(a):
+    # NaN stays NaN; +-inf give +-1 (not inf - inf); -0.0 gives 0.0, as numpy does.
+    if a != a:
+        return a
+    return a - a if a == 0 else (a > 0) - (a < 0)
+
+
+@njit(**INLINE)
+def power_scalar_float(a, b):
+    # numpy's float power loop when the exponent is one broadcast value: -1, 0, 0.5, 1 and 2
+    # are 1/a, 1, sqrt(a), a and a*a (so (-inf) ** 0.5 is nan and (-0.0) ** 0.5 is -0.0,
+    # where C's pow gives inf and 0.0); any other exponent is pow.
+    if b == -1.0:
+        return 1.0 / a
+    if b == 0.0:
+        return b + 1.0
+    if b == 0.5:
+        return np.sqrt(a)
+    if b == 1.0:
+        return a
+    if b == 2.0:
+        return a * a
+    return a ** b
