@@ -220,6 +220,33 @@ def test_an_update_is_written_in_place_by_the_kernel_that_computes_it():
     assert w._buffer.value is buffer
 
 
+def test_a_matmul_updates_its_variable_in_place_even_when_it_reads_it():
+    w = flowjit.Variable(np.arange(9.0).reshape(3, 3), name="mm_w")
+
+    @flowjit.jit
+    def step(x, lr):
+        w.assign(w - lr * (x.T @ (x @ w)))       # BLAS reads w; the epilogue writes w
+        return x
+
+    x = np.linspace(-1, 1, 6).reshape(2, 3)
+    source = step.lower(x, 0.1).executable.driver_source
+    assert source.count("wrote it in place") == 1 and "np.copyto" not in source
+    want = np.arange(9.0).reshape(3, 3)
+    for _ in range(3):
+        want = want - 0.1 * (x.T @ (x @ want))
+        step(x, 0.1)
+    np.testing.assert_allclose(w.numpy(), want, rtol=1e-12)
+
+    @flowjit.jit
+    def square(x):
+        w.assign(w @ w)                        # out= overlapping an operand: numpy copies first
+        return x
+
+    want = w.numpy() @ w.numpy()
+    square(x)
+    np.testing.assert_allclose(w.numpy(), want, rtol=1e-12)
+
+
 @pytest.mark.parametrize("update", ["transposed", "reversed", "row_broadcast", "old_value_later", "summed"])
 @pytest.mark.parametrize("fuse", [True, False])
 def test_updates_that_read_the_old_value_elsewhere_equal_numpy(update, fuse):

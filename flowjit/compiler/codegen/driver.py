@@ -124,8 +124,9 @@ class DriverBuilder:
         variable's buffer (the assign that stores them then does nothing).
 
         A read aliases the buffer, unless its value (or a view of it) is a result or is used
-        after the variable's next write: then it copies.  A loop kernel's output ``x`` that an
-        assign stores goes into the buffer in place when nothing can tell: ``x`` is no result
+        after the variable's next write: then it copies.  A loop or matmul kernel's output ``x``
+        that an assign stores goes into the buffer in place (BLAS has read its operands before
+        the matmul kernel's elementwise epilogue writes) when nothing can tell: ``x`` is no result
         and is not used after the assign, no op reads or writes the variable between the
         kernel and the assign, and every read of the old value is dead after the kernel --
         or read by the kernel itself element by element at the index it writes.  With
@@ -158,7 +159,7 @@ class DriverBuilder:
             for index in indices:
                 value = nodes[index].inputs[0]
                 kernel = value.producer
-                if kernel is None or kernel.op is not ops.fused or kernel.attrs["plan"].kind is not KernelKind.LOOP:
+                if kernel is None or kernel.op is not ops.fused or kernel.attrs["plan"].kind is KernelKind.REDUCE:
                     continue
                 start = position[kernel]
                 if (value in self.escapes or value in self.in_place or value.dtype == np.float16
