@@ -8,12 +8,14 @@ from flowjit import errors  # noqa: E402
 from flowjit.compiler import ir  # noqa: E402
 from flowjit.config import CompileOptions  # noqa: E402
 from flowjit.errors import (ArgumentError, CheckpointError, FlowjitError, InternalError, KernelCacheWarning,
-                            OpTypeError, ShapeError, TraceError, TracerConversionError, UnsupportedAttributeError,
+                            NumericsError, OpTypeError, ShapeError, TraceError, TracerConversionError, UnsupportedAttributeError,
                             UnsupportedDTypeError, UnsupportedFunctionError, UnsupportedInputError,
                             UnsupportedOperatorError)
 from flowjit.frontend.grad import grad, value_and_grad
 from flowjit.frontend.jit import Jitted, ShapeDtype, jit
 from flowjit.frontend.tracer import colocate_with, device
+from flowjit.frontend.control import Operation, control_dependencies
+from flowjit.frontend.variables import Variable
 from flowjit.frontend.unsupported import supported_functions
 from flowjit.frontend import random  # noqa: E402  (flowjit.random)
 from flowjit.frontend.graph_mode import Graph, placeholder  # noqa: E402
@@ -35,4 +37,5 @@ __all__ = ["Graph", "placeholder", "Session", "SessionError", "SpecializeError",
            "TraceError", "ShapeError", "TracerConversionError", "UnsupportedFunctionError",
            "ArgumentError", "OpTypeError", "UnsupportedDTypeError", "UnsupportedAttributeError",
            "UnsupportedOperatorError", "UnsupportedInputError", "InternalError", "supported_functions",
-           "Checkpoint", "CheckpointPolicy", "CheckpointError", "KernelCacheWarning"]
+           "Checkpoint", "CheckpointPolicy", "CheckpointError", "KernelCacheWarning", "Variable",
+           "control_dependencies", "Operation", "NumericsError"]

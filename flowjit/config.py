@@ -30,6 +30,7 @@ class CompileOptions:
     placement_seed: int = 0
     lossy_transfers: bool = False           # float32 crosses devices as its upper 16 bits (§5.5)
     schedule_recvs: bool = True             # hold each recv until shortly before its first use (§5.2)
+    check_numerics: bool = False            # check every kernel's outputs for NaN/Inf (FLOWJIT_CHECK_NUMERICS=1)
 
     def __post_init__(self):
         if self.devices is not None:
@@ -110,8 +111,11 @@ def log_recompiles(option: bool | None) -> bool:
 
 def options_from_env(options: CompileOptions | None = None) -> CompileOptions:
     """Options with the ``FLOWJIT_*`` environment switches applied (read by the CLI and jit):
-    ``FLOWJIT_VERIFY=1`` verifies the graph after every pass (the tests set it)."""
+    ``FLOWJIT_VERIFY=1`` verifies the graph after every pass (the tests set it);
+    ``FLOWJIT_CHECK_NUMERICS=1`` checks every kernel's outputs for NaN and Inf."""
     options = options or CompileOptions()
     if env_flag("FLOWJIT_VERIFY") == "1":
         options = options.replace(verify_each=True)
+    if env_flag("FLOWJIT_CHECK_NUMERICS") == "1":
+        options = options.replace(check_numerics=True)
     return options

@@ -222,3 +222,8 @@ class CheckpointError(FlowjitError):
 class KernelCacheWarning(UserWarning):
     """The kernel cache could not be used as asked (a directory that cannot be written, an
     entry that cannot be read): kernels compile in memory or again, and the program runs."""
+
+
+class NumericsError(FlowjitError, FloatingPointError):
+    """``check_numerics``: a kernel produced NaN or Inf.  Names the first op that did, its
+    kernel and the user's line."""

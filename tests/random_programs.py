@@ -99,11 +99,58 @@ REDUCTIONS = {name: _reduce(name) for name in ("sum", "mean", "max", "min", "pro
 REDUCTIONS.update({name: _arg_reduce(name) for name in ("argmax", "argmin")})
 
 
+class NumpyVariable:
+    """The oracle's variable: a numpy array with the Variable API, numpy semantics."""
+
+    def __init__(self, value):
+        self.array = np.array(value, copy=True)
+
+    def value(self):
+        return self.array.copy()
+
+    def assign(self, value):
+        assert np.shape(value) == self.array.shape and np.asarray(value).dtype == self.array.dtype
+        self.array = np.array(value, copy=True)
+        return self
+
+    def assign_add(self, delta):
+        result = self.array + delta
+        self.array = result.astype(self.array.dtype, casting="same_kind")
+        return self
+
+    def numpy(self):
+        return self.array.copy()
+
+
+def no_control_dependencies(items):
+    """The oracle's control_dependencies: numpy runs everything in program order."""
+    import contextlib
+    return contextlib.nullcontext()
+
+
+# Steps on variables (``random_programs(state=True)``): a read appends the variable's value to
+# the pool; an assign stores a pool value of its type; control runs the next step inside
+# control_dependencies on an earlier assign (or on a variable).
+STATE_KINDS = ("read", "assign", "assign_add", "control")
+
+
 @dataclass(frozen=True)
 class RandomProgram:
     inputs: tuple[tuple[tuple[int, ...], type], ...]
     steps: tuple[tuple, ...]
     outputs: tuple[int, ...]
+    variables: tuple[tuple[tuple[int, ...], type], ...] = ()     # each variable's shape and dtype
+
+    def make_variables(self, rng: np.random.Generator, make) -> list:
+        """One variable per entry of ``variables``, ``make(initial_value)`` each (flowjit.Variable,
+        or NumpyVariable for the oracle), with values drawn as arguments' are."""
+        return [make(value) for value in RandomProgram(self.variables, (), ()).make_args(rng)]
+
+    def bind(self, variables: list, control_dependencies=no_control_dependencies):
+        """The program as a function of its inputs over these variables."""
+        def program(*arrays):
+            return self.run(arrays, variables, control_dependencies)
+        return program
 
     def make_args(self, rng: np.random.Generator) -> list[np.ndarray]:
         args = []
@@ -117,22 +164,50 @@ class RandomProgram:
         return args
 
     def __call__(self, *arrays):
+        assert not self.variables, "a program with variables runs through bind(variables)"
+        return self.run(arrays, [], no_control_dependencies)
+
+    def run(self, arrays, variables, control_dependencies):
         pool = list(arrays)
+        operations = []
+        scope = None
         for kind, name, operands, params in self.steps:
-            values = [pool[i] for i in operands]
-            if kind == "unary":
-                pool.append(UNARY[name](*values))
-            elif kind == "binary":
-                pool.append(BINARY[name](*values))
-            else:
-                pool.append(REDUCTIONS[name](*values, *params))
+            if kind == "control":
+                target = operations[operands[0]] if operands[0] < len(operations) else variables[params[0]]
+                scope = control_dependencies([target])
+                continue
+            with scope if scope is not None else no_control_dependencies(None):
+                scope = None
+                values = [pool[i] for i in operands]
+                if kind == "unary":
+                    pool.append(UNARY[name](*values))
+                elif kind == "binary":
+                    pool.append(BINARY[name](*values))
+                elif kind == "reduce":
+                    pool.append(REDUCTIONS[name](*values, *params))
+                elif kind == "read":
+                    pool.append(variables[params[0]].value())
+                else:                                    # assign, assign_add
+                    operations.append(getattr(variables[params[0]], kind)(values[0]))
         return tuple(pool[i] for i in self.outputs)
 
     def describe(self) -> str:
         lines = [f"inputs: {[(s, np.dtype(d).name) for s, d in self.inputs]}"]
-        for index, (kind, name, operands, params) in enumerate(self.steps, start=len(self.inputs)):
-            lines.append(f"  v{index} = {name}({', '.join(f'v{i}' for i in operands)}{', ' if params else ''}"
-                         f"{', '.join(map(str, params))})")
+        if self.variables:
+            lines.append(f"variables: {[(s, np.dtype(d).name) for s, d in self.variables]}")
+        index = len(self.inputs)
+        for kind, name, operands, params in self.steps:
+            if kind == "control":
+                lines.append(f"  with control_dependencies([assign #{operands[0]} or var{params[0]}]):")
+            elif kind in ("assign", "assign_add"):
+                lines.append(f"  var{params[0]}.{kind}(v{operands[0]})")
+            elif kind == "read":
+                lines.append(f"  v{index} = var{params[0]}.value()")
+                index += 1
+            else:
+                lines.append(f"  v{index} = {name}({', '.join(f'v{i}' for i in operands)}{', ' if params else ''}"
+                             f"{', '.join(map(str, params))})")
+                index += 1
         lines.append(f"  return {', '.join(f'v{i}' for i in self.outputs)}")
         return "\n".join(lines)
 
@@ -141,10 +216,38 @@ def _shape_of(program_pool_shapes, index):
     return program_pool_shapes[index]
 
 
+def _state_step(draw, kind: str, shapes: list, variables: list, assigns: int):
+    """A step on variables, or None when none fits; may add a variable (at most 3)."""
+    if kind == "read":
+        if not variables:
+            return None
+        return ("read", "read", (), (draw(st.integers(0, len(variables) - 1)),))
+    if kind == "control":
+        if not variables:
+            return None
+        return ("control", "control", (draw(st.integers(0, assigns)),), (draw(st.integers(0, len(variables) - 1)),))
+    operand = len(shapes) - 1 - draw(st.integers(0, len(shapes) - 1))       # recent values first
+    value = shapes[operand]
+    if value.dtype.kind not in "biuf" or value.dtype == np.float16 or (kind == "assign_add" and value.dtype == np.bool_):
+        return None
+    fitting = [i for i, (shape, dtype) in enumerate(variables) if shape == value.shape and np.dtype(dtype) == value.dtype]
+    if fitting and draw(st.booleans()):
+        target = draw(st.sampled_from(fitting))
+    elif len(variables) < 3:
+        variables.append((value.shape, value.dtype.type))
+        target = len(variables) - 1
+    elif fitting:
+        target = fitting[0]
+    else:
+        return None
+    return (kind, kind, (operand,), (target,))
+
+
 @st.composite
-def random_programs(draw, max_steps: int = 10, dtypes=None, unary=None) -> RandomProgram:
-    """``dtypes``: what inputs are drawn from (default: ``DTYPES``); ``unary``: the names of the
-    unary steps to draw (default: all of ``UNARY``)."""
+def random_programs(draw, max_steps: int = 10, state: bool = False, dtypes=None, unary=None) -> RandomProgram:
+    """A random program; with ``state``, its steps also read and assign variables and run
+    under control_dependencies.  ``dtypes``: what inputs are drawn from (default: ``DTYPES``);
+    ``unary``: the names of the unary steps to draw (default: all of ``UNARY``)."""
     base = draw(st.sampled_from(BASE_SHAPES))
     # Input shapes broadcast against the base: the base itself, a suffix, or 1s in place of dims.
     def variant():
@@ -157,19 +260,44 @@ def random_programs(draw, max_steps: int = 10, dtypes=None, unary=None) -> Rando
     inputs = tuple((variant(), draw(st.sampled_from(dtypes or DTYPES))) for _ in range(draw(st.integers(1, 3))))
     shapes = [np.empty(s, d) for s, d in inputs]   # abstract pool to keep steps well-formed
     steps = []
+    variables: list = []
+    assigns = 0
+    kinds = ["unary", "unary", "binary", "binary", "reduce"] + (list(STATE_KINDS) * 3 if state else [])
+
+    read_values: list[int] = []
+
+    def pick() -> int:
+        """An operand: with state, often a variable's value read earlier (maybe before an assign
+        since), else recent values first."""
+        if state and read_values and draw(st.booleans()):
+            return draw(st.sampled_from(read_values))
+        drawn = draw(st.integers(0, len(shapes) - 1))
+        return len(shapes) - 1 - drawn if state else drawn
     for _ in range(draw(st.integers(1, max_steps))):
-        kind = draw(st.sampled_from(["unary", "unary", "binary", "binary", "reduce"]))
+        kind = draw(st.sampled_from(kinds))
+        if kind in STATE_KINDS:
+            step = _state_step(draw, kind, shapes, variables, assigns)
+            if step is None:
+                continue
+            steps.append(step)
+            if kind in ("assign", "assign_add"):
+                assigns += 1
+            elif kind == "read":
+                shape, dtype = variables[step[3][0]]
+                read_values.append(len(shapes))
+                shapes.append(np.empty(shape, dtype))
+            continue
         if kind == "unary":
             name = draw(st.sampled_from(sorted(unary or UNARY)))
-            operands = (draw(st.integers(0, len(shapes) - 1)),)
+            operands = (pick(),)
             params = ()
         elif kind == "binary":
             name = draw(st.sampled_from(sorted(BINARY)))
-            operands = (draw(st.integers(0, len(shapes) - 1)), draw(st.integers(0, len(shapes) - 1)))
+            operands = (pick(), pick())
             params = ()
         else:
             name = draw(st.sampled_from(sorted(REDUCTIONS)))
-            operands = (draw(st.integers(0, len(shapes) - 1)),)
+            operands = (pick(),)
             params = (draw(st.integers(0, 5)), draw(st.booleans()))
         probe = RandomProgram((), ((kind, name, tuple(range(len(operands))), params),), (len(operands),))
         try:
@@ -184,4 +312,4 @@ def random_programs(draw, max_steps: int = 10, dtypes=None, unary=None) -> Rando
     count = len(shapes)
     outputs = tuple(sorted(set(draw(st.lists(st.integers(len(inputs) if count > len(inputs) else 0, count - 1),
                                              min_size=1, max_size=3)))))
-    return RandomProgram(inputs, tuple(steps), outputs)
+    return RandomProgram(inputs, tuple(steps), outputs, tuple(variables))

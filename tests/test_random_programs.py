@@ -24,3 +24,39 @@ def test_random_program_traces_and_interprets_like_numpy(program):
     assert_same_result(got, tuple(np.asarray(e)[()] if np.ndim(e) == 0 else e for e in expected))
     for value, want in zip(flowjit.interpret(reparsed, *args), expected):
         np.testing.assert_array_equal(value, want, strict=False)
+
+
+STATE_MODES = {"fused": {}, "unfused": {"fuse": False}, "interpreter": {"backend": "interpreter"},
+               "two devices": {"devices": ["cpu:0", "cpu:1"], "placement": "random", "placement_seed": 1}}
+
+
+@settings(max_examples=40)
+@given(random_programs(max_steps=10, state=True))
+def test_random_programs_with_variables_equal_numpy_compiled_and_interpreted(program):
+    """Reads, assigns and control dependencies: two calls (the state carries over), every way of
+    running the program, the outputs and the variables' final values against numpy's."""
+    from helpers import close, tolerance_for
+    from random_programs import NumpyVariable
+    args = program.make_args(np.random.default_rng(0))
+    oracle_variables = program.make_variables(np.random.default_rng(1), NumpyVariable)
+    oracle = program.bind(oracle_variables)
+    with np.errstate(all="ignore"):
+        expected = [oracle(*args) for _ in range(2)]
+    for mode, options in STATE_MODES.items():
+        variables = program.make_variables(np.random.default_rng(1), flowjit.Variable)
+        jitted = flowjit.jit(program.bind(variables, flowjit.control_dependencies), **options)
+        text = jitted.lower(*args).as_text()
+        assert ir.print_graph(ir.parse(text)) == text, program.describe()
+        for call, want in enumerate(expected):
+            got = jitted(*args)
+            got = got if isinstance(got, tuple) else (got,)
+            for value, wanted in zip(got, want):
+                value, wanted = np.asarray(value), np.asarray(wanted)
+                assert (value.dtype, value.shape) == (wanted.dtype, wanted.shape), (mode, program.describe())
+                rtol = tolerance_for(wanted, args) * 4 if wanted.dtype.kind == "f" else 0.0
+                assert close(value, wanted, rtol), f"{mode}, call {call}: {value!r} vs {wanted!r}\n{program.describe()}"
+        for variable, oracle_variable in zip(variables, oracle_variables):
+            final, wanted = variable.numpy(), oracle_variable.numpy()
+            rtol = tolerance_for(wanted, args) * 4 if wanted.dtype.kind == "f" else 0.0
+            assert final.dtype == wanted.dtype and close(final, wanted, rtol), \
+                f"{mode}: variable {variable.name}: {final!r} vs {wanted!r}\n{program.describe()}"

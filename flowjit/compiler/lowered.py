@@ -215,6 +215,15 @@ class Lowered:
         return print_graphs(self.stage_graphs(stage))
 
     @cached_property
+    def variable_buffers(self) -> dict:
+        """name -> buffer of every variable the program reads or writes (the registry's, which
+        the traced program's variables keep alive)."""
+        from flowjit.compiler.ir.ops.misc import variable_of
+        from flowjit.runtime import variables
+        names = {variable_of(node) for node in self.graph.nodes} - {None}
+        return {name: variables.lookup(name, f"@{self.graph.name}") for name in sorted(names)}
+
+    @cached_property
     def backend(self):
         """What renders and compiles this program's kernels (the CPU backend: numba)."""
         from flowjit.compiler.codegen.backend import CpuBackend
@@ -226,7 +235,7 @@ class Lowered:
         from flowjit.compiler.codegen.driver import Executable
         if self.multi_device:
             return self.multi_device_executable
-        return Executable(self.fused, self.backend)
+        return Executable(self.fused, self.backend, self.variable_buffers, self.options.check_numerics)
 
     @cached_property
     def multi_device_executable(self):
@@ -234,15 +243,17 @@ class Lowered:
         from flowjit.compiler.codegen.driver import Executable, single_node_graph
         from flowjit.runtime.executor import MultiDeviceExecutable
         partitioned, backend = self.partitioned, self.backend
-        return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs,
-                                     self.devices, lambda node: Executable(single_node_graph(node), backend))
+        buffers, check = self.variable_buffers, self.options.check_numerics
+        return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs, self.devices,
+                                     lambda node: Executable(single_node_graph(node), backend, buffers, check))
 
     def compile(self):
         """A callable taking the flat input arrays and returning the flat outputs."""
         if self.options.backend == "interpreter":
             from flowjit.runtime.interpreter import interpret
-            graph = self.optimized
-            return lambda *arrays: interpret(graph, *arrays, check_types=False)
+            from flowjit.runtime.state import State
+            graph, state = self.optimized, State(buffers=self.variable_buffers)
+            return lambda *arrays: interpret(graph, *arrays, state=state, check_types=False)
         if self.options.backend != "kernels":
             raise ValueError(f"unknown backend '{self.options.backend}' (backends: kernels, interpreter)")
         return self.executable

@@ -7,7 +7,7 @@ import inspect
 import logging
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -19,7 +19,7 @@ from flowjit.errors import (ArgumentError, FlowjitError, InternalError, TraceErr
                             raised_inside_flowjit, user_location)
 from flowjit.frontend import numpy_api, pytree  # noqa: F401  (numpy_api installs Tracer methods)
 from flowjit.frontend.inputs import check_argument_array
-from flowjit.frontend.tracer import Tracer, current_trace, tracing
+from flowjit.frontend.tracer import Tracer, current_trace, is_variable, tracing
 
 logger = logging.getLogger("flowjit.recompiles")
 
@@ -63,6 +63,26 @@ class TracedProgram:
     out_tree: pytree.TreeDef
     out_leaves: list            # ("graph", index) or ("const", value)
     signature: tuple
+    variables: dict = field(default_factory=dict)   # name -> flowjit.Variable the trace used (kept alive)
+
+
+class _Identity:
+    """A signature entry for a variable argument: equal only to itself (a Variable's == is
+    elementwise, as an array's)."""
+
+    __slots__ = ("item",)
+
+    def __init__(self, item):
+        self.item = item
+
+    def __eq__(self, other):
+        return isinstance(other, _Identity) and other.item is self.item
+
+    def __hash__(self):
+        return id(self.item)
+
+    def __repr__(self):
+        return repr(self.item)
 
 
 class Jitted:
@@ -132,6 +152,8 @@ class Jitted:
                 arrays.append(leaf)
                 array_paths.append(path)
                 static_leaves.append(None)
+            elif is_variable(leaf):
+                static_leaves.append((type(leaf), _Identity(leaf)))    # another variable: another trace
             else:
                 if isinstance(leaf, complex):
                     raise ArgumentError(f"argument '{path}' is complex: complex numbers are not supported yet",
@@ -184,6 +206,8 @@ class Jitted:
             out_leaves, _, out_tree = pytree.flatten(result)
             recorded = []
             for leaf in out_leaves:
+                if is_variable(leaf):                   # a variable returned: its value at the end
+                    leaf = context.read_variable(leaf)
                 if isinstance(leaf, Tracer):
                     value = context.value_of(leaf)
                     graph.outputs.append(value)
@@ -193,7 +217,7 @@ class Jitted:
                     recorded.append(("graph", len(graph.outputs) - 1))
                 else:
                     recorded.append(("const", leaf))
-        program = TracedProgram(graph, out_tree, recorded, signature)
+        program = TracedProgram(graph, out_tree, recorded, signature, dict(context.variables))
         self._traces[signature] = program
         return program, arrays
 

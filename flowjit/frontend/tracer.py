@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from flowjit.compiler.ir import ops
-from flowjit.compiler.ir.graph import Graph, Value
+from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import Op
 from flowjit.compiler.ir.types import check_dtype
 from flowjit.frontend.inputs import operand_problem
@@ -31,21 +31,78 @@ class TraceContext:
     def __init__(self, graph: Graph):
         self.graph = graph
         self.viewed: set[Value] = set()      # values a view op reads: in-place writes to them are refused
+        self.variables: dict[str, object] = {}          # name -> flowjit.Variable this trace used
+        # Per variable: the last assign and the reads since (program order, as control edges),
+        # and the read a later read may share (until the next assign).
+        self.last_assign: dict[str, Node] = {}
+        self.reads_since: dict[str, list[Node]] = {}
+        self.shared_read: dict[str, "Tracer"] = {}
+        self.control_scopes: list[list[Node] | None] = []   # flowjit.control_dependencies, innermost last
 
-    def emit(self, op: Op, inputs: list, attrs: dict | None = None, *, what: str | None = None) -> list["Tracer"]:
-        """Add a node applying ``op``; errors name ``what`` (the numpy spelling) and the user's line."""
+    def control_inputs(self) -> list[Node]:
+        """The nodes ops traced now must run after (the enclosing control_dependencies scopes)."""
+        nodes: list[Node] = []
+        for scope in reversed(self.control_scopes):
+            if scope is None:                    # control_dependencies(None) clears the outer scopes
+                break
+            nodes.extend(node for node in scope if node not in nodes)
+        return nodes
+
+    def emit(self, op: Op, inputs: list, attrs: dict | None = None, *, what: str | None = None,
+             placement: dict | None = None, after: list[Node] = ()) -> list["Tracer"]:
+        """Add a node applying ``op``; errors name ``what`` (the numpy spelling) and the user's line.
+
+        ``placement`` replaces the device scope's (a variable's ops go where the variable is);
+        ``after`` adds control inputs to those of the enclosing control_dependencies scopes."""
         location = user_location()
         if current_trace() is not self:
             raise _escaped_error(location)
         values = [self.value_of(item) for item in inputs]
+        controls = self.control_inputs()
+        controls += [node for node in after if node not in controls]
         try:
-            node = self.graph.add_node(op, values, attrs or {}, loc=location, **placement_scope())
+            node = self.graph.add_node(op, values, attrs or {}, loc=location, control_inputs=controls,
+                                       **(placement if placement is not None else placement_scope()))
         except TraceError as error:
             operands = ", ".join(str(value.type) for value in values)
             raise type(error)(f"{what or op.name}({operands}): {error.message}", location) from None
         if op in _VIEW_OPS:
             self.viewed.update(values)
         return [Tracer(self, value) for value in node.outputs]
+
+    # -- variables: program order per variable, as control edges ----------------------------------
+    def read_variable(self, variable) -> "Tracer":
+        """The variable's value now: after its last assign in this trace (a control edge).
+        Reads between two assigns share one node, unless a control_dependencies scope asks
+        for a read of its own."""
+        name = variable.name
+        self.variables[name] = variable
+        shared = self.shared_read.get(name)
+        if shared is not None and not self.control_inputs():
+            return shared
+        last = self.last_assign.get(name)
+        tracer = self.emit(ops.read_variable, [], {"var": name, "shape": variable.shape, "dtype": variable.dtype},
+                           placement=variable.placement(), after=[last] if last is not None else [])[0]
+        self.reads_since.setdefault(name, []).append(tracer._value.producer)
+        if not self.control_inputs():
+            self.shared_read[name] = tracer
+        return tracer
+
+    def assign_variable(self, variable, value: "Tracer") -> Node:
+        """Store ``value`` (already of the variable's type) into the variable: after its last
+        assign and every read since (control edges), so that those reads see the old value."""
+        name = variable.name
+        self.variables[name] = variable
+        before = list(self.reads_since.get(name, []))
+        last = self.last_assign.get(name)
+        if last is not None:
+            before.insert(0, last)
+        self.emit(ops.assign_variable, [value], {"var": name}, placement=variable.placement(), after=before)
+        node = self.graph.nodes[-1]
+        self.last_assign[name] = node
+        self.reads_since[name] = []
+        self.shared_read.pop(name, None)
+        return node
 
     def emit1(self, op: Op, inputs: list, attrs: dict | None = None, *, what: str | None = None) -> "Tracer":
         return self.emit(op, inputs, attrs, what=what)[0]
@@ -55,14 +112,40 @@ class TraceContext:
             if item._trace is not self:
                 raise _escaped_error(user_location())
             return item._value
+        if is_variable(item):
+            return self.read_variable(item)._value
         return self.constant(item)._value
 
     def constant(self, value, dtype=None) -> "Tracer":
         """A constant node for a Python or numpy value (numpy arrays are captured whole)."""
+        if is_variable(value):
+            read = self.read_variable(value)
+            return read if dtype is None or np.dtype(dtype) == read.dtype else read.astype(dtype)
         array = np.asarray(value, dtype=dtype)
         check_dtype(array.dtype, "a constant")
-        node = self.graph.add_node(ops.constant, [], {"value": array}, loc=user_location(), **placement_scope())
+        node = self.graph.add_node(ops.constant, [], {"value": array}, loc=user_location(),
+                                   control_inputs=self.control_inputs(), **placement_scope())
         return Tracer(self, node.output)
+
+
+def is_variable(item) -> bool:
+    """Whether ``item`` is a flowjit.Variable (read, not captured, when a trace meets it)."""
+    return getattr(type(item), "_flowjit_variable", False)
+
+
+def read_variables(items):
+    """``items`` (operands, or nested lists and tuples of them) with every Variable replaced by
+    its traced read."""
+    if is_variable(items):
+        trace = current_trace()
+        return trace.read_variable(items) if trace is not None else items
+    if isinstance(items, (list, tuple)) and not hasattr(items, "_fields"):
+        converted = [read_variables(item) for item in items]
+        if any(new is not old for new, old in zip(converted, items)):
+            return type(items)(converted)
+    if isinstance(items, dict):
+        return {key: read_variables(value) for key, value in items.items()}
+    return items
 
 
 def _escaped_error(location) -> TraceError:
@@ -154,6 +237,7 @@ def lift_operands(trace: TraceContext, operands: list, what: str | None = None) 
 
     ``what`` (the numpy spelling of the op) names the op when an operand cannot be traced."""
     lifted = []
+    operands = read_variables(list(operands))
     for number, item in enumerate(operands, start=1):
         if not isinstance(item, Tracer):
             problem = operand_problem(item)
@@ -293,7 +377,7 @@ class Tracer:
     # -- numpy protocols ---------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         from flowjit.frontend import numpy_api
-        return numpy_api.apply_ufunc(self._trace, ufunc, method, inputs, kwargs)
+        return numpy_api.apply_ufunc(self._trace, ufunc, method, read_variables(inputs), read_variables(kwargs))
 
     def __array_function__(self, func, types, args, kwargs):
         from flowjit.frontend import numpy_api
@@ -301,7 +385,7 @@ class Tracer:
         if handler is None:
             from flowjit.frontend.unsupported import function_error
             raise function_error(func)
-        return handler(*args, **kwargs)
+        return handler(*read_variables(args), **read_variables(kwargs))
 
 
 def _power_operator(self, other):

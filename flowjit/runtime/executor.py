@@ -26,7 +26,7 @@ from typing import Callable
 
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node
-from flowjit.errors import FlowjitError
+from flowjit.errors import FlowjitError, NumericsError
 from flowjit.devices import Device, DeviceError, DeviceSet
 
 
@@ -257,6 +257,8 @@ class MultiDeviceExecutable:
         self.last_call = call
         if call.error is not None:
             step, error = call.error
+            if isinstance(error, NumericsError):             # it names the op, kernel and line itself
+                raise error
             node, device = step.node, self.devices[step.device]
             where = f" (traced at {node.loc})" if node.loc else ""
             raise ExecutionError(f"node %{node.name} ({node.op.name}) on {device.short} failed{where}: "

@@ -11,11 +11,18 @@ import numpy as np
 
 from flowjit.compiler.ir.evaluate import InterpreterError, evaluate
 from flowjit.compiler.ir.graph import Graph
+from flowjit.compiler.ir.ops.misc import variable_of
+from flowjit.runtime import variables
 from flowjit.runtime.state import State
 
 __all__ = ["InterpreterError", "interpret"]
 
 
 def interpret(graph: Graph, *arrays, state: State | None = None, check_types: bool = True) -> list[np.ndarray]:
-    """Run ``graph`` on ``arrays`` (one per graph input); return the outputs as a list."""
-    return evaluate(graph, arrays, state if state is not None else State(), check_types)
+    """Run ``graph`` on ``arrays`` (one per graph input); return the outputs as a list.
+
+    Without a ``state``, the graph's variables are the live ``flowjit.Variable``s of their names."""
+    if state is None:
+        names = {variable_of(node) for node in graph.nodes} - {None}
+        state = State(buffers={name: variables.lookup(name, f"@{graph.name}") for name in names})
+    return evaluate(graph, arrays, state, check_types)

@@ -10,7 +10,13 @@ and plans memory once per trace:
   leaves the loop scalar (an in-place tanh epilogue took 158 us where a separate output
   took 17, on 8192 float32); a dying input's slot frees after the kernel instead;
 - results come from an output pool that hands a buffer out again only when the user no
-  longer holds it, or any view of it (its reference count says so).
+  longer holds it, or any view of it (its reference count says so);
+- variables are read and written in their own buffers: a read aliases the buffer unless
+  its value outlives the next write or is a result (then it copies), and a loop kernel
+  whose output a variable stores writes the buffer in place where nothing can tell
+  (``plan_variables``);
+- with check_numerics, each kernel's outputs are checked for NaN and Inf after it runs
+  (codegen/check_numerics.py); without, the driver carries no check.
 """
 
 from __future__ import annotations
@@ -18,14 +24,17 @@ from __future__ import annotations
 import linecache
 import sys
 import threading
+from typing import Mapping
 
 import numpy as np
 
 from flowjit.compiler.codegen.backend import Backend
+from flowjit.compiler.codegen.check_numerics import checker
 from flowjit.compiler.codegen.kernel import KernelSource
 from flowjit.compiler.codegen.scalar import CodegenError, compute_dtype
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
+from flowjit.compiler.ir.ops.misc import variable_of
 from flowjit.compiler.ir.ops.shape import python_slices
 from flowjit.compiler.ir.plan import KernelKind
 from flowjit.compiler.ir.printer import format_node
@@ -65,9 +74,13 @@ def storage_shape(value: Value) -> tuple[int, ...]:
 
 
 class DriverBuilder:
-    def __init__(self, graph: Graph, backend: Backend):
+    def __init__(self, graph: Graph, backend: Backend, variables: Mapping | None = None,
+                 check_numerics: bool = False):
         self.graph = graph
         self.backend = backend
+        self.variables = dict(variables or {})      # name -> its buffer (an object with ``.value``)
+        self.check_numerics = check_numerics
+        self.variable_names: dict[str, str] = {}
         self.lines: list[str] = []
         self.names: dict[Value, str] = {}
         self.globals: dict = {"np": np}
@@ -103,6 +116,80 @@ class DriverBuilder:
         self.escapes = {self.root[value] for value in self.graph.outputs}
         for root in self.escapes:
             self.last_use[root] = end
+        self.plan_variables()
+
+    # -- variables: reads alias the buffer until its next write; writes in place ---------------------
+    def plan_variables(self) -> None:
+        """Which reads copy the buffer, and which kernel outputs are written straight into a
+        variable's buffer (the assign that stores them then does nothing).
+
+        A read aliases the buffer, unless its value (or a view of it) is a result or is used
+        after the variable's next write: then it copies.  A loop or matmul kernel's output ``x``
+        that an assign stores goes into the buffer in place (BLAS has read its operands before
+        the matmul kernel's elementwise epilogue writes) when nothing can tell: ``x`` is no result
+        and is not used after the assign, no op reads or writes the variable between the
+        kernel and the assign, and every read of the old value is dead after the kernel --
+        or read by the kernel itself element by element at the index it writes.  With
+        check_numerics on, nothing is written in place (a kernel's inputs stay intact for
+        the diagnosis, and a NaN never reaches a variable past the check)."""
+        nodes = self.graph.nodes
+        position = {node: index for index, node in enumerate(nodes)}
+        writes: dict[str, list[int]] = {}
+        reads: dict[str, list[int]] = {}
+        for index, node in enumerate(nodes):
+            variable = variable_of(node)
+            if variable is not None:
+                (writes if node.op is ops.assign_variable else reads).setdefault(variable, []).append(index)
+
+        def next_write(variable: str, index: int) -> int | None:
+            return next((w for w in writes.get(variable, ()) if w > index), None)
+
+        self.copied_reads: set[Value] = set()
+        for variable, indices in reads.items():
+            for index in indices:
+                value = nodes[index].output
+                write = next_write(variable, index)
+                if value in self.escapes or value.dtype == np.float16 or (
+                        write is not None and self.last_use.get(value, -1) > write):
+                    self.copied_reads.add(value)
+        self.in_place: dict[Value, str] = {}
+        if self.check_numerics:
+            return
+        for variable, indices in writes.items():
+            for index in indices:
+                value = nodes[index].inputs[0]
+                kernel = value.producer
+                if kernel is None or kernel.op is not ops.fused or kernel.attrs["plan"].kind is KernelKind.REDUCE:
+                    continue
+                start = position[kernel]
+                if (value in self.escapes or value in self.in_place or value.dtype == np.float16
+                        or self.last_use.get(value, -1) > index
+                        or any(variable_of(nodes[i]) == variable for i in range(start + 1, index))):
+                    continue
+                if all(self.old_value_dead(nodes[r].output, kernel, start)
+                       for r in reads.get(variable, ()) if r < start and nodes[r].output not in self.copied_reads):
+                    self.in_place[value] = variable
+
+    def old_value_dead(self, read: Value, kernel: Node, start: int) -> bool:
+        """Whether a read of a variable's old value is dead once ``kernel`` (at ``start``) writes
+        the buffer: used before it, or by it only as itself over the whole domain (each element
+        read at the index the kernel writes)."""
+        last = self.last_use.get(read, -1)
+        if last < start:
+            return True
+        if last > start:
+            return False
+        domain = kernel.attrs["plan"].domain
+        return all(value is read and value.shape == tuple(domain)
+                   for value in kernel.inputs if self.root.get(value) is read)
+
+    def variable(self, name: str) -> str:
+        """The driver's global for a variable's buffer."""
+        if name not in self.variable_names:
+            if name not in self.variables:
+                raise CodegenError(f"the program uses variable '{name}' but was given no buffer for it")
+            self.variable_names[name] = self.global_("var_", self.variables[name])
+        return self.variable_names[name]
 
     # -- emission -------------------------------------------------------------------------------------
     def emit(self, text: str) -> None:
@@ -154,6 +241,9 @@ class DriverBuilder:
         or a workspace slot free now.  Slots free only after the kernel that last reads them
         (or a view of them) has run, so a kernel never writes a buffer it reads."""
         shape, dtype = storage_shape(value), compute_dtype(value.dtype)
+        if value in self.in_place:
+            buffer = f"{self.variable(self.in_place[value])}.value"
+            return buffer if value.shape else f"{buffer}.reshape(1)"
         if value in self.escapes:
             return f"{self.global_('pool', OutputPool(shape, dtype))}.take()"
         key = (shape, dtype)
@@ -215,6 +305,8 @@ class DriverBuilder:
         function = compiled.parallel if parallel else compiled.serial
         symbol = self.global_(f"{node.name}_parallel_" if parallel else f"{node.name}_", function)
         self.emit(f"{symbol}({', '.join(inputs + outputs)})")
+        if self.check_numerics:
+            self.emit_check(node, [self.name(value) for value in node.outputs])
         if dying is not None and dying in slot_of:
             free_slots.setdefault((storage_shape(dying), compute_dtype(dying.dtype)), []).append(slot_of.pop(dying))
 
@@ -238,9 +330,31 @@ class DriverBuilder:
             self.emit(f"{out} = np.concatenate(({', '.join(args)},), axis={attrs['axis']})")
         elif op is ops.matmul:
             self.emit(f"{out} = np.matmul({args[0]}, {args[1]})")
+            if self.check_numerics:
+                self.emit_check(node, [out])
+        elif op is ops.read_variable:
+            buffer = f"{self.variable(attrs['var'])}.value"
+            if node.output.dtype == np.float16:
+                self.emit(f"{out} = {buffer}.astype(np.float32)")
+            else:
+                self.emit(f"{out} = {buffer}{'.copy()' if node.output in self.copied_reads else ''}")
+        elif op is ops.assign_variable:
+            value = node.inputs[0]
+            if self.in_place.get(value) == attrs["var"]:
+                self.emit(f"pass  # %{value.producer.name} wrote it in place")
+            else:
+                source = args[0] if value.shape else f"np.reshape({args[0]}, ())"
+                self.emit(f"np.copyto({self.variable(attrs['var'])}.value, {source})")
         else:
             raise CodegenError(f"op '{op.name}' (%{node.name}) cannot run in a compiled program"
                                + (f" (traced at {node.loc})" if node.loc else ""))
+
+
+    def emit_check(self, node: Node, outputs: list[str]) -> None:
+        """check_numerics: the call that checks ``node``'s outputs after it ran."""
+        check = self.global_(f"check_{node.name}_", checker(node))
+        inputs = [self.name(value) for value in node.inputs]
+        self.emit(f"{check}([{', '.join(inputs)}], [{', '.join(outputs)}])")
 
 
 def single_node_graph(node: Node) -> Graph:
@@ -256,8 +370,9 @@ def single_node_graph(node: Node) -> Graph:
 class Executable:
     """A compiled program: call it with the graph's input arrays, get its outputs."""
 
-    def __init__(self, graph: Graph, backend: Backend):
-        builder = DriverBuilder(graph, backend)
+    def __init__(self, graph: Graph, backend: Backend, variables: Mapping | None = None,
+                 check_numerics: bool = False):
+        builder = DriverBuilder(graph, backend, variables, check_numerics)
         self.driver, self.driver_source = builder.build()
         self.driver_filename, self.node_lines = builder.filename, builder.node_lines
         self.kernel_sources = builder.sources

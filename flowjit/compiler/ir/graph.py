@@ -97,6 +97,23 @@ class Node:
         return format_node(self)
 
 
+def bridged_controls(controls: list[Node], dead: set[Node]) -> list[Node]:
+    """``controls`` with each node of ``dead`` replaced by its own control inputs (transitively)."""
+    result: list[Node] = []
+    stack = list(reversed(controls))
+    seen: set[Node] = set()
+    while stack:
+        before = stack.pop()
+        if before in seen:
+            continue
+        seen.add(before)
+        if before in dead:
+            stack.extend(reversed(before.control_inputs))
+        else:
+            result.append(before)
+    return result
+
+
 Item = TypeVar("Item", bound=Hashable)
 
 
@@ -225,12 +242,14 @@ class Graph:
 
     # -- rewriting ---------------------------------------------------------------------
     def remove_nodes(self, dead: set[Node]) -> None:
+        """Drop ``dead``; a survivor that waited for a dead node waits for what that node
+        waited for instead (control edges are bridged, never lost)."""
         if not dead:
             return
         self.nodes = [node for node in self.nodes if node not in dead]
         for node in self.nodes:
             if node.control_inputs and any(before in dead for before in node.control_inputs):
-                node.control_inputs = [before for before in node.control_inputs if before not in dead]
+                node.control_inputs = bridged_controls(node.control_inputs, dead)
 
     def copy(self) -> "Graph":
         """A deep copy of the structure (attributes are shared, values are new)."""

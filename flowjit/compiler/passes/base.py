@@ -80,11 +80,25 @@ class Rewriter:
             self.uses[new] = self.uses.get(new, 0) + self.uses.get(old, 0)
             self.changed = True
 
+    def redirect(self, node: Node) -> None:
+        """Point ``node``'s inputs at their replacements.  A replaced value's producer that had
+        control inputs hands them on: ``node`` now waits for them itself."""
+        inputs = []
+        for value in node.inputs:
+            while value in self.replacements:
+                producer = value.producer
+                if producer is not None and producer.control_inputs:
+                    node.control_inputs += [c for c in producer.control_inputs
+                                            if c not in node.control_inputs and c is not node]
+                value = self.replacements[value]
+            inputs.append(value)
+        node.inputs = inputs
+
     def sweep(self, visit: Callable[[Node, "Rewriter"], None]) -> bool:
         """Call ``visit`` on every node (inputs already redirected); drop nodes fully replaced."""
         for node in self.graph.nodes:
             if self.replacements:
-                node.inputs = [self.resolve(value) for value in node.inputs]
+                self.redirect(node)
             self._current = node
             visit(node, self)
             replaced = all(value in self.replacements for value in node.outputs) and node.outputs
@@ -100,9 +114,9 @@ def constant_value(value: Value):
     """The array a value holds if it is produced by a constant node, else None."""
     from flowjit.compiler.ir import ops
     producer = value.producer
-    if producer is not None and producer.op is ops.constant:
+    if producer is not None and producer.op is ops.constant and not producer.control_inputs:
         return producer.attrs["value"]
-    return None
+    return None     # (a constant that waits for something is folded into nothing: its edges would go)
 
 
 def live_nodes(graph: Graph, needed: set[Value] | list[Value], roots: set[Node]) -> tuple[set[Node], set[Value]]:

@@ -82,7 +82,10 @@ def is_fusible_elementwise(node: Node) -> bool:
 
 
 def is_scalar_constant(value: Value) -> bool:
-    return value.producer is not None and value.producer.op is ops.constant and value.type.size == 1
+    """A scalar constant each kernel copies into its body (one with control inputs is read instead,
+    so that the kernel waits for what it waits for)."""
+    return (value.producer is not None and value.producer.op is ops.constant and value.type.size == 1
+            and not value.producer.control_inputs)
 
 
 class Fuser:

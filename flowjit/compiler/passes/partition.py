@@ -5,7 +5,8 @@ partition and recv -> y in y's.  All consumers of one tensor on one device share
 recv, so the tensor is sent once and allocated once there.  Send and recv carry a
 rendezvous key ``source;destination;tensor``.  Small constants used on several devices
 are copied into each partition instead of sent.  A control edge across devices becomes
-a send of the control source's first output and a recv used as a control input.
+a send of the control source's first output and a recv used as a control input; a
+source with no output (a variable's assign) releases a 0-d token constant that is sent.
 
 §5.5 ``lossy=True``: a float32 tensor crosses as ``truncate16`` (its upper 16 bits) and
 comes back through ``extend16`` (the lower 16 bits zero), both visible in the IR.
@@ -112,6 +113,20 @@ def partition(placed: Graph, devices: DeviceSet, *, lossy: bool = False, schedul
         local[(value, part)] = received
         return received
 
+    tokens: dict[Node, Value] = {}
+
+    def token_of(before: Node) -> Value:
+        """A 0-d constant after ``before`` (a node with no output) in its partition: what a
+        control edge from it to another device sends."""
+        if before not in tokens:
+            source = graph_of(before)
+            token = graphs[source].add_node(ops.constant, [], {"value": np.zeros((), np.bool_)},
+                                            name=f"token_{before.name}", device=graphs[source].attrs["device"],
+                                            control_inputs=[copied[before]], loc=before.loc)
+            tokens[before] = token.output
+            local[(token.output, source)] = token.output
+        return tokens[before]
+
     for node in order:
         if node.op is ops.constant and not _too_large_to_copy(node):
             continue                                       # copied into each consumer's partition
@@ -123,9 +138,10 @@ def partition(placed: Graph, devices: DeviceSet, *, lossy: bool = False, schedul
                 controls.append(copied[before])
             elif before.outputs:                           # wait for its first output to arrive
                 controls.append(value_in(before.outputs[0], part).producer)
-            else:
-                raise ValueError(f"control edge %{before.name} -> %{node.name} crosses devices and "
-                                 f"%{before.name} has no output to send")
+            else:                                          # (an assign): wait for a token it releases
+                token = token_of(before)
+                received = local.get((token, part)) or _receive(token, part)   # one recv per device
+                controls.append(received.producer)
         copy = graphs[part].add_node(node.op, inputs, node.attrs, [v.type for v in node.outputs], name=node.name,
                                      requested_device=node.requested_device, device=node.device,
                                      colocation=node.colocation, control_inputs=controls, loc=node.loc)
@@ -181,8 +197,9 @@ def order_round_trips(partitioned: Partitioned, links: list[tuple[Node, Node]]) 
 
 
 def _too_large_to_copy(node: Node) -> bool:
-    """A constant too large to copy into every partition: it is placed and sent."""
-    return np.size(node.attrs["value"]) > COPY_CONSTANT_LIMIT
+    """A constant too large to copy into every partition, or one that waits for something
+    (control inputs): it is placed and sent."""
+    return np.size(node.attrs["value"]) > COPY_CONSTANT_LIMIT or bool(node.control_inputs)
 
 
 def schedule(partitioned: Partitioned, links: list[tuple[Node, Node]], devices: DeviceSet,

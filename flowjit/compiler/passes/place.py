@@ -3,8 +3,8 @@
 1. Feasible devices per node: the devices whose type has a kernel for the op, that
    match the node's requested device spec (``flowjit.device``; partial specs such as
    ``/device:gpu:*`` constrain), or the one device a node is already placed on.
-2. Colocation (``flowjit.colocate_with``): nodes that must share a device form groups by
-   union-find; each group's feasible set is the intersection of its members'.  An empty
+2. Colocation (``flowjit.colocate_with``, and every read and write of one variable): nodes
+   that must share a device form groups by union-find; each group's feasible set is the intersection of its members'.  An empty
    set is an error naming the nodes and their constraints, unless soft placement is on:
    then the requests that cannot be met are dropped, and the fallback is reported.
 3. The cost-model placer: walk the graph from its sources in topological order,
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from flowjit.compiler.costmodel import CostModel
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, stable_topological_order
+from flowjit.compiler.ir.ops.misc import variable_of
 from flowjit.errors import FlowjitError
 from flowjit.devices import DeviceSet, DeviceSpec, canonical
 
@@ -127,6 +128,9 @@ def place(graph: Graph, devices: DeviceSet, *, soft: bool = False, costs: CostMo
     by_name = {node.name: node for node in graph.nodes}
     for node in graph.nodes:
         groups.find(node.name)
+        variable = variable_of(node)
+        if variable is not None:                  # a variable's reads and writes go where it lives
+            groups.union(node.name, f"@variable:{variable}")
         if node.colocation:
             groups.union(node.name, f"@{node.colocation}")
             if node.colocation in by_name:

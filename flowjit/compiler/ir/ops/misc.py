@@ -119,6 +119,14 @@ def _assign_rule(types, attrs):
 assign_variable = _stateful("assign_variable", 1, _assign_rule, _assign_variable,
                             {"var": required(AttrKind.STR)}, "store a new value into a Variable")
 
+VARIABLE_OPS = (read_variable, assign_variable)
+
+
+def variable_of(node) -> str | None:
+    """The name of the variable ``node`` reads or writes, or None for any other node."""
+    return node.attrs["var"] if node.op in VARIABLE_OPS else None
+
+
 _random_attrs = {"shape": required(AttrKind.INTS), "dtype": attr(AttrKind.DTYPE, np.dtype("float64")),
                  "seed": attr(AttrKind.INT, 0)}
 random_uniform = _stateful("random_uniform", 0, _variable_rule, _random("uniform"), _random_attrs,
