@@ -36,6 +36,11 @@ from flowjit.compiler.codegen.mathlib import (bits_float32, cos_f32, cos_f64, er
                                               exp_f64, float32_bits, log_f32, log_f64, sigmoid_f32,
                                               sigmoid_f64, sin_f32, sin_f64, stack_array, tanh_f32,
                                               tanh_f64)
+from flowjit.compiler.codegen.mathlib_explog import (cosh_f32, cosh_f64, exp2_f32, exp2_f64, expm1_f32, expm1_f64,
+                                                     log1p_f32, log1p_f64, log2_f32, log2_f64, log10_f32, log10_f64,
+                                                     pow_f32, pow_f64, sinh_f32, sinh_f64)
+from flowjit.compiler.codegen.mathlib_trig import (arccos_f32, arccos_f64, arcsin_f32, arcsin_f64, arctan2_f32,
+                                                   arctan2_f64, arctan_f32, arctan_f64, tan_f32, tan_f64)
 '''
 
 

@@ -141,10 +141,10 @@ def fj_sign_float(a):
     return a - a if a == 0 else (a > 0) - (a < 0)
 
 @njit(inline="always", error_model="numpy")
-def fj_power_scalar_float(a, b):
+def fj_power_scalar_float(a, b, general):
     # numpy's float power loop when the exponent is one broadcast value: -1, 0, 0.5, 1 and 2
     # are 1/a, 1, sqrt(a), a and a*a (so (-inf) ** 0.5 is nan and (-0.0) ** 0.5 is -0.0,
-    # where C's pow gives inf and 0.0); any other exponent is pow.
+    # where C's pow gives inf and 0.0); any other exponent is pow: ``general``.
     if b == -1.0:
         return 1.0 / a
     if b == 0.0:
@@ -155,7 +155,7 @@ def fj_power_scalar_float(a, b):
         return a
     if b == 2.0:
         return a * a
-    return a ** b
+    return general
 '''
 
 
@@ -175,12 +175,17 @@ def _math(function: str):
     return lambda a, dtype: f"math.{function}({a})"
 
 
-def _vectorized(name: str, fallback: str | None):
-    def emit(a, dtype):
+def _vectorized(name: str, fallback):
+    """mathlib's inlined ``name`` where it has one for the loop dtype, else ``math.<fallback>``
+    (or the ``fallback`` emitter)."""
+    def emit(*operands):
+        *arguments, dtype = operands
         key = (name, compute_dtype(dtype).name)
         if key in VECTORIZED:
-            return f"{VECTORIZED[key]}({a})"
-        return f"math.{fallback}({a})"
+            return f"{VECTORIZED[key]}({', '.join(arguments)})"
+        if callable(fallback):
+            return fallback(*operands)
+        return f"math.{fallback}({', '.join(arguments)})"
     return emit
 
 
@@ -213,7 +218,10 @@ def _fmod(a, b, dtype):
 
 
 def _power(a, b, dtype):
-    return f"({a} ** {b})" if _float(dtype) else f"fj_power_int({a}, {b})"
+    if not _float(dtype):
+        return f"fj_power_int({a}, {b})"
+    key = ("pow", compute_dtype(dtype).name)
+    return f"{VECTORIZED[key]}({a}, {b})" if key in VECTORIZED else f"({a} ** {b})"
 
 
 def _scalar_exponent(node) -> bool:
@@ -276,11 +284,13 @@ UNARY = {
     ops.neg: lambda a, dtype: f"(-{a})",
     ops.abs: lambda a, dtype: a if compute_dtype(dtype) == np.bool_ else f"abs({a})",
     ops.sqrt: _math("sqrt"), ops.square: lambda a, dtype: f"({a} * {a})",
-    ops.reciprocal: _reciprocal, ops.exp: _vectorized("exp", "exp"), ops.exp2: _exp2,
-    ops.expm1: _math("expm1"), ops.log: _vectorized("log", "log"), ops.log2: _math("log2"),
-    ops.log10: _math("log10"), ops.log1p: _math("log1p"), ops.sin: _vectorized("sin", "sin"), ops.cos: _vectorized("cos", "cos"),
-    ops.tan: _math("tan"), ops.arcsin: _math("asin"), ops.arccos: _math("acos"), ops.arctan: _math("atan"),
-    ops.sinh: _math("sinh"), ops.cosh: _math("cosh"), ops.tanh: _vectorized("tanh", "tanh"),
+    ops.reciprocal: _reciprocal, ops.exp: _vectorized("exp", "exp"), ops.exp2: _vectorized("exp2", _exp2),
+    ops.expm1: _vectorized("expm1", "expm1"), ops.log: _vectorized("log", "log"), ops.log2: _vectorized("log2", "log2"),
+    ops.log10: _vectorized("log10", "log10"), ops.log1p: _vectorized("log1p", "log1p"),
+    ops.sin: _vectorized("sin", "sin"), ops.cos: _vectorized("cos", "cos"), ops.tan: _vectorized("tan", "tan"),
+    ops.arcsin: _vectorized("arcsin", "asin"), ops.arccos: _vectorized("arccos", "acos"),
+    ops.arctan: _vectorized("arctan", "atan"),
+    ops.sinh: _vectorized("sinh", "sinh"), ops.cosh: _vectorized("cosh", "cosh"), ops.tanh: _vectorized("tanh", "tanh"),
     ops.floor: lambda a, dtype: f"np.floor({a})", ops.ceil: lambda a, dtype: f"np.ceil({a})",
     ops.trunc: lambda a, dtype: f"np.trunc({a})", ops.rint: lambda a, dtype: f"np.rint({a})",
     ops.sign: _sign, ops.logical_not: _logical_not, ops.invert: _invert,
@@ -293,7 +303,7 @@ BINARY = {
     ops.floordiv: _floordiv, ops.mod: _mod, ops.fmod: _fmod, ops.pow: _power,
     ops.maximum: _maximum(True, True), ops.minimum: _maximum(True, False),
     ops.fmax: _maximum(False, True), ops.fmin: _maximum(False, False),
-    ops.arctan2: lambda a, b, dtype: f"math.atan2({a}, {b})",
+    ops.arctan2: _vectorized("arctan2", "atan2"),
     ops.eq: _binary("=="), ops.ne: _binary("!="), ops.lt: _binary("<"), ops.le: _binary("<="),
     ops.gt: _binary(">"), ops.ge: _binary(">="),
     ops.logical_and: _logical("&"), ops.logical_or: _logical("|"), ops.logical_xor: _logical("!="),
@@ -339,7 +349,7 @@ def expression(node, operands: list[str]) -> str:
     loop_in, loop_out = loop_dtypes(op, in_dtypes)
     cast_operands = [cast(expr, dtype, loop) for expr, dtype, loop in zip(operands, in_dtypes, loop_in)]
     if op is ops.pow and loop_in[0] in _POWER_FAST_PATH_DTYPES and _scalar_exponent(node):
-        text = f"fj_power_scalar_float({cast_operands[0]}, {cast_operands[1]})"
+        text = f"fj_power_scalar_float({cast_operands[0]}, {cast_operands[1]}, {_power(*cast_operands, loop_in[0])})"
     else:
         text = table[op](*cast_operands, loop_in[0])
     if loop_out != out_dtype:
