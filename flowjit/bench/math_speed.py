@@ -16,7 +16,7 @@ import time
 import numpy as np
 from numba import njit
 
-from flowjit.compiler.codegen import mathlib
+from flowjit.compiler.codegen import library
 from flowjit.compiler.codegen.accuracy import BINARY, reference
 
 LIBM = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2"}
@@ -53,14 +53,14 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     print(f"{'function':<10}{'dtype':<9}{'flowjit':>10}{'numba libm':>12}{'numpy':>9}   (ns/element)")
-    for (name, dtype_name), function_name in mathlib.VECTORIZED.items():
+    for (name, dtype_name), function_name in library.ROUTINES.items():
         dtype = np.dtype(dtype_name)
         low = LOW.get(name, -100.0)
         high = 1.0 if name in ("arcsin", "arccos") else 100.0
         binary = name in BINARY
         arguments = [rng.uniform(low, high, args.size).astype(dtype) for _ in range(2 if binary else 1)]
         out = np.empty_like(arguments[0])
-        ours = _loop(mathlib.implementation(function_name), binary)
+        ours = _loop(library.FUNCTIONS[function_name], binary)
         libm_name = LIBM.get(name, name)
         libm = _loop(_libm(libm_name, binary), binary) if hasattr(math, libm_name) else None
         numpy_function = reference(name)

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from flowjit.compiler.codegen import accuracy, mathlib
+from flowjit.compiler.codegen import accuracy, library, mathlib
 from helpers import packed
 
 DOCS = pathlib.Path(__file__).parent.parent.parent / "docs" / "math.md"
@@ -19,7 +19,7 @@ def rows():
 
 
 def test_every_function_within_4_ulp_of_numpy(rows):
-    assert len(rows) == 2 * len(accuracy.FUNCTIONS) == len(mathlib.VECTORIZED)
+    assert len(rows) == 2 * len(accuracy.FUNCTIONS) == len(library.ROUTINES)
     for row in rows:
         assert row["points"] >= 1_000_000
         assert row["max_ulp"] <= 4, row
@@ -50,11 +50,11 @@ def test_sin_cos_on_the_hardest_arguments_match_mpmath():
         assert error <= 1, (key, error)
 
 
-@pytest.mark.parametrize("function", sorted(set(mathlib.VECTORIZED.values())))
+@pytest.mark.parametrize("function", sorted(set(library.ROUTINES.values())))
 def test_kernels_vectorise(function):
     """No libm call in the loop: LLVM emits packed arithmetic for every function we inline."""
     from numba import njit
-    inlined = mathlib.implementation(function)
+    inlined = library.FUNCTIONS[function]
     dtype = np.float64 if function.endswith("f64") else np.float32
 
     @njit(error_model="numpy")

@@ -9,7 +9,7 @@ import pytest
 from numba import njit
 
 import flowjit
-from flowjit.compiler.codegen.writer import STAGE_BLOCK
+from flowjit.compiler.codegen.writer import PARALLEL, SERIAL, STAGE_BLOCK
 from helpers import close, packed, tolerance_for
 
 
@@ -27,7 +27,7 @@ def _kernel(jitted, *args) -> tuple[str, str]:
 
 
 def _stage_loops(source: str, name: str) -> int:
-    body = source[source.index(f"def {name}("):source.index(f"def {name}_parallel(")]
+    body = source[source.index(f"def {SERIAL}("):source.index(f"def {PARALLEL}(")]
     return len(re.findall(r"^\s+for j in range\(count\):", body, re.M))
 
 
@@ -55,7 +55,7 @@ def test_chains_of_one_to_eight_functions_stay_packed(dtype, function):
         if length == 8:
             namespace = {}
             exec(compile(source, name, "exec"), namespace)        # compiled afresh: cached code has no assembly
-            for variant, options in ((name, {}), (name + "_parallel", {"parallel": True})):
+            for variant, options in ((SERIAL, {}), (PARALLEL, {"parallel": True})):
                 kernel = njit(error_model="numpy", fastmath={"contract"}, **options)(namespace[variant])
                 out = np.empty_like(x)
                 kernel(x, out)
@@ -81,7 +81,7 @@ def test_staged_kernels_with_several_outputs_broadcasts_and_booleans():
         jitted = flowjit.jit(program)
         name, source = _kernel(jitted, x, row)
         assert _stage_loops(source, name) == 4, source
-        assert re.search(r"stage_gt = stack_array\(np.uint8", source), source        # the boolean a > 0
+        assert re.search(r"stage_gt = fj.stack_array\(np.uint8", source), source        # the boolean a > 0
         _assert_matches(jitted, (x, row))
 
 

@@ -35,8 +35,8 @@ def test_gelu_spelled_with_a_power_has_no_pow():
     assert not re.search(r"= pow ", text), text
     assert re.search(r"= cast %x \{dtype=f64\}", text) and text.count("= mul ") >= 5, text
     (source,) = flowjit.jit(gelu).lower(x).kernel_sources().values()
-    kernel = source[source.index("def k"):]
-    assert "**" not in kernel and "fj_power" not in kernel, kernel
+    code = [line for line in source[source.index("def kernel"):].splitlines() if not line.strip().startswith("#")]
+    assert not [line for line in code if re.search(r"\*\*|fj\.pow", line)], code
     assert close(flowjit.jit(gelu)(x), gelu(x), tolerance_for(x))     # (1 + tanh cancels below -3)
 
 

@@ -17,11 +17,13 @@ import sys
 import numpy as np
 from numba import njit
 
-from flowjit.compiler.codegen import mathlib
+from flowjit.compiler.codegen import library
+from flowjit.compiler.ir.ops.base import routine_ops
+from flowjit.compiler.ir.ops.elementwise import special
 
-FUNCTIONS = ("exp", "log", "tanh", "sigmoid", "erf", "sin", "cos", "exp2", "expm1", "log1p", "log2", "log10",
-             "sinh", "cosh", "tan", "arctan", "arcsin", "arccos", "arctan2", "pow")
-BINARY = ("arctan2", "pow")
+# Every routine an op's lowering calls (ops.base.routine_ops), in the registry's order.
+FUNCTIONS = tuple(routine_ops())
+BINARY = tuple(name for name, op in routine_ops().items() if op.num_inputs == 2)      # arctan2, pow
 DTYPES = (np.float32, np.float64)
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, -1e-310, 5e-324, 1e-45, 1.0, -1.0, 0.5,
             709.782712893384, 709.7827128933841, -745.1332191019411, -745.1332191019412, 88.72283, 88.72284,
@@ -37,16 +39,15 @@ HARD_TRIG = {np.float64: [6381956970095103 * 2.0 ** 797, 5.0e22, 1e22, 8.0e15 * 
 
 
 def reference(name: str):
-    from scipy.special import erf, expit
-    if name in ("sigmoid", "erf", "pow"):
-        return {"sigmoid": expit, "erf": erf, "pow": np.power}[name]
-    return getattr(np, name)
+    """What routine ``name`` must agree with: its op's numpy ufunc, or the scipy.special one."""
+    op = routine_ops()[name]
+    return op.ufunc if op.ufunc is not None else special(op.special)
 
 
 @functools.cache
 def _runner(name: str, dtype, fma: bool):
     """mathlib's ``name`` for ``dtype`` over an array, compiled once per FMA setting."""
-    function = mathlib.implementation(f"{name}_{'f64' if dtype == np.float64 else 'f32'}")
+    function = library.FUNCTIONS[f"{name}_{'f64' if dtype == np.float64 else 'f32'}"]
     flags = dict(error_model="numpy", fastmath={"contract"} if fma else False)
     if name in BINARY:
         @njit(**flags)

@@ -1,9 +1,9 @@
 """The kernel cache: in memory by source, on disk across processes.
 
-A kernel module is keyed by a hash of its source (without comments and with the
-kernel's name left out, so the same loop generated for two programs or two sizes is
-compiled once) plus the numba and llvmlite versions, the CPU's name and features, and
-the source of the math library the kernels inline.  On disk it is an ordinary Python file whose
+A kernel module is keyed by a hash of its source without comments (its functions are always
+``kernel`` and ``kernel_parallel``, so the same loop generated for two programs or two sizes
+is compiled once) plus the numba and llvmlite versions, the CPU's name and features, and
+the source of the kernel library the kernels inline.  On disk it is an ordinary Python file whose
 functions use numba's disk cache (through ``numba_cache``), so numba keeps the object code
 beside it in ``__pycache__``; a manifest with the sha256 of every file of the entry lets a
 later process detect a corrupted or truncated entry, warn once, and rebuild it.  Every file
@@ -26,7 +26,6 @@ import importlib.util
 import json
 import linecache
 import os
-import re
 import sys
 import tempfile
 import threading
@@ -39,23 +38,21 @@ import llvmlite.binding as llvm
 import numba
 from numba import njit
 
-from flowjit.compiler.codegen.kernel import KernelSource, module_source
+from flowjit.compiler.codegen.kernel import PARALLEL, SERIAL, KernelSource
 from flowjit.compiler.codegen.numba_cache import (LOCK_TIMEOUT_S, KernelFunctionCache, directory_lock, fsync_directory,
                                                   is_temporary)
 from flowjit.counters import STATS
 from flowjit.errors import KernelCacheWarning
 
-_PLACEHOLDER = "__kernel__"
-
-
-
-
 def toolchain_key() -> str:
     """What besides a kernel's own text decides its machine code: the toolchain, the CPU,
-    and the source of the math library that kernels inline."""
-    from flowjit.compiler.codegen import mathlib
-    with open(mathlib.__file__, "rb") as stream:
-        library = hashlib.sha256(stream.read()).hexdigest()[:16]
+    and the source of the kernel library (``fj``) that kernels inline."""
+    from flowjit.compiler.codegen import library as kernel_library
+    digest = hashlib.sha256()
+    for module in kernel_library.MODULES:
+        with open(module.__file__, "rb") as stream:
+            digest.update(stream.read())
+    library = digest.hexdigest()[:16]
     features = llvm.get_host_cpu_features().flatten()
     return (f"numba={numba.__version__};llvmlite={llvmlite.__version__};cpu={llvm.get_host_cpu_name()};"
             f"{features};mathlib={library}")
@@ -72,26 +69,11 @@ class CompiledKernel:
     recorded: int = field(default=0)         # cache files listed in the manifest so far
 
 
-def kernel_function_name(text: str) -> str:
-    """The serial kernel defined in a module (helpers are ``fj_*``, the other is ``*_parallel``)."""
-    for name in re.findall(r"^def (\w+)\(", text, re.MULTILINE):
-        if not name.startswith("fj_") and not name.endswith("_parallel"):
-            return name
-    raise ValueError("no kernel function in module")
-
-
 def canonical(text: str) -> str:
-    """The code without comments and with the kernel's name replaced: what the key hashes.
-
-    Comments carry the IR lines with the traced shapes, and the name says where in the
-    program the kernel sits; neither changes the compiled code, so new sizes and other
-    programs reuse it."""
-    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
-    try:
-        name = kernel_function_name(code)
-    except ValueError:
-        return code
-    return re.sub(rf"\b{re.escape(name)}(_parallel)?\b", lambda m: _PLACEHOLDER + (m.group(1) or ""), code)
+    """The code without comments: what the key hashes.  Comments carry the IR lines with the
+    traced shapes and the kernel's place in its program; neither changes the compiled code,
+    so new sizes and other programs reuse it."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
 
 
 def _write_atomic(path: str, text: str) -> None:
@@ -206,7 +188,7 @@ class KernelCache:
                       KernelCacheWarning, stacklevel=_user_stacklevel())
 
     def key_of(self, kernel: KernelSource, fma: bool = True) -> str:
-        text = canonical(module_source(kernel))          # header and helpers included
+        text = canonical(kernel.source)          # the header included
         return hashlib.sha256((text + self.toolchain + f";fma={fma}").encode()).hexdigest()[:24]
 
     def get(self, kernel: KernelSource, fma: bool = True) -> CompiledKernel:
@@ -220,7 +202,7 @@ class KernelCache:
 
     # -- loading ---------------------------------------------------------------------------------
     def _load(self, kernel: KernelSource, key: str, fma: bool) -> CompiledKernel:
-        text = module_source(kernel)
+        text = kernel.source
         if self.directory is None:
             return self._in_memory(kernel.name, key, text, fma)
         stem = f"k_{key}"
@@ -243,7 +225,7 @@ class KernelCache:
             return self._wrap(kernel.name, key, text, vars(module), path=path, fma=fma)
         except OSError as error:                  # the directory changed under us: read-only, removed
             self._disk_failed(stem, error, "compiling the kernel in memory")
-            return self._in_memory(kernel.name, key, module_source(kernel), fma)
+            return self._in_memory(kernel.name, key, kernel.source, fma)
 
     def _in_memory(self, name: str, key: str, text: str, fma: bool) -> CompiledKernel:
         filename = f"<flowjit kernel {name} {key}>"
@@ -253,12 +235,11 @@ class KernelCache:
         return self._wrap(name, key, text, namespace, path=None, fma=fma)
 
     def _wrap(self, name, key, text, namespace, *, path: str | None, fma: bool) -> CompiledKernel:
-        function = kernel_function_name(text)
         # 'contract' lets LLVM fuse a*b+c into one FMA (one rounding); nothing else of fastmath.
         flags = dict(error_model="numpy", fastmath={"contract"} if fma else False)
         native = path is not None and KernelFunctionCache is None       # another numba: its own cache
-        serial = njit(cache=native, **flags)(namespace[function])
-        parallel = njit(parallel=True, cache=native, **flags)(namespace[function + "_parallel"])
+        serial = njit(cache=native, **flags)(namespace[SERIAL])
+        parallel = njit(parallel=True, cache=native, **flags)(namespace[PARALLEL])
         STATS.dispatchers.extend([serial, parallel])
         compiled = CompiledKernel(name, key, text, serial, parallel, path)
         if path is not None and KernelFunctionCache is not None:

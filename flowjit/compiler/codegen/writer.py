@@ -10,24 +10,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flowjit.compiler.codegen.mathlib import VECTORIZED
 from flowjit.compiler.codegen.scalar import CodegenError, constructor, expression, literal
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
-from flowjit.compiler.ir.ops.base import OpKind
+from flowjit.compiler.ir.ops.base import OpKind, routine_ops
 from flowjit.compiler.ir.printer import format_node
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan
 
 INDENT = "    "
+SERIAL, PARALLEL = "kernel", "kernel_parallel"      # the two functions of every kernel module
 KERNEL_OP_KINDS = (OpKind.ELEMENTWISE, OpKind.REDUCTION, OpKind.CONSTANT)      # (and the matmul BLAS runs)
-INLINED_MATH = frozenset(name for name, _ in VECTORIZED)      # ops lowered to a mathlib function
+INLINED_MATH = frozenset(routine_ops().values())      # ops whose lowering inlines a math routine
 STAGE_BLOCK = 256                       # elements per block of a staged innermost loop
 
 
 @dataclass
 class KernelSource:
     name: str
-    source: str                 # the module text: serial ``name`` and parallel ``name_parallel``
+    source: str                 # the whole module text: functions ``kernel`` and ``kernel_parallel``
     inputs: list[Value]         # outer values, in argument order (for matmul: the BLAS result first)
     outputs: list[Value]        # outer values written by the kernel
     kind: KernelKind
@@ -56,9 +56,10 @@ class KernelWriter:
     """Writes one variant of a fused node's kernel: serial, or (``parallel``) with ``prange`` on
     the outer loop the plan lets run in parallel (``for_loop``)."""
 
-    def __init__(self, node: Node, parallel: bool = False):
+    def __init__(self, node: Node, parallel: bool = False, target: str = "cpu"):
         self.node = node
         self.parallel = parallel
+        self.target = target                    # which op lowering rules apply (Lowering.targets)
         self.parallel_loops = 0                 # prange loops written (0: no loop can run in parallel)
         self.body: Graph = node.attrs["body"]
         self.plan: KernelPlan = node.attrs["plan"]
@@ -143,7 +144,7 @@ class KernelWriter:
             return
         embed = self.embed[out]
         operands = [self.operand(node, value, embed, out.type.rank) for value in node.inputs]
-        self.emit(depth, f"{self.var(out)} = {expression(node, operands)}")
+        self.emit(depth, f"{self.var(out)} = {expression(node, operands, self.target)}")
 
     def store(self, depth: int, value: Value) -> None:
         array = self.argument[value]
@@ -159,7 +160,7 @@ class KernelWriter:
 
     # -- kernels ----------------------------------------------------------------------------------------
     def write_function(self) -> tuple[str, list[Value], list[Value]]:
-        """The kernel function's text (``name``, or ``name_parallel``), its inputs and outputs."""
+        """The kernel function's text (``kernel``, or ``kernel_parallel``), its inputs and outputs."""
         inputs, outputs = self.arguments()
         body_lines = self.write_body(outputs)
         rank = len(self.domain)
@@ -168,7 +169,7 @@ class KernelWriter:
             raise CodegenError(f"kernel {self.name}: no argument gives the extent of domain axis {missing[0]}")
         header = [f"{INDENT}n{axis} = {self.extents.get(axis, '1')}" for axis in range(rank)]
         parameters = ", ".join(self.argument[v] for v in inputs + outputs)
-        name = self.name + ("_parallel" if self.parallel else "")
+        name = PARALLEL if self.parallel else SERIAL
         return "\n".join([f"def {name}({parameters}):"] + header + body_lines), inputs, outputs
 
     def outer_value(self, value: Value) -> Value:
@@ -223,7 +224,7 @@ class KernelWriter:
         stage: dict[Node, int] = {}
         for node in nodes:
             below = max((depth.get(value, 0) for value in node.inputs), default=0)
-            heavy = node.op.name in INLINED_MATH and node.output.dtype.kind == "f"
+            heavy = node.op in INLINED_MATH and node.output.dtype.kind == "f"
             depth[node.output] = below + (1 if heavy else 0)
             stage[node] = max(depth[node.output], 1)
         return stage if max(stage.values(), default=0) >= 2 else {}
@@ -243,7 +244,7 @@ class KernelWriter:
         self.emit(depth, f"low = block * {STAGE_BLOCK}")
         self.emit(depth, f"count = min({STAGE_BLOCK}, n{last} - low)")
         for value, buffer in crossing.items():
-            self.emit(depth, f"{buffer} = stack_array({self._buffer_type(value)}, {STAGE_BLOCK})")
+            self.emit(depth, f"{buffer} = fj.stack_array({self._buffer_type(value)}, {STAGE_BLOCK})")
         for number in range(1, max(stage.values()) + 1):
             self.emit(depth, f"# stage {number}")
             self.emit(depth, "for j in range(count):")
