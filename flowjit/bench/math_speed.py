@@ -1,6 +1,6 @@
 """ns per element of each inlined math function, against numba's libm call and numpy.
 
-    python -m flowjit.bench.math_speed [--size 4194304]
+    python -m flowjit.bench.math_speed [--size 4194304] [--repeat 7]
 
 One loop per function over uniform inputs in [-100, 100] (positive for the logs, above -1
 for log1p, in [-1, 1] for arcsin and arccos, both arguments for arctan2); best of 7.
@@ -50,6 +50,7 @@ def _best(call, repeat: int = 7) -> float:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=1 << 22)
+    parser.add_argument("--repeat", type=int, default=7, help="runs per measurement; the best counts")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     print(f"{'function':<10}{'dtype':<9}{'flowjit':>10}{'numba libm':>12}{'numpy':>9}   (ns/element)")
@@ -72,7 +73,7 @@ def main(argv=None) -> int:
                 continue
             with np.errstate(all="ignore"):
                 run()
-                row.append(f"{_best(run) / out.size * 1e9:.2f}")
+                row.append(f"{_best(run, args.repeat) / out.size * 1e9:.2f}")
         print(f"{name:<10}{dtype_name:<9}{row[0]:>10}{row[1]:>12}{row[2]:>9}")
     return 0
 
