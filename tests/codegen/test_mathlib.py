@@ -107,3 +107,24 @@ def test_economization_reproduces_a_polynomial_it_does_not_truncate():
     for z in [Fraction(k, 8) for k in range(-8, 25)]:
         error = sum(c * z ** n for n, c in enumerate(cubic)) - sum(c * z ** n for n, c in enumerate(lower))
         assert abs(error) <= dropped
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_ufuncs_lower_to_vectorised_routines(dtype):
+    """Every float math ufunc flowjit traces calls its mathlib routine in the kernel, not libm
+    (a libm call per element stops the vectoriser): softplus's log1p, arctan2, pow with an
+    array exponent, and the rest."""
+    import flowjit
+    x = np.linspace(0.1, 0.9, 16).astype(dtype)
+    programs = {name: (lambda x, f=getattr(np, name): f(x)) for name in
+                ("exp2", "expm1", "log1p", "log2", "log10", "sinh", "cosh", "tan", "arcsin", "arccos", "arctan")}
+    programs["arctan2"] = lambda x: np.arctan2(x, x[::-1])
+    programs["pow"] = lambda x: np.power(x, x[::-1])
+    programs["pow_scalar"] = lambda x: x ** 2.2              # numpy's fast paths around the routine
+    suffix = "f32" if dtype == np.float32 else "f64"
+    for name, program in programs.items():
+        (source,) = flowjit.jit(program).lower(x).kernel_sources().values()
+        code = [line for line in source[source.index("def kernel"):].splitlines() if not line.strip().startswith("#")]
+        routine = name.split("_")[0]
+        assert any(f"fj.{routine}_{suffix}(" in line for line in code), (name, code)
+        assert not any(re.search(r"\bmath\.|\*\*", line) for line in code), (name, code)
