@@ -7,6 +7,7 @@ skipped, as JAX's ``source_info_util.user_frames`` does.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import sysconfig
@@ -48,15 +49,51 @@ class Location:
         return self.file if relative.startswith("..") else relative
 
 
-def user_location(extra_skip: int = 0) -> Location | None:
-    """The innermost frame of the caller's stack that is not flowjit or numpy code."""
-    frame = sys._getframe(1 + extra_skip)
+def _outer_frame(frame, skipped: tuple[str, ...]):
+    """(the innermost frame from ``frame`` outwards whose file is not under ``skipped``, how many
+    frames out it is: 0 for ``frame`` itself); (None, depth) when every frame is skipped."""
+    depth = 0
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith(_SKIPPED_PREFIXES) and not filename.startswith("<frozen"):
-            return Location(filename, frame.f_lineno)
-        frame = frame.f_back
-    return None
+        if not filename.startswith(skipped) and not filename.startswith("<frozen"):
+            return frame, depth
+        frame, depth = frame.f_back, depth + 1
+    return None, depth
+
+
+def user_location(extra_skip: int = 0) -> Location | None:
+    """The innermost frame of the caller's stack that is not flowjit or numpy code."""
+    frame, _ = _outer_frame(sys._getframe(1 + extra_skip), _SKIPPED_PREFIXES)
+    return None if frame is None else Location(frame.f_code.co_filename, frame.f_lineno)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning the caller raises point at the user's code: the
+    innermost frame outside flowjit, numpy, numba and the standard library (functools' wrappers);
+    other installed packages count as the user's (a user's code may be one)."""
+    frame, depth = sys._getframe(1), 1
+    while frame is not None and _warning_internal(frame.f_code.co_filename):
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
+@functools.cache
+def _warning_skipped() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(flowjit, numpy and numba; the standard library; the installed packages within it)."""
+    import importlib.util
+    spec = importlib.util.find_spec("numba")
+    numba_dir = (os.path.dirname(spec.origin) + os.sep,) if spec is not None and spec.origin else ()
+    paths = sysconfig.get_paths()
+    standard = tuple({os.path.abspath(paths[key]) + os.sep for key in ("stdlib", "platstdlib")})
+    packages = tuple({os.path.abspath(paths[key]) + os.sep for key in ("purelib", "platlib")})
+    return (_FLOWJIT_DIR, _NUMPY_DIR) + numba_dir, standard, packages
+
+
+def _warning_internal(filename: str) -> bool:
+    ours, standard, packages = _warning_skipped()
+    if filename.startswith("<frozen") or filename.startswith(ours):
+        return True
+    return filename.startswith(standard) and not filename.startswith(packages)
 
 
 def _traceback_files(error: BaseException) -> list[tuple[str, int]]:

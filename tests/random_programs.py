@@ -142,7 +142,9 @@ def _shape_of(program_pool_shapes, index):
 
 
 @st.composite
-def random_programs(draw, max_steps: int = 10) -> RandomProgram:
+def random_programs(draw, max_steps: int = 10, dtypes=None, unary=None) -> RandomProgram:
+    """``dtypes``: what inputs are drawn from (default: ``DTYPES``); ``unary``: the names of the
+    unary steps to draw (default: all of ``UNARY``)."""
     base = draw(st.sampled_from(BASE_SHAPES))
     # Input shapes broadcast against the base: the base itself, a suffix, or 1s in place of dims.
     def variant():
@@ -152,13 +154,13 @@ def random_programs(draw, max_steps: int = 10) -> RandomProgram:
         if choice == 1:
             return base[draw(st.integers(0, len(base))):]
         return tuple(1 if draw(st.booleans()) else d for d in base)
-    inputs = tuple((variant(), draw(st.sampled_from(DTYPES))) for _ in range(draw(st.integers(1, 3))))
+    inputs = tuple((variant(), draw(st.sampled_from(dtypes or DTYPES))) for _ in range(draw(st.integers(1, 3))))
     shapes = [np.empty(s, d) for s, d in inputs]   # abstract pool to keep steps well-formed
     steps = []
     for _ in range(draw(st.integers(1, max_steps))):
         kind = draw(st.sampled_from(["unary", "unary", "binary", "binary", "reduce"]))
         if kind == "unary":
-            name = draw(st.sampled_from(sorted(UNARY)))
+            name = draw(st.sampled_from(sorted(unary or UNARY)))
             operands = (draw(st.integers(0, len(shapes) - 1)),)
             params = ()
         elif kind == "binary":

@@ -262,6 +262,8 @@ class Tracer:
         # properties numpy_api implements, else an error naming what is not supported.
         from flowjit.frontend import numpy_api
         from flowjit.frontend.unsupported import attribute_error
+        if name in ("_trace", "_value", "_origin"):          # not set yet (a copy probe, __new__)
+            raise AttributeError(name)
         if not name.startswith("_"):
             if name in numpy_api.METHODS:
                 return types.MethodType(numpy_api.METHODS[name], self)
@@ -272,6 +274,10 @@ class Tracer:
     def __getitem__(self, key):
         from flowjit.frontend import numpy_api
         return numpy_api.getitem(self, key)
+
+    def __dir__(self):
+        from flowjit.frontend import numpy_api
+        return sorted(set(super().__dir__()) | set(numpy_api.METHODS) | set(numpy_api.PROPERTIES))
 
     def __setitem__(self, key, value):
         raise TraceError("traced arrays are immutable: instead of x[i] = v, build the result with "

@@ -87,7 +87,7 @@ def test_a_write_that_fails_mid_process_compiles_in_memory(tmp_path, monkeypatch
                                                            stops_writing):
     """Refused (or out of room): one warning for the directory, nothing more is written.
     Anything else (another process removed a file at that moment): that kernel only."""
-    real_write = cache_module._write_atomic
+    real_write = cache_module.write_atomically
     failures = []
 
     def write_once(path, text):
@@ -95,7 +95,7 @@ def test_a_write_that_fails_mid_process_compiles_in_memory(tmp_path, monkeypatch
             failures.append(path)
             raise error
         return real_write(path, text)
-    monkeypatch.setattr(cache_module, "_write_atomic", write_once)
+    monkeypatch.setattr(cache_module, "write_atomically", write_once)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         run_all(str(tmp_path))
@@ -508,3 +508,18 @@ def test_cache_info_counts_as_du_does(tmp_path, monkeypatch, fresh_caches, capsy
     assert f"({blocks} bytes): the blocks allocated" in out, (out, blocks)
     assert f"({apparent} bytes): file and directory lengths" in out, (out, apparent)
     assert "kernels:   2" in out
+
+
+def test_a_warning_points_at_a_caller_that_is_an_installed_package(tmp_path, monkeypatch):
+    """Code under site-packages is a user's too (only flowjit, numpy, numba and the standard
+    library are skipped): the warning names the package's line, not a frame further out."""
+    import sysconfig
+    from flowjit.errors import user_stacklevel
+    site = sysconfig.get_paths()["purelib"]
+    namespace = {"warnings": warnings, "user_stacklevel": user_stacklevel}
+    source = "def caller():\n    warnings.warn('here', UserWarning, stacklevel=user_stacklevel())\n"
+    exec(compile(source, f"{site}/some_users_package/module.py", "exec"), namespace)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        namespace["caller"]()
+    assert caught[0].filename == f"{site}/some_users_package/module.py" and caught[0].lineno == 2

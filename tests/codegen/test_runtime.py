@@ -124,6 +124,10 @@ def test_kernel_traceback_shows_the_generated_line():
     assert driver and re.match(r"k0_pow\w*\(t_x, t_n, t_k0_pow\)", driver[-1].line or ""), frames
     raised = frames[-1]
     assert "raise ValueError" in (raised.line or ""), frames
+    # numba inlines the library's helper into the kernel, so the note says which IR line ran
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert re.search(r"raised in %k0_pow\w*, which computes\n    %pow = pow %\w+, %\w+ : i64\[4\] "
+                     r"loc\(\".*test_runtime.py\":\d+\)", notes), notes
 
 
 def test_recompile_log_says_what_changed(caplog):

@@ -119,7 +119,9 @@ class DriverBuilder:
         releases: dict[int, list[Value]] = {}
         for root, last in self.last_use.items():
             releases.setdefault(last, []).append(root)
+        self.node_lines: list[tuple[int, Node]] = []       # (first driver line, node), for errors
         for index, node in enumerate(self.graph.nodes):
+            self.node_lines.append((len(self.lines) + 2, node))
             self.emit("# " + format_node(node).split(" {body=")[0])
             if node.op is ops.fused:
                 self.emit_kernel(index, node, free_slots, slot_of)
@@ -141,7 +143,7 @@ class DriverBuilder:
             results.append(text)
         self.emit(f"return [{', '.join(results)}]")
         source = f"def driver(workspace, {', '.join(params)}):\n" + "\n".join(self.lines) + "\n"
-        filename = f"<flowjit driver {self.graph.name} {id(self)}>"
+        filename = self.filename = f"<flowjit driver {self.graph.name} {id(self)}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         namespace = dict(self.globals)
         exec(compile(source, filename, "exec"), namespace)
@@ -255,6 +257,7 @@ class Executable:
     def __init__(self, graph: Graph, backend: Backend):
         builder = DriverBuilder(graph, backend)
         self.driver, self.driver_source = builder.build()
+        self.driver_filename, self.node_lines = builder.filename, builder.node_lines
         self.kernel_sources = builder.sources
         self.slot_specs = builder.slot_specs
         self.compiled = builder.compiled
@@ -264,19 +267,41 @@ class Executable:
         self.recorded = False
         STATS.executables += 1
 
+    def annotate(self, error: Exception) -> None:
+        """Say which node of the program raised: the driver line the error passed through, and
+        the IR line above it (with the user's file:line) -- a helper numba inlined into a kernel
+        leaves no frame of the kernel itself."""
+        traceback, line = error.__traceback__, None
+        while traceback is not None:
+            if traceback.tb_frame.f_code.co_filename == self.driver_filename:
+                line = traceback.tb_lineno
+            traceback = traceback.tb_next
+        if line is None:
+            return
+        node = next((node for first, node in reversed(self.node_lines) if first <= line), None)
+        if node is None:
+            return
+        inner = node.attrs["body"].nodes if node.op is ops.fused else [node]
+        lines = [format_node(op_node).split(" {body=")[0] for op_node in inner if op_node.op is not ops.constant]
+        error.add_note(f"flowjit: raised in %{node.name}, which computes\n" + "\n".join(f"    {text}" for text in lines))
+
     def new_workspace(self) -> list:
         return [np.empty(shape, dtype) for shape, dtype in self.slot_specs]
 
     def __call__(self, *arrays):
-        if self.lock.acquire(blocking=False):
-            try:
-                if self.workspace is None:
-                    self.workspace = self.new_workspace()
-                results = self.driver(self.workspace, *arrays)
-            finally:
-                self.lock.release()
-        else:                                   # another thread is running it: its own workspace
-            results = self.driver(self.new_workspace(), *arrays)
+        try:
+            if self.lock.acquire(blocking=False):
+                try:
+                    if self.workspace is None:
+                        self.workspace = self.new_workspace()
+                    results = self.driver(self.workspace, *arrays)
+                finally:
+                    self.lock.release()
+            else:                               # another thread is running it: its own workspace
+                results = self.driver(self.new_workspace(), *arrays)
+        except Exception as error:
+            self.annotate(error)
+            raise
         if not self.recorded:
             self.recorded = True
             self.backend.ran(self.compiled)

@@ -9,6 +9,8 @@ binds ``fj`` to a library of its own with the same names.
 
 from __future__ import annotations
 
+import sys
+
 from numba.core.extending import _Intrinsic
 from numba.core.registry import CPUDispatcher
 
@@ -17,10 +19,15 @@ from flowjit.compiler.ir.ops.base import routine_ops
 from flowjit.compiler.ir.ops.lowering import ROUTINE_DTYPES
 
 MODULES = (mathlib, mathlib_explog, mathlib_trig, numerics)
+SOURCES = MODULES + (sys.modules[__name__],)        # what the kernel cache hashes: these decide what fj binds
 
-FUNCTIONS: dict[str, object] = {
-    name: value for module in MODULES for name, value in vars(module).items()
-    if not name.startswith("_") and isinstance(value, (CPUDispatcher, _Intrinsic))}
+FUNCTIONS: dict[str, object] = {}
+for _module in MODULES:
+    for _name, _value in vars(_module).items():
+        if not _name.startswith("_") and isinstance(_value, (CPUDispatcher, _Intrinsic)):
+            if _name in FUNCTIONS and FUNCTIONS[_name] is not _value:
+                raise ImportError(f"kernel library: {_module.__name__}.{_name} shadows another module's {_name}")
+            FUNCTIONS[_name] = _value
 
 globals().update(FUNCTIONS)
 

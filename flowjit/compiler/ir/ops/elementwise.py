@@ -40,13 +40,59 @@ def _elementwise_rule(function):
 
 
 def _ufunc_op(name: str, ufunc, lower: Lowering, *, flops: float = 1.0, commutative: bool = False,
-              doc: str = "") -> Op:
+              grad=None, doc: str = "") -> Op:
     return register(Op(
         name=name, kind=OpKind.ELEMENTWISE, num_inputs=ufunc.nin,
         type_rule=_elementwise_rule(ufunc),
         reference=lambda arrays, attrs: [ufunc(*arrays)],
         commutative=commutative, ufunc=ufunc, doc=doc or f"numpy.{ufunc.__name__}",
-        lowering=lower, flops=flops))
+        lowering=lower, flops=flops, gradient=grad))
+
+
+# -- gradient rules (ir/gradients.py): rule(node, g, b) -> a cotangent per input, None for none ---
+def _unary(derivative):
+    """d/dx f(x) = derivative(b, x, out): the rule multiplies it by the cotangent."""
+    return lambda node, g, b: (b.mul(g, derivative(b, node.inputs[0], node.output)),)
+
+
+def _zero(node, g, b):
+    """Piecewise constant (floor, sign, floor division...): zero almost everywhere."""
+    return (None,) * len(node.inputs)
+
+
+def _reciprocal_sqrt_of(b, value):
+    return b(reciprocal, [b(sqrt, [value])])
+
+
+def _extreme_grad(larger: bool):
+    """max/min of two: the cotangent goes to the operand chosen; at a tie half to each, as the
+    central difference of max(a, b) sees it (and jax.grad gives)."""
+    def rule(node, g, b):
+        x, y = node.inputs
+        first = b(gt if larger else lt, [x, y])
+        tie = b(eq, [x, y])
+        half, one, nothing = b.like(0.5, g), b.like(1, g), b.like(0, g)
+        share = b.select(first, one, b.select(tie, half, nothing))
+        return b.mul(g, share), b.mul(g, b.sub(one, share))
+    return rule
+
+
+def _power_grad(node, g, b):
+    base, exponent = node.inputs
+    out = node.output
+    one = b.like(1, out)
+    d_base = b.mul(g, exponent, b(pow_, [base, b.sub(b.cast(exponent, out.dtype), one)]))
+    if exponent.dtype.kind not in "fc":
+        return d_base, None
+    zero = b.like(0, out)
+    log_base = b.select(b(eq, [base, zero]), zero, b(log, [base]))      # 0 ** y: no gradient through log 0
+    return d_base, b.mul(g, out, log_base)
+
+
+def _arctan2_grad(node, g, b):
+    y, x = node.inputs
+    scale = b.div(g, b.add(b.mul(x, x), b.mul(y, y)))
+    return b.mul(scale, x), b.neg(b.mul(scale, y))
 
 
 # -- scalar lowerings shared by several ops (lowering.py has the common builders) ---------------------
@@ -125,35 +171,35 @@ def _bool_or(bool_text: str, text: str) -> Lowering:
 
 
 # -- unary -----------------------------------------------------------------------------------
-neg = _ufunc_op("neg", np.negative, lowering(lambda c, a: f"(-{a})"))
-abs_ = _ufunc_op("abs", np.absolute, _bool_or("{a}", "abs({a})"))
-sqrt = _ufunc_op("sqrt", np.sqrt, call("math.sqrt"), flops=4)
-square = _ufunc_op("square", np.square, lowering(lambda c, a: f"({a} * {a})"))
-reciprocal = _ufunc_op("reciprocal", np.reciprocal, lowering(_reciprocal), flops=4)
-exp = _ufunc_op("exp", np.exp, routine("exp", "exp"), flops=10)
+neg = _ufunc_op("neg", np.negative, lowering(lambda c, a: f"(-{a})"), grad=lambda n, g, b: (b.neg(g),))
+abs_ = _ufunc_op("abs", np.absolute, _bool_or("{a}", "abs({a})"), grad=_unary(lambda b, x, out: b(sign, [x])))
+sqrt = _ufunc_op("sqrt", np.sqrt, call("math.sqrt"), flops=4, grad=_unary(lambda b, x, out: b.div(b.like(0.5, out), out)))
+square = _ufunc_op("square", np.square, lowering(lambda c, a: f"({a} * {a})"), grad=_unary(lambda b, x, out: b.mul(b.like(2, out), x)))
+reciprocal = _ufunc_op("reciprocal", np.reciprocal, lowering(_reciprocal), flops=4, grad=_unary(lambda b, x, out: b.neg(b.mul(out, out))))
+exp = _ufunc_op("exp", np.exp, routine("exp", "exp"), flops=10, grad=_unary(lambda b, x, out: out))
 exp2 = _ufunc_op("exp2", np.exp2, Lowering(lambda c, a: routine_call("exp2", c.dtype, (a,))
-                                           or f"({literal(2, c.dtype)} ** {a})", routine="exp2"), flops=20)
-expm1 = _ufunc_op("expm1", np.expm1, routine("expm1", "expm1"), flops=20)
-log = _ufunc_op("log", np.log, routine("log", "log"), flops=10)
-log2 = _ufunc_op("log2", np.log2, routine("log2", "log2"), flops=20)
-log10 = _ufunc_op("log10", np.log10, routine("log10", "log10"), flops=20)
-log1p = _ufunc_op("log1p", np.log1p, routine("log1p", "log1p"), flops=20)
-sin = _ufunc_op("sin", np.sin, routine("sin", "sin"), flops=20)
-cos = _ufunc_op("cos", np.cos, routine("cos", "cos"), flops=20)
-tan = _ufunc_op("tan", np.tan, routine("tan", "tan"), flops=25)
-arcsin = _ufunc_op("arcsin", np.arcsin, routine("arcsin", "asin"), flops=25)
-arccos = _ufunc_op("arccos", np.arccos, routine("arccos", "acos"), flops=25)
-arctan = _ufunc_op("arctan", np.arctan, routine("arctan", "atan"), flops=25)
-sinh = _ufunc_op("sinh", np.sinh, routine("sinh", "sinh"), flops=20)
-cosh = _ufunc_op("cosh", np.cosh, routine("cosh", "cosh"), flops=20)
-tanh = _ufunc_op("tanh", np.tanh, routine("tanh", "tanh"), flops=15)
-floor = _ufunc_op("floor", np.floor, call("np.floor"))
-ceil = _ufunc_op("ceil", np.ceil, call("np.ceil"))
-trunc = _ufunc_op("trunc", np.trunc, call("np.trunc"))
-rint = _ufunc_op("rint", np.rint, call("np.rint"))
+                                           or f"({literal(2, c.dtype)} ** {a})", routine="exp2"), flops=20, grad=_unary(lambda b, x, out: b.mul(out, b.like(math.log(2), out))))
+expm1 = _ufunc_op("expm1", np.expm1, routine("expm1", "expm1"), flops=20, grad=_unary(lambda b, x, out: b.add(out, b.like(1, out))))
+log = _ufunc_op("log", np.log, routine("log", "log"), flops=10, grad=_unary(lambda b, x, out: b(reciprocal, [x])))
+log2 = _ufunc_op("log2", np.log2, routine("log2", "log2"), flops=20, grad=_unary(lambda b, x, out: b.div(b.like(1 / math.log(2), out), x)))
+log10 = _ufunc_op("log10", np.log10, routine("log10", "log10"), flops=20, grad=_unary(lambda b, x, out: b.div(b.like(1 / math.log(10), out), x)))
+log1p = _ufunc_op("log1p", np.log1p, routine("log1p", "log1p"), flops=20, grad=_unary(lambda b, x, out: b(reciprocal, [b.add(x, b.like(1, out))])))
+sin = _ufunc_op("sin", np.sin, routine("sin", "sin"), flops=20, grad=_unary(lambda b, x, out: b(cos, [x])))
+cos = _ufunc_op("cos", np.cos, routine("cos", "cos"), flops=20, grad=_unary(lambda b, x, out: b.neg(b(sin, [x]))))
+tan = _ufunc_op("tan", np.tan, routine("tan", "tan"), flops=25, grad=_unary(lambda b, x, out: b.add(b.like(1, out), b.mul(out, out))))
+arcsin = _ufunc_op("arcsin", np.arcsin, routine("arcsin", "asin"), flops=25, grad=_unary(lambda b, x, out: _reciprocal_sqrt_of(b, b.sub(b.like(1, out), b.mul(x, x)))))
+arccos = _ufunc_op("arccos", np.arccos, routine("arccos", "acos"), flops=25, grad=_unary(lambda b, x, out: b.neg(_reciprocal_sqrt_of(b, b.sub(b.like(1, out), b.mul(x, x))))))
+arctan = _ufunc_op("arctan", np.arctan, routine("arctan", "atan"), flops=25, grad=_unary(lambda b, x, out: b(reciprocal, [b.add(b.like(1, out), b.mul(x, x))])))
+sinh = _ufunc_op("sinh", np.sinh, routine("sinh", "sinh"), flops=20, grad=_unary(lambda b, x, out: b(cosh, [x])))
+cosh = _ufunc_op("cosh", np.cosh, routine("cosh", "cosh"), flops=20, grad=_unary(lambda b, x, out: b(sinh, [x])))
+tanh = _ufunc_op("tanh", np.tanh, routine("tanh", "tanh"), flops=15, grad=_unary(lambda b, x, out: b.sub(b.like(1, out), b.mul(out, out))))
+floor = _ufunc_op("floor", np.floor, call("np.floor"), grad=_zero)
+ceil = _ufunc_op("ceil", np.ceil, call("np.ceil"), grad=_zero)
+trunc = _ufunc_op("trunc", np.trunc, call("np.trunc"), grad=_zero)
+rint = _ufunc_op("rint", np.rint, call("np.rint"), grad=_zero)
 # NaN stays NaN; +-inf give +-1 (not inf - inf); -0.0 gives 0.0, as numpy does.
 sign = _ufunc_op("sign", np.sign, _float_or_int(lambda c, a: f"fj.sign_float({a})",
-                                                 lambda c, a: f"(({a} > 0) - ({a} < 0))"))
+                                                 lambda c, a: f"(({a} > 0) - ({a} < 0))"), grad=_zero)
 logical_not = _ufunc_op("logical_not", np.logical_not, _bool_or("(not {a})", "({a} == 0)"))
 invert = _ufunc_op("invert", np.invert, _bool_or("(not {a})", "(~{a})"))
 isnan = _ufunc_op("isnan", np.isnan, _on_floats("({a} != {a})", "False"))
@@ -161,20 +207,20 @@ isinf = _ufunc_op("isinf", np.isinf, _on_floats("(abs({a}) == np.inf)", "False")
 isfinite = _ufunc_op("isfinite", np.isfinite, _on_floats("(abs({a}) < np.inf)", "True"))
 
 # -- binary ----------------------------------------------------------------------------------
-add = _ufunc_op("add", np.add, infix("+", "|"), commutative=True)
-sub = _ufunc_op("sub", np.subtract, infix("-"))
-mul = _ufunc_op("mul", np.multiply, infix("*", "&"), commutative=True)
-div = _ufunc_op("div", np.divide, infix("/"), flops=4)
-floordiv = _ufunc_op("floordiv", np.floor_divide, lowering(_floordiv), flops=4)
+add = _ufunc_op("add", np.add, infix("+", "|"), commutative=True, grad=lambda n, g, b: (g, g))
+sub = _ufunc_op("sub", np.subtract, infix("-"), grad=lambda n, g, b: (g, b.neg(g)))
+mul = _ufunc_op("mul", np.multiply, infix("*", "&"), commutative=True, grad=lambda n, g, b: (b.mul(g, n.inputs[1]), b.mul(g, n.inputs[0])))
+div = _ufunc_op("div", np.divide, infix("/"), flops=4, grad=lambda n, g, b: (b.div(g, n.inputs[1]), b.neg(b.div(b.mul(g, n.output), n.inputs[1]))))
+floordiv = _ufunc_op("floordiv", np.floor_divide, lowering(_floordiv), flops=4, grad=_zero)
 mod = _ufunc_op("mod", np.remainder, _float_or_int(lambda c, a, b: f"fj.divmod_float({a}, {b})[1]",
-                                                   lambda c, a, b: f"fj.mod_int({a}, {b})"), flops=4)
-fmod = _ufunc_op("fmod", np.fmod, lowering(_fmod), flops=4)
-pow_ = _ufunc_op("pow", np.power, Lowering(_power, routine="pow"), flops=20)
-maximum = _ufunc_op("maximum", np.maximum, _maximum(True, True), commutative=True)
-minimum = _ufunc_op("minimum", np.minimum, _maximum(True, False), commutative=True)
-fmax = _ufunc_op("fmax", np.fmax, _maximum(False, True), commutative=True)
-fmin = _ufunc_op("fmin", np.fmin, _maximum(False, False), commutative=True)
-arctan2 = _ufunc_op("arctan2", np.arctan2, routine("arctan2", "atan2"), flops=25)
+                                                   lambda c, a, b: f"fj.mod_int({a}, {b})"), flops=4, grad=lambda n, g, b: (g, b.neg(b.mul(g, b(floordiv, list(n.inputs))))))
+fmod = _ufunc_op("fmod", np.fmod, lowering(_fmod), flops=4, grad=lambda n, g, b: (g, b.neg(b.mul(g, b(trunc, [b.div(*n.inputs)])))))
+pow_ = _ufunc_op("pow", np.power, Lowering(_power, routine="pow"), flops=20, grad=_power_grad)
+maximum = _ufunc_op("maximum", np.maximum, _maximum(True, True), commutative=True, grad=_extreme_grad(larger=True))
+minimum = _ufunc_op("minimum", np.minimum, _maximum(True, False), commutative=True, grad=_extreme_grad(larger=False))
+fmax = _ufunc_op("fmax", np.fmax, _maximum(False, True), commutative=True, grad=_extreme_grad(larger=True))
+fmin = _ufunc_op("fmin", np.fmin, _maximum(False, False), commutative=True, grad=_extreme_grad(larger=False))
+arctan2 = _ufunc_op("arctan2", np.arctan2, routine("arctan2", "atan2"), flops=25, grad=_arctan2_grad)
 eq = _ufunc_op("eq", np.equal, infix("=="), commutative=True)
 ne = _ufunc_op("ne", np.not_equal, infix("!="), commutative=True)
 lt = _ufunc_op("lt", np.less, infix("<"))
@@ -230,10 +276,12 @@ def _special_rule(name: str):
 
 erf = register(Op("erf", OpKind.ELEMENTWISE, 1, _special_rule("erf"),
                   lambda arrays, attrs: [special("erf")(arrays[0])], special="erf", doc="scipy.special.erf",
-                  lowering=routine("erf", "erf"), flops=20))
+                  lowering=routine("erf", "erf"), flops=20,
+                  gradient=_unary(lambda b, x, out: b.mul(b.like(2 / math.sqrt(math.pi), out), b(exp, [b.neg(b.mul(x, x))])))))
 sigmoid = register(Op("sigmoid", OpKind.ELEMENTWISE, 1, _special_rule("expit"),
                       lambda arrays, attrs: [special("expit")(arrays[0])], special="expit",
-                      doc="scipy.special.expit: 1 / (1 + exp(-x))", lowering=routine("sigmoid", None), flops=12))
+                      doc="scipy.special.expit: 1 / (1 + exp(-x))", lowering=routine("sigmoid", None), flops=12,
+                      gradient=_unary(lambda b, x, out: b.mul(out, b.sub(b.like(1, out), out)))))
 
 
 # -- cast and where ----------------------------------------------------------------------------
@@ -244,12 +292,18 @@ def _cast_rule(types, attrs):
 cast = register(Op("cast", OpKind.ELEMENTWISE, 1, _cast_rule,
                    lambda arrays, attrs: [arrays[0].astype(attrs["dtype"])],
                    attrs={"dtype": required(AttrKind.DTYPE)}, doc="ndarray.astype",
-                   lowering=typed(lambda c, a: cast_text(a, c.inputs[0].dtype, c.dtype))))
+                   lowering=typed(lambda c, a: cast_text(a, c.inputs[0].dtype, c.dtype)),
+                   gradient=lambda n, g, b: (g,)))
 
 
 def _where_rule(types, attrs):
     shape = broadcast_shapes(types)
     return [TensorType(shape, _result_dtype(np.where, tuple(t.dtype for t in types)))]
+
+
+def _where_grad(node, g, b):
+    condition = node.inputs[0]
+    return None, b.select(condition, g, b.zeros(g)), b.select(condition, b.zeros(g), g)
 
 
 def _where(c, condition, a, b):
@@ -260,4 +314,4 @@ def _where(c, condition, a, b):
 
 where = register(Op("where", OpKind.ELEMENTWISE, 3, _where_rule,
                     lambda arrays, attrs: [np.where(*arrays)], doc="numpy.where(cond, x, y)",
-                    lowering=typed(_where)))
+                    lowering=typed(_where), gradient=_where_grad))

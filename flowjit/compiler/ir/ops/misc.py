@@ -7,6 +7,7 @@ import functools
 import numpy as np
 
 from flowjit.compiler.ir.ops.base import AttrKind, Op, OpKind, attr, register, required
+from flowjit.compiler.ir.ops.shape import transpose
 from flowjit.compiler.ir.types import TensorType, check_dtype
 from flowjit.errors import OpTypeError, ShapeError
 
@@ -50,8 +51,24 @@ def _matmul_rule(types, attrs):
     return [TensorType(matmul_shape(left.shape, right.shape), _matmul_dtype(left.dtype, right.dtype))]
 
 
+def _matmul_grad(node, g, b):
+    """g @ B^T and A^T @ g, a 1-d operand taken as a row (left) or a column (right), summed over
+    the batch axes an operand was broadcast along."""
+    def swap(value):
+        perm = list(range(value.type.rank))
+        perm[-2:] = perm[-1], perm[-2]
+        return b(transpose, [value], {"perm": perm})
+    a, c = node.inputs
+    left = b.reshape(a, (1,) + a.shape) if a.type.rank == 1 else a
+    right = b.reshape(c, c.shape + (1,)) if c.type.rank == 1 else c
+    g = b.reshape(g, matmul_shape(left.shape, right.shape))
+    d_left = b.sum_to(b(matmul, [g, swap(right)]), left.shape)
+    d_right = b.sum_to(b(matmul, [swap(left), g]), right.shape)
+    return b.reshape(d_left, a.shape), b.reshape(d_right, c.shape)
+
+
 matmul = register(Op("matmul", OpKind.MATMUL, 2, _matmul_rule,
-                     lambda arrays, attrs: [np.matmul(*arrays)], doc="numpy.matmul"))
+                     lambda arrays, attrs: [np.matmul(*arrays)], doc="numpy.matmul", gradient=_matmul_grad))
 
 
 # -- stateful ops: the interpreter's ``state`` holds variables and random generators -----------

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from flowjit.compiler.ir.ops import elementwise
 from flowjit.compiler.ir.ops.base import (AttrKind, Op, OpKind, attr, normalize_axis, register,
                                           required)
 from flowjit.compiler.ir.ops.lowering import extreme, is_bool, is_float, literal
@@ -66,7 +67,47 @@ def _extreme(larger: bool):
     return rule
 
 
-def _reduction(name: str, function, combine=None, *, extra_attrs: dict | None = None, ufunc=None) -> Op:
+# -- gradient rules (ir/gradients.py): the cotangent, its reduced axes kept, spread over the input --
+def _count(node) -> int:
+    return int(np.prod([node.inputs[0].shape[axis] for axis in node.attrs["axes"]], dtype=np.int64))
+
+
+def _sum_grad(node, g, b):
+    return (b.broadcast(b.kept(g, node), node.inputs[0].shape),)
+
+
+def _mean_grad(node, g, b):
+    return (b.broadcast(b.div(b.kept(g, node), b.like(max(_count(node), 1), g)), node.inputs[0].shape),)
+
+
+def _prod_grad(node, g, b):
+    """prod(x) / x per element (a zero element gives NaN where numpy's true derivative does not)."""
+    x = node.inputs[0]
+    return (b.div(b.mul(b.kept(g, node), b.kept(node.output, node)), x),)
+
+
+def _extreme_grad(node, g, b):
+    """The cotangent to the elements equal to the extreme, shared equally between ties."""
+    x = node.inputs[0]
+    chosen = b.cast(b(elementwise.eq, [x, b.kept(node.output, node)]), g.dtype)
+    ties = b(sum_, [chosen], {"axes": node.attrs["axes"], "keepdims": True})
+    return (b.mul(chosen, b.div(b.kept(g, node), ties)),)
+
+
+def _variance_grad(node, g, b):
+    """var: 2 (x - mean) / (N - ddof);  std: (x - mean) / ((N - ddof) std)."""
+    x = node.inputs[0]
+    axes = node.attrs["axes"]
+    deviation = b.sub(x, b(mean, [x], {"axes": axes, "keepdims": True}))
+    divisor = b.like(max(_count(node) - node.attrs["ddof"], 0), g)
+    scale = b.div(b.mul(b.like(2, g), b.kept(g, node)), divisor)
+    if node.op is std:
+        scale = b.div(b.div(b.kept(g, node), divisor), b.kept(node.output, node))
+    return (b.mul(scale, deviation),)
+
+
+def _reduction(name: str, function, combine=None, *, extra_attrs: dict | None = None, ufunc=None,
+               gradient=None) -> Op:
     """``ufunc``: the ufunc without identity the reduction is (max: maximum), so that an
     empty reduced axis raises numpy's ValueError."""
     extra_attrs = extra_attrs or {}
@@ -87,17 +128,17 @@ def _reduction(name: str, function, combine=None, *, extra_attrs: dict | None = 
     return register(Op(name, OpKind.REDUCTION, 1, rule, reference,
                        attrs={"axes": required(AttrKind.INTS), "keepdims": attr(AttrKind.BOOL, False),
                               **extra_attrs},
-                       doc=f"numpy.{function.__name__}", combine=combine))
+                       doc=f"numpy.{function.__name__}", combine=combine, gradient=gradient))
 
 
-sum_ = _reduction("sum", np.sum, _adding)
-prod_ = _reduction("prod", np.prod, _multiplying)
-mean = _reduction("mean", np.mean, _adding)          # (the kernel divides the total by the count)
-max_ = _reduction("max", np.max, _extreme(larger=True), ufunc=np.maximum)
-min_ = _reduction("min", np.min, _extreme(larger=False), ufunc=np.minimum)
+sum_ = _reduction("sum", np.sum, _adding, gradient=_sum_grad)
+prod_ = _reduction("prod", np.prod, _multiplying, gradient=_prod_grad)
+mean = _reduction("mean", np.mean, _adding, gradient=_mean_grad)          # (the kernel divides the total by the count)
+max_ = _reduction("max", np.max, _extreme(larger=True), ufunc=np.maximum, gradient=_extreme_grad)
+min_ = _reduction("min", np.min, _extreme(larger=False), ufunc=np.minimum, gradient=_extreme_grad)
 # var and std have no kernel rule: the expand-composites pass writes them as means.
-var = _reduction("var", np.var, extra_attrs={"ddof": attr(AttrKind.INT, 0)})
-std = _reduction("std", np.std, extra_attrs={"ddof": attr(AttrKind.INT, 0)})
+var = _reduction("var", np.var, extra_attrs={"ddof": attr(AttrKind.INT, 0)}, gradient=_variance_grad)
+std = _reduction("std", np.std, extra_attrs={"ddof": attr(AttrKind.INT, 0)}, gradient=_variance_grad)
 
 
 def _arg_reduction(name: str, function, combine) -> Op:
