@@ -1,8 +1,9 @@
 """ns per element of each inlined math function, against numba's libm call and numpy.
 
-    python -m flowjit.bench.math_speed [--size 4194304]
+    python -m flowjit.bench.math_speed [--size 4194304] [--repeat 7]
 
-One loop per function over uniform inputs in [-100, 100] (positive for log); best of 7.
+One loop per function over uniform inputs in [-100, 100] (positive for the logs, above -1
+for log1p, in [-1, 1] for arcsin and arccos, both arguments for arctan2); best of 7.
 sigmoid has no libm counterpart; numpy's column is scipy for sigmoid and erf.
 """
 
@@ -15,11 +16,21 @@ import time
 import numpy as np
 from numba import njit
 
-from flowjit.compiler.codegen import library, mathlib
-from flowjit.compiler.codegen.accuracy import reference
+from flowjit.compiler.codegen import library
+from flowjit.compiler.codegen.accuracy import BINARY, reference
+
+LIBM = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2"}
+LOW = {"log": 0.0, "log2": 0.0, "log10": 0.0, "log1p": -1.0, "arcsin": -1.0, "arccos": -1.0}
 
 
-def _loop(function):
+def _loop(function, binary: bool = False):
+    if binary:
+        @njit(error_model="numpy", fastmath={"contract"})
+        def run_binary(x, y, out):
+            for i in range(x.shape[0]):
+                out[i] = function(x[i], y[i])
+        return run_binary
+
     @njit(error_model="numpy", fastmath={"contract"})
     def run(x, out):
         for i in range(x.shape[0]):
@@ -39,33 +50,39 @@ def _best(call, repeat: int = 7) -> float:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=1 << 22)
+    parser.add_argument("--repeat", type=int, default=7, help="runs per measurement; the best counts")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     print(f"{'function':<10}{'dtype':<9}{'flowjit':>10}{'numba libm':>12}{'numpy':>9}   (ns/element)")
     for (name, dtype_name), function_name in library.ROUTINES.items():
         dtype = np.dtype(dtype_name)
-        low = 0.0 if name == "log" else -100.0
-        x = rng.uniform(low, 100.0, args.size).astype(dtype)
-        out = np.empty_like(x)
-        ours = _loop(getattr(mathlib, function_name))
-        libm = _loop(_libm(name)) if hasattr(math, name) else None
+        low = LOW.get(name, -100.0)
+        high = 1.0 if name in ("arcsin", "arccos") else 100.0
+        binary = name in BINARY
+        arguments = [rng.uniform(low, high, args.size).astype(dtype) for _ in range(2 if binary else 1)]
+        out = np.empty_like(arguments[0])
+        ours = _loop(library.FUNCTIONS[function_name], binary)
+        libm_name = LIBM.get(name, name)
+        libm = _loop(_libm(libm_name, binary), binary) if hasattr(math, libm_name) else None
         numpy_function = reference(name)
         row = []
-        for run in (lambda: ours(x, out), (lambda: libm(x, out)) if libm else None,
-                    lambda: numpy_function(x, out=out)):
+        for run in (lambda: ours(*arguments, out), (lambda: libm(*arguments, out)) if libm else None,
+                    lambda: numpy_function(*arguments, out=out)):
             if run is None:
                 row.append("-")
                 continue
             with np.errstate(all="ignore"):
                 run()
-                row.append(f"{_best(run) / x.size * 1e9:.2f}")
+                row.append(f"{_best(run, args.repeat) / out.size * 1e9:.2f}")
         print(f"{name:<10}{dtype_name:<9}{row[0]:>10}{row[1]:>12}{row[2]:>9}")
     return 0
 
 
-def _libm(name: str):
+def _libm(name: str, binary: bool = False):
     """numba's own math.<name>: one libm call per element."""
     function = getattr(math, name)
+    if binary:
+        return njit(inline="always")(lambda v, w: function(v, w))
     return njit(inline="always")(lambda v: function(v))
 
 

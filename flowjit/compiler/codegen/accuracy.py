@@ -17,12 +17,13 @@ import sys
 import numpy as np
 from numba import njit
 
-from flowjit.compiler.codegen import mathlib
+from flowjit.compiler.codegen import library
 from flowjit.compiler.ir.ops.base import routine_ops
 from flowjit.compiler.ir.ops.elementwise import special
 
 # Every routine an op's lowering calls (ops.base.routine_ops), in the registry's order.
 FUNCTIONS = tuple(routine_ops())
+BINARY = tuple(name for name, op in routine_ops().items() if op.num_inputs == 2)      # arctan2, pow
 DTYPES = (np.float32, np.float64)
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, -1e-310, 5e-324, 1e-45, 1.0, -1.0, 0.5,
             709.782712893384, 709.7827128933841, -745.1332191019411, -745.1332191019412, 88.72283, 88.72284,
@@ -46,9 +47,16 @@ def reference(name: str):
 @functools.cache
 def _runner(name: str, dtype, fma: bool):
     """mathlib's ``name`` for ``dtype`` over an array, compiled once per FMA setting."""
-    function = getattr(mathlib, f"{name}_{'f64' if dtype == np.float64 else 'f32'}")
+    function = library.FUNCTIONS[f"{name}_{'f64' if dtype == np.float64 else 'f32'}"]
+    flags = dict(error_model="numpy", fastmath={"contract"} if fma else False)
+    if name in BINARY:
+        @njit(**flags)
+        def run_binary(x, out):                 # x[0] and x[1]: the first and second argument
+            for i in range(out.shape[0]):
+                out[i] = function(x[0, i], x[1, i])
+        return run_binary
 
-    @njit(error_model="numpy", fastmath={"contract"} if fma else False)
+    @njit(**flags)
     def run(x, out):
         for i in range(x.shape[0]):
             out[i] = function(x[i])
@@ -71,53 +79,97 @@ def _every_positive(dtype, points: int, rng: np.random.Generator) -> np.ndarray:
     return bits.view(np.float64) if dtype == np.float64 else bits.astype(np.int32).view(np.float32)
 
 
+def _signed(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return values * np.where(rng.random(values.size) < 0.5, 1, -1).astype(values.dtype)
+
+
 def inputs(name: str, dtype, points: int, rng: np.random.Generator) -> np.ndarray:
-    if name == "log":
+    """The measured inputs (for a binary function: shape (2, points), its two arguments)."""
+    if name in ("log", "log2", "log10"):
         return _every_positive(dtype, points, rng)
-    if name in ("sin", "cos"):                 # every magnitude with both signs, and many periods
-        half = points // 2
-        signs = np.where(rng.random(half) < 0.5, 1, -1).astype(dtype)
-        return np.concatenate([_every_positive(dtype, half, rng) * signs,
+    half = points // 2
+    if name in ("sin", "cos", "tan"):           # every magnitude with both signs, and many periods
+        return np.concatenate([_signed(_every_positive(dtype, half, rng), rng),
                                rng.uniform(-100, 100, points - half).astype(dtype)])
-    limit = {"exp": (746.0, 104.0), "tanh": (25.0, 12.0), "sigmoid": (746.0, 104.0), "erf": (7.0, 5.0)}[name]
+    if name in ("arctan", "log1p"):             # every magnitude, and the interesting middle
+        low = -1.0 if name == "log1p" else -4.0
+        every = _every_positive(dtype, half, rng)
+        every = every if name == "log1p" else _signed(every, rng)
+        return np.concatenate([every, rng.uniform(low, 4.0, points - half).astype(dtype)])
+    if name in ("arcsin", "arccos"):
+        return np.concatenate([rng.uniform(-1, 1, half), rng.uniform(-1e-3, 1e-3, points // 4),
+                               1 - rng.uniform(0, 1e-3, points - half - points // 4)]).astype(dtype)
+    if name == "pow":                           # bases of every magnitude, exponents with results in range
+        base = _every_positive(dtype, half, rng)
+        with np.errstate(divide="ignore"):
+            reach = 700.0 if dtype == np.float64 else 85.0
+            exponent = rng.uniform(-1, 1, half) * reach / np.maximum(np.abs(np.log(base.astype(np.float64))), 1e-300)
+        exponent = np.minimum(np.abs(exponent), 1e30) * np.sign(exponent)
+        quarter = points // 4                   # small bases, and negative ones with integer exponents
+        small = np.stack([rng.uniform(0, 4, quarter), rng.uniform(-40, 40, quarter)])
+        rest = points - half - quarter
+        integers = np.stack([-rng.uniform(0, 4, rest), np.rint(rng.uniform(-40, 40, rest))])
+        return np.concatenate([np.stack([base, exponent]), small, integers], axis=1).astype(dtype)
+    if name == "arctan2":                       # every magnitude of both, and ratios near 1
+        y = _signed(_every_positive(dtype, half, rng), rng)
+        x = _signed(_every_positive(dtype, half, rng), rng)
+        near = rng.uniform(-4, 4, (2, points - half)).astype(dtype)
+        return np.concatenate([np.stack([y, x]), near], axis=1)
+    limit = {"exp": (746.0, 104.0), "tanh": (25.0, 12.0), "sigmoid": (746.0, 104.0), "erf": (7.0, 5.0),
+             "exp2": (1080.0, 150.0), "expm1": (710.0, 89.0), "sinh": (711.0, 90.0), "cosh": (711.0, 90.0)}[name]
     limit = limit[0] if dtype == np.float64 else limit[1]
     return np.concatenate([rng.uniform(-limit, limit, points // 2), rng.uniform(-1, 1, points // 4),
                            rng.standard_normal(points - points // 2 - points // 4) * 1e-3]).astype(dtype)
 
 
-def measure(points: int = 1_000_000, seed: int = 0) -> list[dict]:
+def _special_inputs(name: str, dtype) -> np.ndarray:
+    with np.errstate(over="ignore"):          # float64 specials beyond float32 become inf
+        specials = np.array(SPECIALS, dtype=np.float64).astype(dtype)
+    if name in BINARY:                        # every pair
+        return np.stack([np.repeat(specials, specials.size), np.tile(specials, specials.size)])
+    return specials
+
+
+def _evaluate(name: str, dtype, fma: bool, x: np.ndarray) -> np.ndarray:
+    out = np.empty(x.shape[-1], dtype)
+    _runner(name, dtype, fma)(x, out)
+    return out
+
+
+def _reference(name: str, x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return reference(name)(*x) if name in BINARY else reference(name)(x)
+
+
+def measure(points: int = 1_000_000, seed: int = 0, functions=FUNCTIONS) -> list[dict]:
     rng = np.random.default_rng(seed)
     rows = []
-    for name in FUNCTIONS:
+    for name in functions:
         for dtype in DTYPES:
             x = inputs(name, dtype, points, rng)
-            with np.errstate(over="ignore"):          # float64 specials beyond float32 become inf
-                specials = np.array(SPECIALS, dtype=np.float64).astype(dtype)
-            with np.errstate(all="ignore"):
-                want = reference(name)(x).astype(dtype)
-                special_want = reference(name)(specials).astype(dtype)
-            error = np.zeros(x.shape)
-            special_error = np.zeros(specials.shape)
+            specials = _special_inputs(name, dtype)
+            want = _reference(name, x).astype(dtype)
+            special_want = _reference(name, specials).astype(dtype)
+            error = np.zeros(want.shape)
+            special_error = np.zeros(special_want.shape)
             # Where numpy's result is +-0, +-inf, NaN or +-1, ours must be the same value, sign included.
             exact = np.isnan(special_want) | np.isinf(special_want) | (special_want == 0) | \
                 (np.abs(special_want) == 1)
-            mismatched = np.zeros(specials.shape, bool)
+            mismatched = np.zeros(special_want.shape, bool)
             # Kernels compile with and without FMA contraction (CompileOptions.fma): take the worse.
             for fma in (True, False):
-                run = _runner(name, dtype, fma)
-                out = np.empty_like(x)
-                run(x, out)
-                error = np.maximum(error, ulp_error(out, want))
-                result = np.empty_like(specials)
-                run(specials, result)
+                error = np.maximum(error, ulp_error(_evaluate(name, dtype, fma, x), want))
+                result = _evaluate(name, dtype, fma, specials)
                 special_error = np.maximum(special_error, ulp_error(result, special_want))
                 identical = (result == special_want) & (np.signbit(result) == np.signbit(special_want))
                 identical |= np.isnan(result) & np.isnan(special_want)
                 mismatched |= exact & ~identical
-            rows.append({"function": name, "dtype": np.dtype(dtype).name, "points": int(x.size),
-                         "max_ulp": float(error.max()), "worst_input": float(x[np.argmax(error)]),
+            worst = x[..., np.argmax(error)]
+            rows.append({"function": name, "dtype": np.dtype(dtype).name, "points": int(want.size),
+                         "max_ulp": float(error.max()), "worst_input": [float(v) for v in np.atleast_1d(worst)],
                          "special_max_ulp": float(special_error.max()),
-                         "special_mismatches": [float(v) for v in specials[mismatched]]})
+                         "special_mismatches": [[float(v) for v in np.atleast_1d(specials[..., i])]
+                                                for i in np.nonzero(mismatched)[0]]})
     return rows
 
 
@@ -145,8 +197,9 @@ def table(rows: list[dict]) -> str:
              "other special inputs (ulp) |", "|---|---|---|---|---|---|---|"]
     for row in rows:
         exact = "exact" if not row["special_mismatches"] else f"differ at {row['special_mismatches']}"
+        worst = ", ".join(f"{v:.9g}" for v in row["worst_input"])
         lines.append(f"| {row['function']} | {row['dtype']} | {row['points']:,} | {row['max_ulp']:g} | "
-                     f"{row['worst_input']:.9g} | {exact} | {row['special_max_ulp']:g} |")
+                     f"{worst} | {exact} | {row['special_max_ulp']:g} |")
     return "\n".join(lines)
 
 
@@ -154,8 +207,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--points", type=int, default=1_000_000)
     parser.add_argument("--write", metavar="PATH", help="replace the table between the markers in PATH")
+    parser.add_argument("--functions", metavar="F1,F2", help="measure only these (not with --write)")
     args = parser.parse_args(argv)
-    text = table(measure(args.points))
+    functions = tuple(args.functions.split(",")) if args.functions else FUNCTIONS
+    if args.write and functions != FUNCTIONS:
+        parser.error("--write replaces the whole table: measure every function")
+    text = table(measure(args.points, functions=functions))
     print(text)
     if args.write:
         with open(args.write) as stream:

@@ -14,12 +14,12 @@ import sys
 from numba.core.extending import _Intrinsic
 from numba.core.registry import CPUDispatcher
 
-from flowjit.compiler.codegen import mathlib, numerics, randomlib
+from flowjit.compiler.codegen import mathlib, mathlib_explog, mathlib_trig, numerics, randomlib
 from flowjit.compiler.ir.ops import random as random_ops
 from flowjit.compiler.ir.ops.base import routine_ops
 from flowjit.compiler.ir.ops.lowering import ROUTINE_DTYPES
 
-MODULES = (mathlib, numerics, randomlib)
+MODULES = (mathlib, mathlib_explog, mathlib_trig, numerics, randomlib)
 # What decides the library's machine code: its modules, this one (it decides what fj binds), and
 # the op functions randomlib compiles.
 SOURCES = MODULES + (sys.modules[__name__], random_ops)

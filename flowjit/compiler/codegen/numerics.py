@@ -112,10 +112,11 @@ def sign_float(a):
 
 
 @njit(**INLINE)
-def power_scalar_float(a, b):
+def power_scalar_float(a, b, general):
     # numpy's float power loop when the exponent is one broadcast value: -1, 0, 0.5, 1 and 2
     # are 1/a, 1, sqrt(a), a and a*a (so (-inf) ** 0.5 is nan and (-0.0) ** 0.5 is -0.0,
-    # where C's pow gives inf and 0.0); any other exponent is pow.
+    # where C's pow gives inf and 0.0); any other exponent is pow: ``general`` (vectorised,
+    # computed whatever b is, so the loop has no call).
     if b == -1.0:
         return 1.0 / a
     if b == 0.0:
@@ -126,4 +127,4 @@ def power_scalar_float(a, b):
         return a
     if b == 2.0:
         return a * a
-    return a ** b
+    return general

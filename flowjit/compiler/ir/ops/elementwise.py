@@ -15,7 +15,7 @@ import numpy as np
 from flowjit.compiler.ir.ops.base import (AttrKind, Op, OpKind, broadcast_shapes, register,
                                           required)
 from flowjit.compiler.ir.ops.lowering import (Lowering, call, cast as cast_text, infix, is_bool, is_float,
-                                              literal, lowering, routine, typed)
+                                              literal, lowering, routine, routine_call, typed)
 from flowjit.compiler.ir.types import TensorType, check_dtype
 from flowjit.errors import OpTypeError
 
@@ -141,11 +141,12 @@ _POWER_FAST_PATH_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 def _power(c, a, b):
     if not is_float(c.dtype):
         return f"fj.power_int({a}, {b})"
+    general = routine_call("pow", c.dtype, (a, b)) or f"({a} ** {b})"      # fj.pow_f32: vectorised
     exponent = c.inputs[1]
     scalar_exponent = exponent.size == 1 and (exponent.rank == 0 or exponent.shape != c.output.shape)
     if np.dtype(c.dtype) in _POWER_FAST_PATH_DTYPES and scalar_exponent:
-        return f"fj.power_scalar_float({a}, {b})"
-    return f"({a} ** {b})"
+        return f"fj.power_scalar_float({a}, {b}, {general})"
+    return general
 
 
 def _reciprocal(c, a):
@@ -176,20 +177,21 @@ sqrt = _ufunc_op("sqrt", np.sqrt, call("math.sqrt"), flops=4, grad=_unary(lambda
 square = _ufunc_op("square", np.square, lowering(lambda c, a: f"({a} * {a})"), grad=_unary(lambda b, x, out: b.mul(b.like(2, out), x)))
 reciprocal = _ufunc_op("reciprocal", np.reciprocal, lowering(_reciprocal), flops=4, grad=_unary(lambda b, x, out: b.neg(b.mul(out, out))))
 exp = _ufunc_op("exp", np.exp, routine("exp", "exp"), flops=10, grad=_unary(lambda b, x, out: out))
-exp2 = _ufunc_op("exp2", np.exp2, lowering(lambda c, a: f"({literal(2, c.dtype)} ** {a})"), flops=20, grad=_unary(lambda b, x, out: b.mul(out, b.like(math.log(2), out))))
-expm1 = _ufunc_op("expm1", np.expm1, call("math.expm1"), flops=20, grad=_unary(lambda b, x, out: b.add(out, b.like(1, out))))
+exp2 = _ufunc_op("exp2", np.exp2, Lowering(lambda c, a: routine_call("exp2", c.dtype, (a,))
+                                           or f"({literal(2, c.dtype)} ** {a})", routine="exp2"), flops=20, grad=_unary(lambda b, x, out: b.mul(out, b.like(math.log(2), out))))
+expm1 = _ufunc_op("expm1", np.expm1, routine("expm1", "expm1"), flops=20, grad=_unary(lambda b, x, out: b.add(out, b.like(1, out))))
 log = _ufunc_op("log", np.log, routine("log", "log"), flops=10, grad=_unary(lambda b, x, out: b(reciprocal, [x])))
-log2 = _ufunc_op("log2", np.log2, call("math.log2"), flops=20, grad=_unary(lambda b, x, out: b.div(b.like(1 / math.log(2), out), x)))
-log10 = _ufunc_op("log10", np.log10, call("math.log10"), flops=20, grad=_unary(lambda b, x, out: b.div(b.like(1 / math.log(10), out), x)))
-log1p = _ufunc_op("log1p", np.log1p, call("math.log1p"), flops=20, grad=_unary(lambda b, x, out: b(reciprocal, [b.add(x, b.like(1, out))])))
+log2 = _ufunc_op("log2", np.log2, routine("log2", "log2"), flops=20, grad=_unary(lambda b, x, out: b.div(b.like(1 / math.log(2), out), x)))
+log10 = _ufunc_op("log10", np.log10, routine("log10", "log10"), flops=20, grad=_unary(lambda b, x, out: b.div(b.like(1 / math.log(10), out), x)))
+log1p = _ufunc_op("log1p", np.log1p, routine("log1p", "log1p"), flops=20, grad=_unary(lambda b, x, out: b(reciprocal, [b.add(x, b.like(1, out))])))
 sin = _ufunc_op("sin", np.sin, routine("sin", "sin"), flops=20, grad=_unary(lambda b, x, out: b(cos, [x])))
 cos = _ufunc_op("cos", np.cos, routine("cos", "cos"), flops=20, grad=_unary(lambda b, x, out: b.neg(b(sin, [x]))))
-tan = _ufunc_op("tan", np.tan, call("math.tan"), flops=25, grad=_unary(lambda b, x, out: b.add(b.like(1, out), b.mul(out, out))))
-arcsin = _ufunc_op("arcsin", np.arcsin, call("math.asin"), flops=25, grad=_unary(lambda b, x, out: _reciprocal_sqrt_of(b, b.sub(b.like(1, out), b.mul(x, x)))))
-arccos = _ufunc_op("arccos", np.arccos, call("math.acos"), flops=25, grad=_unary(lambda b, x, out: b.neg(_reciprocal_sqrt_of(b, b.sub(b.like(1, out), b.mul(x, x))))))
-arctan = _ufunc_op("arctan", np.arctan, call("math.atan"), flops=25, grad=_unary(lambda b, x, out: b(reciprocal, [b.add(b.like(1, out), b.mul(x, x))])))
-sinh = _ufunc_op("sinh", np.sinh, call("math.sinh"), flops=20, grad=_unary(lambda b, x, out: b(cosh, [x])))
-cosh = _ufunc_op("cosh", np.cosh, call("math.cosh"), flops=20, grad=_unary(lambda b, x, out: b(sinh, [x])))
+tan = _ufunc_op("tan", np.tan, routine("tan", "tan"), flops=25, grad=_unary(lambda b, x, out: b.add(b.like(1, out), b.mul(out, out))))
+arcsin = _ufunc_op("arcsin", np.arcsin, routine("arcsin", "asin"), flops=25, grad=_unary(lambda b, x, out: _reciprocal_sqrt_of(b, b.sub(b.like(1, out), b.mul(x, x)))))
+arccos = _ufunc_op("arccos", np.arccos, routine("arccos", "acos"), flops=25, grad=_unary(lambda b, x, out: b.neg(_reciprocal_sqrt_of(b, b.sub(b.like(1, out), b.mul(x, x))))))
+arctan = _ufunc_op("arctan", np.arctan, routine("arctan", "atan"), flops=25, grad=_unary(lambda b, x, out: b(reciprocal, [b.add(b.like(1, out), b.mul(x, x))])))
+sinh = _ufunc_op("sinh", np.sinh, routine("sinh", "sinh"), flops=20, grad=_unary(lambda b, x, out: b(cosh, [x])))
+cosh = _ufunc_op("cosh", np.cosh, routine("cosh", "cosh"), flops=20, grad=_unary(lambda b, x, out: b(sinh, [x])))
 tanh = _ufunc_op("tanh", np.tanh, routine("tanh", "tanh"), flops=15, grad=_unary(lambda b, x, out: b.sub(b.like(1, out), b.mul(out, out))))
 floor = _ufunc_op("floor", np.floor, call("np.floor"), grad=_zero)
 ceil = _ufunc_op("ceil", np.ceil, call("np.ceil"), grad=_zero)
@@ -213,12 +215,12 @@ floordiv = _ufunc_op("floordiv", np.floor_divide, lowering(_floordiv), flops=4, 
 mod = _ufunc_op("mod", np.remainder, _float_or_int(lambda c, a, b: f"fj.divmod_float({a}, {b})[1]",
                                                    lambda c, a, b: f"fj.mod_int({a}, {b})"), flops=4, grad=lambda n, g, b: (g, b.neg(b.mul(g, b(floordiv, list(n.inputs))))))
 fmod = _ufunc_op("fmod", np.fmod, lowering(_fmod), flops=4, grad=lambda n, g, b: (g, b.neg(b.mul(g, b(trunc, [b.div(*n.inputs)])))))
-pow_ = _ufunc_op("pow", np.power, lowering(_power), flops=20, grad=_power_grad)
+pow_ = _ufunc_op("pow", np.power, Lowering(_power, routine="pow"), flops=20, grad=_power_grad)
 maximum = _ufunc_op("maximum", np.maximum, _maximum(True, True), commutative=True, grad=_extreme_grad(larger=True))
 minimum = _ufunc_op("minimum", np.minimum, _maximum(True, False), commutative=True, grad=_extreme_grad(larger=False))
 fmax = _ufunc_op("fmax", np.fmax, _maximum(False, True), commutative=True, grad=_extreme_grad(larger=True))
 fmin = _ufunc_op("fmin", np.fmin, _maximum(False, False), commutative=True, grad=_extreme_grad(larger=False))
-arctan2 = _ufunc_op("arctan2", np.arctan2, call("math.atan2"), flops=25, grad=_arctan2_grad)
+arctan2 = _ufunc_op("arctan2", np.arctan2, routine("arctan2", "atan2"), flops=25, grad=_arctan2_grad)
 eq = _ufunc_op("eq", np.equal, infix("=="), commutative=True)
 ne = _ufunc_op("ne", np.not_equal, infix("!="), commutative=True)
 lt = _ufunc_op("lt", np.less, infix("<"))

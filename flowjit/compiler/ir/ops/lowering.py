@@ -60,16 +60,22 @@ def typed(rule: ScalarRule, **targets: ScalarRule) -> Lowering:
     return Lowering(rule, dict(targets), typed=True)
 
 
+def routine_call(name: str, dtype, operands) -> str | None:
+    """``fj.<name>_f32(operands)`` at a float32/float64 loop dtype, else None."""
+    suffix = ROUTINE_DTYPES.get(compute_dtype(dtype).name)
+    return None if suffix is None else f"fj.{name}_{suffix}({', '.join(operands)})"
+
+
 def routine(name: str, fallback: str | None, **targets: ScalarRule) -> Lowering:
     """A vectorised library routine at float32/float64 (``fj.<name>_f32``), ``fallback``
-    (a ``math`` function) at other loop dtypes."""
-    def rule(c, a):
-        suffix = ROUTINE_DTYPES.get(compute_dtype(c.dtype).name)
-        if suffix is not None:
-            return f"fj.{name}_{suffix}({a})"
+    (a ``math`` function) at other loop dtypes.  Unary or binary (arctan2)."""
+    def rule(c, *operands):
+        text = routine_call(name, c.dtype, operands)
+        if text is not None:
+            return text
         if fallback is None:
             raise ValueError(f"no {name} at {c.dtype}")
-        return f"math.{fallback}({a})"
+        return f"math.{fallback}({', '.join(operands)})"
     return Lowering(rule, dict(targets), routine=name)
 
 

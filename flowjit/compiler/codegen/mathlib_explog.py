@@ -1,0 +1,332 @@
+"""exp2, expm1, log1p, log2, log10, sinh, cosh and pow, vectorisable as mathlib's functions are.
+
+Built on mathlib's pieces (the economized exp polynomial, the atanh series of log, the bit
+casts); plain arithmetic, bit casts and selects, inlined into the kernel loops:
+
+- ``exp2``: k = rint(x), r = x - k exact, exp(r ln2) by exp's polynomial, times 2**k in two
+  halves (denormal results and k = 1024 need no branch).  exp2 of an integer is exact.
+- ``expm1``: exp's Cody-Waite reduction; expm1(r) = r + r*r q(r) by its Taylor series to r**13,
+  then 2**k (1 + u) - 1 = 2**k u + (2**k - 1), both parts exact for |k| <= 56 (one rounding).
+- ``log1p``: log(u) - ((u - 1) - x) / u with u = 1 + x (the rounding of u corrected to first
+  order); x itself where u rounds to 1.
+- ``log2``, ``log10``: log's reduction x = m 2**e; e + log(m)/ln2, and e log10(2) (split so
+  e times its head is exact) + log(m)/ln10.  log2 of a power of two is exact.
+- ``cosh``: (e + 1/e)/2 with e = exp(|x|) below 22, exp(|x|)/2 (the scale 2**(k-1) taken in
+  exp's reconstruction, so cosh(710.4) is finite) above.
+- ``sinh``: fdlibm's forms in t = expm1(|x|): (2t - t*t/(t+1))/2 below 1, (t + t/(t+1))/2
+  below 22, exp(|x|)/2 above; the sign of x.
+- ``pow``: exp(b log|a|) with log|a| and the product in double-double (Dekker's exact
+  product by bit splits), C99's results for signs, zeros, infinities and NaN.  float32:
+  exp(b log|a|) in float64, rounded once.
+
+float32 evaluates the float64 function and rounds once.  ``tests/codegen/test_mathlib.py``
+measures each against numpy (docs/math.md).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+from numba import njit
+
+from flowjit.compiler.codegen.mathlib import (E0, E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11, INLINE, L1, L2,
+                                              L3, L4, L5, L6, L7, L8, L9, L10, L11, LN2_HI, LN2_LO, LOG2E, SQRT2,
+                                              bits_float64, exp_f64, float32_bits, float64_bits)
+
+LN2 = 0.6931471805599453
+
+
+@njit(**INLINE)
+def _exp_polynomial(r):
+    """exp(r) for |r| <= ln2/2 (mathlib.exp_f64's economized polynomial)."""
+    return E0 + r * (E1 + r * (E2 + r * (E3 + r * (E4 + r * (E5 + r * (E6 + r * (E7 + r * (
+        E8 + r * (E9 + r * (E10 + r * E11))))))))))
+
+
+@njit(**INLINE)
+def _times_power_of_two(p, k):
+    """p * 2**k for an integer-valued float k in [-1080, 1030], in two exact halves."""
+    ki = np.int64(k)
+    half = ki >> 1
+    return p * bits_float64((half + 1023) << 52) * bits_float64((ki - half + 1023) << 52)
+
+
+@njit(**INLINE)
+def exp2_f64(x):
+    clamped = min(max(x, -1080.0), 1025.0)
+    k = np.rint(clamped)
+    result = _times_power_of_two(_exp_polynomial((clamped - k) * LN2), k)
+    return x if x != x else result
+
+
+@njit(**INLINE)
+def exp2_f32(x):
+    return np.float32(exp2_f64(np.float64(x)))
+
+
+@njit(**INLINE)
+def _exp_half(a):
+    """exp(a) / 2 for a >= 0, finite up to a = 711.1 (where exp(a) alone overflows from 709.8)."""
+    clamped = min(a, 712.0)
+    k = np.rint(clamped * LOG2E)
+    r = (clamped - k * LN2_HI) - k * LN2_LO
+    return _times_power_of_two(_exp_polynomial(r), k - 1.0)
+
+
+def _expm1_taylor(terms: int) -> tuple[float, ...]:
+    """q(r) = (expm1(r) - r) / r**2 = sum r**n / (n + 2)!."""
+    return tuple(float(Fraction(1, math.factorial(n + 2))) for n in range(terms))
+
+
+M0, M1, M2, M3, M4, M5, M6, M7, M8, M9, M10, M11 = _expm1_taylor(12)     # to r**13: < 2**-56 of r at ln2/2
+
+
+@njit(**INLINE)
+def expm1_f64(x):
+    clamped = min(max(x, -40.0), 710.0)                 # expm1 is -1.0 below -37.5, inf above 709.8
+    k = np.rint(clamped * LOG2E)
+    r = (clamped - k * LN2_HI) - k * LN2_LO             # k = 0: r = x exactly (and -0.0 stays -0.0)
+    u = r + r * r * (M0 + r * (M1 + r * (M2 + r * (M3 + r * (M4 + r * (M5 + r * (M6 + r * (M7 + r * (
+        M8 + r * (M9 + r * (M10 + r * M11)))))))))))
+    near = min(k, 56.0)
+    scale = bits_float64((np.int64(near) + 1023) << 52)
+    small = scale * u + (scale - 1.0)                  # exact parts, one rounding
+    large = _times_power_of_two(1.0 + u, k)             # 2**k - 1 rounds to 2**k from k = 54
+    result = u if k == 0.0 else (small if k <= 56.0 else large)
+    return x if (x != x or x == 0.0) else result        # NaN, and the sign of zero
+
+
+@njit(**INLINE)
+def expm1_f32(x):
+    return np.float32(expm1_f64(np.float64(x)))
+
+
+@njit(**INLINE)
+def log1p_f64(x):
+    u = 1.0 + x
+    log_u = _log_f64(u)
+    correction = ((u - 1.0) - x) / u
+    correction = 0.0 if (u == 0.0 or u == np.inf) else correction
+    result = log_u - correction
+    return x if u == 1.0 else result                    # |x| < 2**-53 (and +-0.0): log1p(x) = x
+
+
+@njit(**INLINE)
+def log1p_f32(x):
+    return np.float32(log1p_f64(np.float64(x)))
+
+
+@njit(**INLINE)
+def _log_reduce(x):
+    """x > 0 finite -> (e, log m) with x = m 2**e, m in [sqrt(1/2), sqrt(2)) (mathlib.log_f64's
+    reduction and series); any other x gives values the callers replace."""
+    denormal = x < 2.2250738585072014e-308
+    scaled = x * 18014398509481984.0 if denormal else x     # 2**54
+    bits = float64_bits(scaled)
+    exponent = ((bits >> 52) & 0x7FF) - 1023 - (54 if denormal else 0)
+    m = bits_float64((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000)
+    big = m > SQRT2
+    m = m * 0.5 if big else m
+    e = np.float64(exponent + (1 if big else 0))
+    f = m - 1.0
+    s = f / (2.0 + f)
+    z = s * s
+    R = z * (L1 + z * (L2 + z * (L3 + z * (L4 + z * (L5 + z * (L6 + z * (L7 + z * (L8 + z * (
+        L9 + z * (L10 + z * L11))))))))))
+    return e, f - s * (f - R)
+
+
+@njit(**INLINE)
+def _log_specials(x, result):
+    """log's results at 0, negatives, inf and NaN."""
+    result = -np.inf if x == 0.0 else result
+    result = np.nan if x < 0.0 else result
+    result = x if x == np.inf else result
+    return x if x != x else result
+
+
+@njit(**INLINE)
+def _log_f64(x):
+    e, log_m = _log_reduce(x)
+    return _log_specials(x, e * LN2_HI + (log_m + e * LN2_LO))
+
+
+INV_LN2 = 1.4426950408889634
+INV_LN10 = 0.4342944819032518
+LOG10_2 = Fraction(3010299956639811952137388947244930267681898814621085413104274611, 10 ** 64)
+# log10(2) with its last 11 bits zero (e * LOG10_2_HI is exact for |e| < 2048), and the rest.
+LOG10_2_HI = float(np.int64(np.float64(float(LOG10_2)).view(np.int64) & ~0x7FF).view(np.float64))
+LOG10_2_LO = float(LOG10_2 - Fraction(LOG10_2_HI))
+
+
+@njit(**INLINE)
+def log2_f64(x):
+    e, log_m = _log_reduce(x)
+    return _log_specials(x, e + log_m * INV_LN2)
+
+
+@njit(**INLINE)
+def log2_f32(x):
+    return np.float32(log2_f64(np.float64(x)))
+
+
+@njit(**INLINE)
+def log10_f64(x):
+    e, log_m = _log_reduce(x)
+    return _log_specials(x, e * LOG10_2_HI + (log_m * INV_LN10 + e * LOG10_2_LO))
+
+
+@njit(**INLINE)
+def log10_f32(x):
+    return np.float32(log10_f64(np.float64(x)))
+
+
+@njit(**INLINE)
+def cosh_f64(x):
+    a = abs(x)
+    e = exp_f64(min(a, 22.0))
+    small = 0.5 * e + 0.5 / e
+    return _exp_half(a) if a >= 22.0 else small        # NaN takes the first form: exp(NaN) is NaN
+
+
+@njit(**INLINE)
+def cosh_f32(x):
+    return np.float32(cosh_f64(np.float64(x)))
+
+
+@njit(**INLINE)
+def sinh_f64(x):
+    a = abs(x)
+    t = expm1_f64(min(a, 22.0))
+    below_one = 0.5 * (2.0 * t - t * t / (t + 1.0))
+    below_22 = 0.5 * (t + t / (t + 1.0))
+    result = below_one if a < 1.0 else below_22
+    result = _exp_half(a) if a >= 22.0 else result
+    return math.copysign(result, x)                     # keeps -0.0; NaN stays NaN
+
+
+@njit(**INLINE)
+def sinh_f32(x):
+    return np.float32(sinh_f64(np.float64(x)))
+
+
+# ---------------------------------------------------------------------------------------
+# pow(a, b) = exp(b log|a|), with log|a| in double-double: an error d in log|a| is an error
+# b d = y d / log|a| in the exponent y, and |y| reaches 745, so log|a| must be good to about
+# 2**-64 of itself.  log m = 2s + 2s**3/3 + 2s**5 R(s*s) with s = f/(2+f) in head and tail
+# (the division's remainder taken exactly with Dekker's product); the first two terms in
+# double-double, the rest in double.  Then y = b log|a| as head and tail, and exp(y) with
+# the tail added to the reduced argument.  Signs, zeros, infinities and NaN as C99's pow.
+# ---------------------------------------------------------------------------------------
+
+HALF_MASK = -(1 << 27)                  # keeps the top 26 significand bits: halves multiply exactly
+TWO_THIRDS_HI = 0.6666666666666666
+TWO_THIRDS_LO = float(Fraction(2, 3) - Fraction(TWO_THIRDS_HI))
+# 2 s**(2k+1) / (2k+1) for k >= 2; k = 13 leaves 2**-66 of log m (s*s <= 0.0295).
+Q0, Q1, Q2, Q3, Q4, Q5, Q6, Q7, Q8, Q9, Q10, Q11 = (float(Fraction(2, 2 * k + 1)) for k in range(2, 14))
+
+
+@njit(**INLINE)
+def _split(a):
+    head = bits_float64(float64_bits(a) & HALF_MASK)
+    return head, a - head
+
+
+@njit(**INLINE)
+def _two_product(a, b):
+    """a * b = p + e exactly (Dekker; the split is by bits, so FMA contraction keeps it exact)."""
+    p = a * b
+    a_hi, a_lo = _split(a)
+    b_hi, b_lo = _split(b)
+    return p, ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+
+
+@njit(**INLINE)
+def _log_double(x):
+    """log x as head + tail for finite x > 0, to about 2**-64 of itself."""
+    denormal = x < 2.2250738585072014e-308
+    scaled = x * 18014398509481984.0 if denormal else x     # 2**54
+    bits = float64_bits(scaled)
+    exponent = ((bits >> 52) & 0x7FF) - 1023 - (54 if denormal else 0)
+    m = bits_float64((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000)
+    big = m > SQRT2
+    m = m * 0.5 if big else m
+    e = np.float64(exponent + (1 if big else 0))
+    f = m - 1.0                                         # exact
+    d = 2.0 + f
+    d_lo = f - (d - 2.0)                                # 2 + f = d + d_lo exactly
+    s = f / d
+    p, p_lo = _two_product(s, d)
+    s_lo = (((f - p) - p_lo) - s * d_lo) / d            # f - s (d + d_lo), exactly enough, over d
+    s2, s2_lo = _two_product(s, s)
+    s3, s3_lo = _two_product(s2, s)
+    s3_lo = s3_lo + s2_lo * s + 3.0 * s2 * s_lo         # s**3 to 2**-100 of itself
+    c, c_lo = _two_product(s3, TWO_THIRDS_HI)
+    c_lo = c_lo + (s3 * TWO_THIRDS_LO + s3_lo * TWO_THIRDS_HI)
+    z = s2
+    rest = s3 * z * (Q0 + z * (Q1 + z * (Q2 + z * (Q3 + z * (Q4 + z * (Q5 + z * (Q6 + z * (Q7 + z * (
+        Q8 + z * (Q9 + z * (Q10 + z * Q11)))))))))))
+    # e ln2 + 2s + c + tails: the large parts summed exactly (Fast2Sum, largest first).
+    high = e * LN2_HI                                   # exact
+    two_s = 2.0 * s
+    head = high + two_s
+    tail = (high - head) + two_s if abs(high) >= abs(two_s) else (two_s - head) + high
+    head2 = head + c
+    tail2 = (head - head2) + c if abs(head) >= abs(c) else (c - head2) + head
+    low = tail + tail2 + c_lo + 2.0 * s_lo + rest + e * LN2_LO
+    result = head2 + low
+    return result, (head2 - result) + low
+
+
+@njit(**INLINE)
+def _is_integer(b):
+    return np.floor(b) == b
+
+
+@njit(**INLINE)
+def pow_f64(a, b):
+    magnitude = abs(a)
+    usable = magnitude > 0.0 and magnitude < np.inf and abs(b) < np.inf
+    log_hi, log_lo = _log_double(magnitude if usable else 2.0)
+    y, y_lo = _two_product(b if usable else 0.0, log_hi)
+    y_lo = y_lo + (b if usable else 0.0) * log_lo
+    clamped = min(max(y, -746.0), 710.0)
+    k = np.rint(clamped * LOG2E)
+    r = ((clamped - k * LN2_HI) - k * LN2_LO) + (y_lo if clamped == y else 0.0)
+    result = _times_power_of_two(_exp_polynomial(r), k)
+    # zeros and infinities of a, infinite b: 0 or inf (1 for |a| = 1 and b infinite)
+    large = (magnitude == np.inf) == (b > 0.0) if (magnitude == 0.0 or magnitude == np.inf) else \
+        (magnitude > 1.0) == (b > 0.0)
+    edge = np.inf if large else 0.0
+    edge = 1.0 if magnitude == 1.0 else edge
+    result = result if usable else edge
+    # the sign of a negative base: odd integer exponents keep it; other finite ones give NaN
+    integer = _is_integer(b)
+    odd = integer and not _is_integer(0.5 * b)
+    result = -result if (float64_bits(a) < 0 and odd) else result
+    result = np.nan if (a < 0.0 and magnitude < np.inf and not integer) else result
+    result = a + b if (a != a or b != b) else result
+    return 1.0 if (b == 0.0 or a == 1.0) else result
+
+
+@njit(**INLINE)
+def pow_f32(a, b):
+    """float64 exp(b log|a|) is within 2**-45 of the float32 results' pow: one rounding."""
+    a64, b64 = np.float64(a), np.float64(b)
+    magnitude = abs(a64)
+    usable = magnitude > 0.0 and magnitude < np.inf and abs(b64) < np.inf
+    y = (b64 if usable else 0.0) * _log_f64(magnitude if usable else 2.0)
+    result = exp_f64(y)
+    large = (magnitude == np.inf) == (b64 > 0.0) if (magnitude == 0.0 or magnitude == np.inf) else \
+        (magnitude > 1.0) == (b64 > 0.0)
+    edge = np.inf if large else 0.0
+    edge = 1.0 if magnitude == 1.0 else edge
+    result = result if usable else edge
+    integer = _is_integer(b64)
+    odd = integer and not _is_integer(0.5 * b64)
+    result = -result if (float32_bits(a) < 0 and odd) else result
+    result = np.nan if (a64 < 0.0 and magnitude < np.inf and not integer) else result
+    result = a64 + b64 if (a64 != a64 or b64 != b64) else result
+    return np.float32(1.0 if (b64 == 0.0 or a64 == 1.0) else result)

@@ -1,0 +1,94 @@
+"""Chains of inlined math functions run in stages: the innermost loop goes over blocks of
+elements, one loop per function of the chain, through stack buffers, so no iteration is a
+long dependent chain (8 chained float32 tanh: 2.1 ns each unstaged, 0.76 staged)."""
+
+import re
+
+import numpy as np
+import pytest
+from numba import njit
+
+import flowjit
+from flowjit.compiler.codegen.writer import PARALLEL, SERIAL, STAGE_BLOCK
+from helpers import close, packed, tolerance_for
+
+
+def _chain(function, length):
+    def program(x):
+        for _ in range(length):
+            x = function(x)
+        return x
+    return program
+
+
+def _kernel(jitted, *args) -> tuple[str, str]:
+    ((name, source),) = jitted.lower(*args).kernel_sources().items()
+    return name, source
+
+
+def _stage_loops(source: str, name: str) -> int:
+    body = source[source.index(f"def {SERIAL}("):source.index(f"def {PARALLEL}(")]
+    return len(re.findall(r"^\s+for j in range\(count\):", body, re.M))
+
+
+def _assert_matches(jitted, args, fuse_too=True) -> None:
+    with np.errstate(all="ignore"):
+        expected = flowjit.interpret(jitted.lower(*args).graph, *args)
+        for variant in ([jitted, flowjit.jit(jitted.fun, fuse=False)] if fuse_too else [jitted]):
+            got = variant(*args)
+            got = got if isinstance(got, tuple) else (got,)
+            for value, want in zip(got, expected):
+                rtol = tolerance_for(want, args[:1]) if want.dtype.kind == "f" else 0.0
+                assert close(np.asarray(value), want, rtol), (value, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("function", [np.tanh, lambda x: np.exp(-x * x)], ids=["tanh", "exp"])
+def test_chains_of_one_to_eight_functions_stay_packed(dtype, function):
+    """1 to 8 chained functions: one stage per function from two on (none for one); both the
+    serial and the parallel kernel compute in packed lanes; results match the interpreter."""
+    x = np.random.default_rng(0).uniform(-3, 3, STAGE_BLOCK * 2 + 37).astype(dtype)
+    for length in range(1, 9):
+        jitted = flowjit.jit(_chain(function, length))
+        name, source = _kernel(jitted, x)
+        assert _stage_loops(source, name) == (length if length >= 2 else 0), source
+        if length == 8:
+            namespace = {}
+            exec(compile(source, name, "exec"), namespace)        # compiled afresh: cached code has no assembly
+            for variant, options in ((SERIAL, {}), (PARALLEL, {"parallel": True})):
+                kernel = njit(error_model="numpy", fastmath={"contract"}, **options)(namespace[variant])
+                out = np.empty_like(x)
+                kernel(x, out)
+                assembly = "".join(kernel.inspect_asm().values())
+                assert packed(assembly, "arith", dtype) or packed(assembly, "arith", np.float64), (variant, length)
+            _assert_matches(jitted, (x,), fuse_too=False)
+
+
+def test_staged_kernels_with_several_outputs_broadcasts_and_booleans():
+    """Values cross stages through buffers (booleans too), outputs are stored in the stage that
+    computes them, broadcast operands are read in every stage, the last block is partial, and
+    the outer loops of a 2-d domain stay outside the blocks."""
+    def program(x, row):
+        a = np.tanh(x) * row
+        positive = a > 0
+        b = np.exp(a) + x
+        c = np.where(positive, np.tanh(b), -b)          # positive crosses from stage 1 to 3
+        return np.log1p(np.abs(c)), a, positive
+    rng = np.random.default_rng(4)
+    for shape in ((3, STAGE_BLOCK + 44), (2, 5), (1, 3 * STAGE_BLOCK)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        row = rng.standard_normal(shape[1:]).astype(np.float32)
+        jitted = flowjit.jit(program)
+        name, source = _kernel(jitted, x, row)
+        assert _stage_loops(source, name) == 4, source
+        assert re.search(r"stage_gt = fj.stack_array\(np.uint8", source), source        # the boolean a > 0
+        _assert_matches(jitted, (x, row))
+
+
+def test_parallel_staged_kernels_keep_their_buffers_per_thread():
+    """Above the parallel threshold the blocks run under prange: each thread's buffers are its
+    own (a shared one would mix elements of different blocks)."""
+    x = np.random.default_rng(5).uniform(-2, 2, (1 << 20) + 13).astype(np.float32)
+    program = _chain(np.tanh, 3)
+    got = flowjit.jit(program)(x)
+    assert close(got, program(x), 2e-5)
