@@ -166,3 +166,12 @@ def test_jax_runs_the_numpy_program_unchanged():
     assert version.__globals__["norm_cdf"].__globals__ is version.__globals__
     for got, want in zip(version(*args), program.function(*args)):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+
+
+def test_flowjit_dump_reads_a_corpus_file(capsys):
+    """`flowjit dump flowjit/bench/programs/models.py:softplus` runs the file as a module of its
+    own: its programs are already registered from the package, and that is not a clash."""
+    from flowjit import cli
+    path = inspect.getsourcefile(PROGRAMS["softplus"].function)
+    assert cli.main(["dump", f"{path}:softplus", "--arg", "x=f32[8]"]) == 0
+    assert "log1p" in capsys.readouterr().out

@@ -35,6 +35,8 @@ def program(make: Callable[[int, np.random.Generator], tuple], about: str):
     def register(function: Callable) -> Callable:
         name = function.__name__
         if name in PROGRAMS:
+            if PROGRAMS[name].function.__code__.co_filename == function.__code__.co_filename:
+                return function           # its file run again as another module (flowjit dump FILE:FUNC)
             raise ValueError(f"two corpus programs are named {name!r}")
         domain = function.__module__.rsplit(".", 1)[-1]
         PROGRAMS[name] = Program(name, function, make, domain, about)
