@@ -15,7 +15,7 @@ import time
 import numpy as np
 from numba import njit
 
-from flowjit.compiler.codegen import mathlib
+from flowjit.compiler.codegen import library, mathlib
 from flowjit.compiler.codegen.accuracy import reference
 
 
@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     print(f"{'function':<10}{'dtype':<9}{'flowjit':>10}{'numba libm':>12}{'numpy':>9}   (ns/element)")
-    for (name, dtype_name), function_name in mathlib.VECTORIZED.items():
+    for (name, dtype_name), function_name in library.ROUTINES.items():
         dtype = np.dtype(dtype_name)
         low = 0.0 if name == "log" else -100.0
         x = rng.uniform(low, 100.0, args.size).astype(dtype)

@@ -22,11 +22,6 @@ from flowjit.compiler.ir.graph import Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.devices import Device
 
-# Flops per element for elementwise ops that are not one arithmetic instruction.
-TRANSCENDENTAL = {"exp": 10, "log": 10, "tanh": 15, "sigmoid": 12, "erf": 20, "sin": 20, "cos": 20,
-                  "tan": 25, "pow": 20, "sqrt": 4, "div": 4, "arctan2": 25}
-
-
 def elements(value: Value) -> int:
     return int(np.prod(value.shape, dtype=np.int64))
 
@@ -44,7 +39,7 @@ def flops(node: Node) -> float:
         k = left[-1] if left else 1
         return 2.0 * elements(node.outputs[0]) * k
     if op.kind is OpKind.ELEMENTWISE:
-        return float(elements(node.outputs[0]) * TRANSCENDENTAL.get(op.name, 1))
+        return float(elements(node.outputs[0]) * op.flops)        # (its definition says how many)
     if op.kind is OpKind.REDUCTION:
         return float(sum(elements(value) for value in node.inputs))
     return 0.0

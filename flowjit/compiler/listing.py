@@ -1,5 +1,5 @@
 """Stage ``kernels`` as a reader wants it: a one-line summary of the kernels, then each
-kernel's source with only the helpers it uses, its parallel variant on request (as a diff).
+kernel's source with the library functions it calls, its parallel variant on request (as a diff).
 
 The generated modules themselves (``Lowered.kernel_sources``) are what compiles; this only
 chooses what to print of them.
@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import ast
 import difflib
+import os
 import textwrap
 
+from flowjit.compiler.codegen.library import FUNCTIONS
+from flowjit.compiler.codegen.writer import PARALLEL, SERIAL
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node
-
-PARALLEL_SUFFIX = "_parallel"
 
 
 def kernel_domain(node: Node) -> tuple[int, ...]:
@@ -44,55 +45,45 @@ def _segment(lines: list[str], statement: ast.stmt) -> str:
     return "\n".join(lines[first - 1:statement.end_lineno])
 
 
-def _names(statement: ast.AST) -> set[str]:
-    return {node.id for node in ast.walk(statement) if isinstance(node, ast.Name)}
+def _library_calls(statement: ast.AST) -> list[str]:
+    """The ``fj.<name>`` library functions a kernel calls, in order of first use."""
+    names = [node.attr for node in ast.walk(statement) if isinstance(node, ast.Attribute)
+             and isinstance(node.value, ast.Name) and node.value.id == "fj"]
+    return list(dict.fromkeys(names))
+
+
+def _where(name: str) -> str:
+    """``numerics.py:19``: where a library function is defined."""
+    function = FUNCTIONS.get(name)
+    code = getattr(getattr(function, "py_func", None), "__code__", None) or getattr(
+        getattr(function, "_defn", None), "__code__", None)
+    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}" if code else "?"
 
 
 def listing(name: str, source: str, parallel: bool = False) -> str:
-    """One kernel's module, trimmed: imports of what it uses, the helpers it calls (and theirs),
-    the serial kernel; the parallel variant as a diff against it when ``parallel``, else a
-    one-line note."""
+    """One kernel's module, trimmed: its imports, a note of the library functions it calls and
+    where they are defined, the serial kernel; the parallel variant as a diff against it when
+    ``parallel``, else a one-line note."""
     tree, lines = ast.parse(source), source.splitlines()
     functions = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef)}
-    serial, variant = functions.get(name), functions.get(name + PARALLEL_SUFFIX)
+    serial, variant = functions.get(SERIAL), functions.get(PARALLEL)
     if serial is None:                            # not a generated kernel module: print it whole
         return source
-    used, pending = set(), [serial] + ([variant] if variant is not None else [])
-    while pending:
-        for used_name in _names(pending.pop()) - used:
-            used.add(used_name)
-            if used_name in functions and used_name not in (name, name + PARALLEL_SUFFIX):
-                pending.append(functions[used_name])
-    parts = []
-    for statement in tree.body:
-        if isinstance(statement, ast.FunctionDef):
-            if statement is serial or (statement.name in used and statement is not variant):
-                parts.append(_segment(lines, statement))
-        elif isinstance(statement, ast.ImportFrom) and statement.module and statement.module.startswith("flowjit"):
-            kept = [alias.name for alias in statement.names if (alias.asname or alias.name) in used]
-            if kept:
-                parts.append(textwrap.fill(f"from {statement.module} import {', '.join(kept)}", 100,
-                                           subsequent_indent="    ", break_on_hyphens=False))
-        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
-            continue                                  # the module docstring
-        else:
-            parts.append(_segment(lines, statement))
-    first = _first_function(parts)
-    text = "\n".join(parts[:first]) + "\n\n\n" + "\n\n\n".join(parts[first:])
+    parts = [_segment(lines, statement) for statement in tree.body
+             if isinstance(statement, (ast.Import, ast.ImportFrom))]
+    calls = _library_calls(serial)
+    if calls:
+        parts.append(textwrap.fill("# calls " + ", ".join(f"fj.{call} ({_where(call)})" for call in calls), 100,
+                                   subsequent_indent="#   ", break_on_hyphens=False))
+    comment = lines[serial.lineno - 2] if serial.lineno >= 2 and lines[serial.lineno - 2].startswith("#") else ""
+    text = "\n".join(parts) + "\n\n\n" + (comment + "\n" if comment else "") + _segment(lines, serial)
     if variant is None:
         return text + "\n"
     if not parallel:
-        return text + f"\n\n# {variant.name}: the same under prange, for large inputs (--parallel: as a diff)\n"
+        return text + f"\n\n# {PARALLEL}: the same under prange, for large inputs (--parallel: as a diff)\n"
     diff = difflib.unified_diff(_segment(lines, serial).splitlines(), _segment(lines, variant).splitlines(),
-                                name, variant.name, n=1, lineterm="")
-    return text + "\n\n# " + variant.name + ", as a diff against " + name + ":\n" + "\n".join(diff) + "\n"
-
-
-def _first_function(parts: list[str]) -> int:
-    for index, part in enumerate(parts):
-        if part.lstrip().startswith(("@", "def ")):
-            return index
-    return len(parts)
+                                SERIAL, PARALLEL, n=1, lineterm="")
+    return text + f"\n\n# {PARALLEL}, as a diff against {SERIAL}:\n" + "\n".join(diff) + "\n"
 
 
 def kernels_text(graphs: list[Graph], sources: dict[str, str], parallel: bool = False) -> str:

@@ -215,23 +215,27 @@ class Lowered:
         return print_graphs(self.stage_graphs(stage))
 
     @cached_property
-    def executable(self):
+    def backend(self):
+        """What renders and compiles this program's kernels (the CPU backend: numba)."""
+        from flowjit.compiler.codegen.backend import CpuBackend
         from flowjit.compiler.codegen.cache import kernel_cache
+        return CpuBackend(kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma)
+
+    @cached_property
+    def executable(self):
         from flowjit.compiler.codegen.driver import Executable
         if self.multi_device:
             return self.multi_device_executable
-        return Executable(self.fused, kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma)
+        return Executable(self.fused, self.backend)
 
     @cached_property
     def multi_device_executable(self):
         """The partitioned program on the multi-device executor (also what ``profile`` runs)."""
-        from flowjit.compiler.codegen.cache import kernel_cache
         from flowjit.compiler.codegen.driver import Executable, single_node_graph
         from flowjit.runtime.executor import MultiDeviceExecutable
-        partitioned = self.partitioned
-        cache, fma = kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma
+        partitioned, backend = self.partitioned, self.backend
         return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs,
-                                     self.devices, lambda node: Executable(single_node_graph(node), cache, fma))
+                                     self.devices, lambda node: Executable(single_node_graph(node), backend))
 
     def compile(self):
         """A callable taking the flat input arrays and returning the flat outputs."""

@@ -22,29 +22,14 @@ from flowjit.errors import (OpTypeError, ScalarOverflowError, ShapeError, TraceE
 from flowjit.frontend.indexing import basic_index
 from flowjit.frontend.tracer import Tracer, TraceContext, current_trace, lift_operands
 
-UFUNCS = {
-    np.add: ops.add, np.subtract: ops.sub, np.multiply: ops.mul, np.divide: ops.div,
-    np.floor_divide: ops.floordiv, np.remainder: ops.mod, np.fmod: ops.fmod, np.power: ops.pow,
-    np.negative: ops.neg, np.absolute: ops.abs, np.sqrt: ops.sqrt, np.square: ops.square,
-    np.reciprocal: ops.reciprocal, np.exp: ops.exp, np.exp2: ops.exp2, np.expm1: ops.expm1,
-    np.log: ops.log, np.log2: ops.log2, np.log10: ops.log10, np.log1p: ops.log1p,
-    np.sin: ops.sin, np.cos: ops.cos, np.tan: ops.tan, np.arcsin: ops.arcsin, np.arccos: ops.arccos,
-    np.arctan: ops.arctan, np.arctan2: ops.arctan2, np.sinh: ops.sinh, np.cosh: ops.cosh,
-    np.tanh: ops.tanh, np.floor: ops.floor, np.ceil: ops.ceil, np.trunc: ops.trunc, np.rint: ops.rint,
-    np.sign: ops.sign, np.maximum: ops.maximum, np.minimum: ops.minimum, np.fmax: ops.fmax,
-    np.fmin: ops.fmin, np.equal: ops.eq, np.not_equal: ops.ne, np.less: ops.lt,
-    np.less_equal: ops.le, np.greater: ops.gt, np.greater_equal: ops.ge,
-    np.logical_and: ops.logical_and, np.logical_or: ops.logical_or, np.logical_xor: ops.logical_xor,
-    np.logical_not: ops.logical_not, np.isnan: ops.isnan, np.isinf: ops.isinf,
-    np.isfinite: ops.isfinite, np.bitwise_and: ops.bitwise_and, np.bitwise_or: ops.bitwise_or,
-    np.bitwise_xor: ops.bitwise_xor, np.invert: ops.invert,
-}
+# Every ufunc an op mirrors (``Op.ufunc``, set where the op is defined): the registry is the map.
+UFUNCS = {op.ufunc: op for op in ops.all_ops().values() if isinstance(op.ufunc, np.ufunc)}
 COMPARISONS = (ops.eq, ops.ne, ops.lt, ops.le, ops.gt, ops.ge)
 # ufunc.reduce lowered to reductions: np.add.reduce(x, axis=0) is np.sum(x, axis=0).
 UFUNC_REDUCTIONS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min"}
 
 
-SCIPY_UFUNCS = {"erf": ops.erf, "expit": ops.sigmoid}
+SCIPY_UFUNCS = {op.special: op for op in ops.all_ops().values() if op.special is not None}
 
 
 def _scipy_op(ufunc):
@@ -543,22 +528,15 @@ def getitem(x: Tracer, key):
     return reshape(result, tuple(final_shape))
 
 
-def _install_methods():
-    methods = {
-        "sum": REDUCTIONS["sum"], "prod": REDUCTIONS["prod"], "mean": REDUCTIONS["mean"],
-        "max": REDUCTIONS["max"], "min": REDUCTIONS["min"], "var": REDUCTIONS["var"],
-        "std": REDUCTIONS["std"], "argmax": FUNCTIONS[np.argmax], "argmin": FUNCTIONS[np.argmin],
-        "any": FUNCTIONS[np.any], "all": FUNCTIONS[np.all], "astype": astype, "transpose": transpose,
-        "swapaxes": swapaxes, "squeeze": squeeze, "ravel": ravel, "flatten": ravel, "clip": clip,
-        "dot": dot, "round": round_, "__getitem__": getitem,
-    }
-    for name, function in methods.items():
-        setattr(Tracer, name, function)
-    Tracer.reshape = lambda self, *shape, order="C": reshape(
-        self, shape[0] if len(shape) == 1 else shape, order=order)
-    Tracer.T = property(lambda self: transpose(self))
-    Tracer.mT = property(lambda self: swapaxes(self, -1, -2))
-    Tracer.copy = lambda self, order="C": self._copy()
-
-
-_install_methods()
+# ndarray methods and properties of a traced array: Tracer.__getattr__ looks names up here.
+METHODS = {
+    "sum": REDUCTIONS["sum"], "prod": REDUCTIONS["prod"], "mean": REDUCTIONS["mean"],
+    "max": REDUCTIONS["max"], "min": REDUCTIONS["min"], "var": REDUCTIONS["var"],
+    "std": REDUCTIONS["std"], "argmax": FUNCTIONS[np.argmax], "argmin": FUNCTIONS[np.argmin],
+    "any": FUNCTIONS[np.any], "all": FUNCTIONS[np.all], "astype": astype, "transpose": transpose,
+    "swapaxes": swapaxes, "squeeze": squeeze, "ravel": ravel, "flatten": ravel, "clip": clip,
+    "dot": dot, "round": round_,
+    "reshape": lambda self, *shape, order="C": reshape(self, shape[0] if len(shape) == 1 else shape, order=order),
+    "copy": lambda self, order="C": self._copy(),
+}
+PROPERTIES = {"T": lambda self: transpose(self), "mT": lambda self: swapaxes(self, -1, -2)}

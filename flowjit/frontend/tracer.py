@@ -8,6 +8,7 @@ to ``__array_function__``, so one table (``numpy_api``) serves all three.
 from __future__ import annotations
 
 import threading
+import types
 from contextlib import contextmanager
 
 import numpy as np
@@ -257,9 +258,20 @@ class Tracer:
         raise _value_error(self, ".item()")
 
     def __getattr__(self, name):
-        # Only reached when no Tracer attribute or installed ndarray method has this name.
+        # Reached when the Tracer itself has no attribute of this name: the ndarray methods and
+        # properties numpy_api implements, else an error naming what is not supported.
+        from flowjit.frontend import numpy_api
         from flowjit.frontend.unsupported import attribute_error
+        if not name.startswith("_"):
+            if name in numpy_api.METHODS:
+                return types.MethodType(numpy_api.METHODS[name], self)
+            if name in numpy_api.PROPERTIES:
+                return numpy_api.PROPERTIES[name](self)
         raise attribute_error(self, name)
+
+    def __getitem__(self, key):
+        from flowjit.frontend import numpy_api
+        return numpy_api.getitem(self, key)
 
     def __setitem__(self, key, value):
         raise TraceError("traced arrays are immutable: instead of x[i] = v, build the result with "

@@ -128,12 +128,11 @@ def supported_functions() -> list[str]:
     """Every numpy function, ufunc and ndarray method flowjit traces, sorted (``np.sum``,
     ``ndarray.sum``, ``scipy.special.erf``...); Python operators on arrays map to these ufuncs."""
     from flowjit.frontend import numpy_api
-    from flowjit.frontend.tracer import Tracer
     names = {numpy_name(function) for function in numpy_api.FUNCTIONS}
     names |= {f"np.{ufunc.__name__}" for ufunc in numpy_api.UFUNCS}
     names |= {"np.matmul", "np.positive", "np.divmod"}
     names |= {f"np.{ufunc.__name__}.reduce" for ufunc in numpy_api.UFUNC_REDUCTIONS}
     names |= {f"scipy.special.{name}" for name in numpy_api.SCIPY_UFUNCS}
-    names |= {f"ndarray.{name}" for name in dir(Tracer)
-              if not name.startswith("_") and hasattr(np.ndarray, name)}
+    names |= {f"ndarray.{name}" for name in list(numpy_api.METHODS) + list(numpy_api.PROPERTIES)
+              if hasattr(np.ndarray, name)}
     return sorted(names)

@@ -170,7 +170,7 @@ def test_row_reduction_lanes_vectorise():
     for name, source in flowjit.jit(program).lower(x).kernel_sources().items():   # one kernel, both reductions
         namespace = {}
         exec(compile(source, name, "exec"), namespace)          # compiled afresh: cached code has no assembly
-        kernel = njit(error_model="numpy")(namespace[name])
+        kernel = njit(error_model="numpy")(namespace["kernel"])
         outputs = kernel.py_func.__code__.co_argcount - 1
         kernel(x, *(np.empty(2, np.float32) for _ in range(outputs)))
         assembly += "".join(kernel.inspect_asm().values())
@@ -224,7 +224,7 @@ def test_reductions_over_outer_axes_vectorise_in_both_variants():
     ((name, source),) = flowjit.jit(lambda x: x.mean(axis=0)).lower(small).kernel_sources().items()
     namespace = {}
     exec(compile(source, name, "exec"), namespace)
-    for function, options in ((name, {}), (name + "_parallel", {"parallel": True})):
+    for function, options in (("kernel", {}), ("kernel_parallel", {"parallel": True})):
         kernel = njit(error_model="numpy", **options)(namespace[function])
         kernel(small, np.empty(2048, np.float32))
         assembly = "".join(kernel.inspect_asm().values())
@@ -253,7 +253,8 @@ def test_trailing_reduced_axes_are_read_as_one_row():
         assert_matches_interpreter(jitted, (c, w, row), label)
     merged = flowjit.jit(lambda m: m.sum()).lower(np.ones((64, 300), np.float32)).kernel_sources()
     (source,) = merged.values()
-    kernel = source[source.index("def k0_sum("):]
+    assert "# k0_sum: reduce kernel" in source
+    kernel = source[source.index("def kernel("):]
     assert "ninner = n0\n" in kernel and "n1 =" not in kernel and "s_m = " not in kernel, kernel
 
 

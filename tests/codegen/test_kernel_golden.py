@@ -4,7 +4,7 @@ change to code generation is a reviewable diff.
     FLOWJIT_UPDATE_GOLDEN=1 pytest tests/codegen/test_kernel_golden.py   # rewrite them
 
 Each snapshot holds the kernels of one program as they are compiled (without the module
-header and helpers every kernel module shares), in the order the driver runs them, with the
+header every kernel module shares), in the order the driver runs them, with the
 user's locations elided.  The program also runs, and its
 result is checked against numpy, so a snapshot is never of a wrong kernel.
 """
@@ -18,7 +18,6 @@ import pytest
 
 import flowjit
 from flowjit.compiler.codegen.kernel import MODULE_HEADER
-from flowjit.compiler.codegen.scalar import HELPERS
 from helpers import assert_same_result, tolerance_for
 
 GOLDEN = pathlib.Path(__file__).parent.parent / "golden" / "kernels"
@@ -64,12 +63,12 @@ CASES = {
 
 
 def kernels_text(function, args) -> str:
-    """The kernels the program compiles, as compiled (less the module header and helpers)."""
-    shared = MODULE_HEADER + HELPERS + "\n\n"
+    """The kernels the program compiles, as compiled (less the module header they share)."""
+    shared = MODULE_HEADER
     sources = flowjit.jit(function).lower(*args).executable.kernel_sources
     for source in sources.values():
         assert source.startswith(shared)
-    text = "\n\n".join(source[len(shared):].rstrip() + "\n" for source in sources.values())
+    text = "\n\n".join(source[len(shared):].strip("\n") + "\n" for source in sources.values())
     return re.sub(r'loc\("[^"]*":\d+\)', "loc(...)", text)       # stable when this file is edited
 
 

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from flowjit.compiler.codegen import accuracy, mathlib
+from flowjit.compiler.codegen import accuracy, library, mathlib
 from helpers import packed
 
 DOCS = pathlib.Path(__file__).parent.parent.parent / "docs" / "math.md"
@@ -50,7 +50,7 @@ def test_sin_cos_on_the_hardest_arguments_match_mpmath():
         assert error <= 1, (key, error)
 
 
-@pytest.mark.parametrize("function", sorted(set(mathlib.VECTORIZED.values())))
+@pytest.mark.parametrize("function", sorted(set(library.ROUTINES.values())))
 def test_kernels_vectorise(function):
     """No libm call in the loop: LLVM emits packed arithmetic for every function we inline."""
     from numba import njit

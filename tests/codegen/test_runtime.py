@@ -29,9 +29,9 @@ def test_kernel_sources_are_named_readable_and_commented():
     sources = flowjit.jit(softmax).lower(np.ones((2, 8), np.float32)).kernel_sources()
     assert list(sources) == ["k0_max_sub_exp_sum_div"]
     source = sources["k0_max_sub_exp_sum_div"]
-    assert "def k0_max_sub_exp_sum_div(in0_x, out0):" in source
+    assert "# k0_max_sub_exp_sum_div: reduce kernel, domain [2,8]\ndef kernel(in0_x, out0):" in source
     assert "# %exp = exp %sub : f32[2,8]" in source
-    assert "exp_f32(" in source and "math.exp" not in source      # the vectorisable exp
+    assert "fj.exp_f32(" in source and "math.exp" not in source      # the vectorisable exp
 
 
 def test_new_sizes_compile_no_kernels():

@@ -18,8 +18,11 @@ import numpy as np
 from numba import njit
 
 from flowjit.compiler.codegen import mathlib
+from flowjit.compiler.ir.ops.base import routine_ops
+from flowjit.compiler.ir.ops.elementwise import special
 
-FUNCTIONS = ("exp", "log", "tanh", "sigmoid", "erf", "sin", "cos")
+# Every routine an op's lowering calls (ops.base.routine_ops), in the registry's order.
+FUNCTIONS = tuple(routine_ops())
 DTYPES = (np.float32, np.float64)
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, -1e-310, 5e-324, 1e-45, 1.0, -1.0, 0.5,
             709.782712893384, 709.7827128933841, -745.1332191019411, -745.1332191019412, 88.72283, 88.72284,
@@ -35,9 +38,9 @@ HARD_TRIG = {np.float64: [6381956970095103 * 2.0 ** 797, 5.0e22, 1e22, 8.0e15 * 
 
 
 def reference(name: str):
-    from scipy.special import erf, expit
-    return {"exp": np.exp, "log": np.log, "tanh": np.tanh, "sigmoid": expit, "erf": erf, "sin": np.sin,
-            "cos": np.cos}[name]
+    """What routine ``name`` must agree with: its op's numpy ufunc, or the scipy.special one."""
+    op = routine_ops()[name]
+    return op.ufunc if op.ufunc is not None else special(op.special)
 
 
 @functools.cache

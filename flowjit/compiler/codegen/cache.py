@@ -1,9 +1,9 @@
 """The kernel cache: in memory by source, on disk across processes.
 
-A kernel module is keyed by a hash of its source (without comments and with the
-kernel's name left out, so the same loop generated for two programs or two sizes is
-compiled once) plus the numba and llvmlite versions, the CPU's name and features, and
-the source of the math library the kernels inline.  On disk it is an ordinary Python file whose
+A kernel module is keyed by a hash of its source without comments (its functions are always
+``kernel`` and ``kernel_parallel``, so the same loop generated for two programs or two sizes
+is compiled once) plus the numba and llvmlite versions, the CPU's name and features, and
+the source of the kernel library the kernels inline.  On disk it is an ordinary Python file whose
 functions use numba's disk cache (through ``numba_cache``), so numba keeps the object code
 beside it in ``__pycache__``; a manifest with the sha256 of every file of the entry lets a
 later process detect a corrupted or truncated entry, warn once, and rebuild it.  Every file
@@ -26,7 +26,6 @@ import importlib.util
 import json
 import linecache
 import os
-import re
 import sys
 import tempfile
 import threading
@@ -39,23 +38,21 @@ import llvmlite.binding as llvm
 import numba
 from numba import njit
 
-from flowjit.compiler.codegen.kernel import KernelSource, module_source
-from flowjit.compiler.codegen.numba_cache import (LOCK_TIMEOUT_S, KernelFunctionCache, directory_lock, fsync_directory,
-                                                  is_temporary)
+from flowjit.compiler.codegen.kernel import PARALLEL, SERIAL, KernelSource
+from flowjit.compiler.codegen.numba_cache import LOCK_TIMEOUT_S, KernelFunctionCache, directory_lock
+from flowjit.files import is_temporary, write_atomically
 from flowjit.counters import STATS
-from flowjit.errors import KernelCacheWarning
-
-_PLACEHOLDER = "__kernel__"
-
-
-
+from flowjit.errors import KernelCacheWarning, user_stacklevel
 
 def toolchain_key() -> str:
     """What besides a kernel's own text decides its machine code: the toolchain, the CPU,
-    and the source of the math library that kernels inline."""
-    from flowjit.compiler.codegen import mathlib
-    with open(mathlib.__file__, "rb") as stream:
-        library = hashlib.sha256(stream.read()).hexdigest()[:16]
+    and the source of the kernel library (``fj``) that kernels inline."""
+    from flowjit.compiler.codegen import library as kernel_library
+    digest = hashlib.sha256()
+    for module in kernel_library.MODULES:
+        with open(module.__file__, "rb") as stream:
+            digest.update(stream.read())
+    library = digest.hexdigest()[:16]
     features = llvm.get_host_cpu_features().flatten()
     return (f"numba={numba.__version__};llvmlite={llvmlite.__version__};cpu={llvm.get_host_cpu_name()};"
             f"{features};mathlib={library}")
@@ -72,62 +69,16 @@ class CompiledKernel:
     recorded: int = field(default=0)         # cache files listed in the manifest so far
 
 
-def kernel_function_name(text: str) -> str:
-    """The serial kernel defined in a module (helpers are ``fj_*``, the other is ``*_parallel``)."""
-    for name in re.findall(r"^def (\w+)\(", text, re.MULTILINE):
-        if not name.startswith("fj_") and not name.endswith("_parallel"):
-            return name
-    raise ValueError("no kernel function in module")
-
-
 def canonical(text: str) -> str:
-    """The code without comments and with the kernel's name replaced: what the key hashes.
-
-    Comments carry the IR lines with the traced shapes, and the name says where in the
-    program the kernel sits; neither changes the compiled code, so new sizes and other
-    programs reuse it."""
-    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
-    try:
-        name = kernel_function_name(code)
-    except ValueError:
-        return code
-    return re.sub(rf"\b{re.escape(name)}(_parallel)?\b", lambda m: _PLACEHOLDER + (m.group(1) or ""), code)
-
-
-def _write_atomic(path: str, text: str) -> None:
-    """Write ``path`` whole or not at all: a temporary name beside it, fsync, rename."""
-    directory = os.path.dirname(path)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    fsync_directory(directory)
+    """The code without comments: what the key hashes.  Comments carry the IR lines with the
+    traced shapes and the kernel's place in its program; neither changes the compiled code,
+    so new sizes and other programs reuse it."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
 
 
 def _sha256(path: str) -> str:
     with open(path, "rb") as stream:
         return hashlib.sha256(stream.read()).hexdigest()
-
-
-def _user_stacklevel() -> int:
-    """The stacklevel of the first frame outside flowjit, numba and the standard library
-    (functools' wrappers): warnings point at the user's call."""
-    skipped = (os.path.dirname(os.path.dirname(os.path.dirname(__file__))) + os.sep,
-               os.path.dirname(numba.__file__) + os.sep, os.path.dirname(os.__file__) + os.sep)
-
-    def inside(filename: str) -> bool:
-        return filename.startswith(skipped) and not filename.startswith(skipped[2] + "site-packages")
-    frame, level = sys._getframe(1), 1
-    while frame is not None and inside(frame.f_code.co_filename):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 _CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
@@ -182,7 +133,7 @@ class KernelCache:
         elif stem not in self.warned:
             self.warned.add(stem)
             warnings.warn(f"flowjit: kernel cache entry {stem} in {self.directory} could not be used ({error}); "
-                          f"{action}", KernelCacheWarning, stacklevel=_user_stacklevel())
+                          f"{action}", KernelCacheWarning, stacklevel=user_stacklevel())
 
     def _stop_writing(self, error: OSError) -> None:
         self.writable = False
@@ -196,17 +147,17 @@ class KernelCache:
         _WARNED.add((what, self.root))
         warnings.warn(f"flowjit: the kernel cache directory {cache_directory_origin(self.root)} {text}. Set "
                       "FLOWJIT_CACHE_DIR to a writable directory, or to 'none' to keep kernels in memory only.",
-                      KernelCacheWarning, stacklevel=_user_stacklevel())
+                      KernelCacheWarning, stacklevel=user_stacklevel())
 
     def _warn_entry(self, stem: str, problem: str, action: str) -> None:
         if stem in self.warned:
             return
         self.warned.add(stem)
         warnings.warn(f"flowjit: kernel cache entry {stem} in {self.directory} is corrupted: {problem}; {action}",
-                      KernelCacheWarning, stacklevel=_user_stacklevel())
+                      KernelCacheWarning, stacklevel=user_stacklevel())
 
     def key_of(self, kernel: KernelSource, fma: bool = True) -> str:
-        text = canonical(module_source(kernel))          # header and helpers included
+        text = canonical(kernel.source)          # the header included
         return hashlib.sha256((text + self.toolchain + f";fma={fma}").encode()).hexdigest()[:24]
 
     def get(self, kernel: KernelSource, fma: bool = True) -> CompiledKernel:
@@ -220,7 +171,7 @@ class KernelCache:
 
     # -- loading ---------------------------------------------------------------------------------
     def _load(self, kernel: KernelSource, key: str, fma: bool) -> CompiledKernel:
-        text = module_source(kernel)
+        text = kernel.source
         if self.directory is None:
             return self._in_memory(kernel.name, key, text, fma)
         stem = f"k_{key}"
@@ -231,7 +182,7 @@ class KernelCache:
             if not os.path.exists(path):
                 if not self.writable:
                     return self._in_memory(kernel.name, key, text, fma)
-                _write_atomic(path, text)
+                write_atomically(path, text)
             else:
                 with open(path, encoding="utf-8") as stream:
                     text = stream.read()           # the same code, first written for another program
@@ -243,7 +194,7 @@ class KernelCache:
             return self._wrap(kernel.name, key, text, vars(module), path=path, fma=fma)
         except OSError as error:                  # the directory changed under us: read-only, removed
             self._disk_failed(stem, error, "compiling the kernel in memory")
-            return self._in_memory(kernel.name, key, module_source(kernel), fma)
+            return self._in_memory(kernel.name, key, kernel.source, fma)
 
     def _in_memory(self, name: str, key: str, text: str, fma: bool) -> CompiledKernel:
         filename = f"<flowjit kernel {name} {key}>"
@@ -253,12 +204,11 @@ class KernelCache:
         return self._wrap(name, key, text, namespace, path=None, fma=fma)
 
     def _wrap(self, name, key, text, namespace, *, path: str | None, fma: bool) -> CompiledKernel:
-        function = kernel_function_name(text)
         # 'contract' lets LLVM fuse a*b+c into one FMA (one rounding); nothing else of fastmath.
         flags = dict(error_model="numpy", fastmath={"contract"} if fma else False)
         native = path is not None and KernelFunctionCache is None       # another numba: its own cache
-        serial = njit(cache=native, **flags)(namespace[function])
-        parallel = njit(parallel=True, cache=native, **flags)(namespace[function + "_parallel"])
+        serial = njit(cache=native, **flags)(namespace[SERIAL])
+        parallel = njit(parallel=True, cache=native, **flags)(namespace[PARALLEL])
         STATS.dispatchers.extend([serial, parallel])
         compiled = CompiledKernel(name, key, text, serial, parallel, path)
         if path is not None and KernelFunctionCache is not None:
@@ -351,7 +301,7 @@ class KernelCache:
         manifest = {"source_sha256": hashlib.sha256(compiled.source.encode()).hexdigest(),
                     "numba_directory": os.path.relpath(numba_directory, self.directory), "files": digests}
         try:
-            _write_atomic(os.path.join(self.directory, stem + ".json"), json.dumps(manifest, indent=1))
+            write_atomically(os.path.join(self.directory, stem + ".json"), json.dumps(manifest, indent=1))
         except OSError as error:
             self._disk_failed(stem, error, "its manifest is not updated")
             return

@@ -21,8 +21,8 @@ import threading
 
 import numpy as np
 
-from flowjit.compiler.codegen.cache import KernelCache
-from flowjit.compiler.codegen.kernel import KernelSource, kernel_source, module_source
+from flowjit.compiler.codegen.backend import Backend
+from flowjit.compiler.codegen.kernel import KernelSource
 from flowjit.compiler.codegen.scalar import CodegenError, compute_dtype
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
@@ -65,10 +65,9 @@ def storage_shape(value: Value) -> tuple[int, ...]:
 
 
 class DriverBuilder:
-    def __init__(self, graph: Graph, cache: KernelCache, fma: bool = True):
+    def __init__(self, graph: Graph, backend: Backend):
         self.graph = graph
-        self.cache = cache
-        self.fma = fma
+        self.backend = backend
         self.lines: list[str] = []
         self.names: dict[Value, str] = {}
         self.globals: dict = {"np": np}
@@ -193,16 +192,16 @@ class DriverBuilder:
             self.emit(f"np.matmul({a}, {b}, out={mm_name})")
             if len(compute) == 1:
                 return
-            kernel = kernel_source(node)
+            kernel = self.backend.render(node)
             inputs = [mm_name] + [self.argument(v) for v in kernel.inputs[1:]]
             dying = None if mm_outer is not None else matmul.output     # freed after the epilogue
         else:
-            kernel = kernel_source(node)
+            kernel = self.backend.render(node)
             inputs = [self.argument(v) for v in kernel.inputs]
             dying = None
-        compiled = self.cache.get(kernel, self.fma)
+        compiled = self.backend.compile(kernel)
         self.compiled.append(compiled)
-        self.sources[node.name] = module_source(kernel)     # this program's lines, even when the
+        self.sources[node.name] = kernel.source     # this program's lines, even when the
                                                              # compiled module is shared with another
         outputs = []
         for value in kernel.outputs:
@@ -253,13 +252,13 @@ def single_node_graph(node: Node) -> Graph:
 class Executable:
     """A compiled program: call it with the graph's input arrays, get its outputs."""
 
-    def __init__(self, graph: Graph, cache: KernelCache, fma: bool = True):
-        builder = DriverBuilder(graph, cache, fma)
+    def __init__(self, graph: Graph, backend: Backend):
+        builder = DriverBuilder(graph, backend)
         self.driver, self.driver_source = builder.build()
         self.kernel_sources = builder.sources
         self.slot_specs = builder.slot_specs
         self.compiled = builder.compiled
-        self.cache = cache
+        self.backend = backend
         self.lock = threading.Lock()
         self.workspace: list | None = None
         self.recorded = False
@@ -280,6 +279,5 @@ class Executable:
             results = self.driver(self.new_workspace(), *arrays)
         if not self.recorded:
             self.recorded = True
-            for compiled in self.compiled:
-                self.cache.record(compiled)
+            self.backend.ran(self.compiled)
         return results

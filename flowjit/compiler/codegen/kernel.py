@@ -15,42 +15,38 @@ dimensions broadcast are baked in.  0-d arrays are passed as shape (1,).
 
 Each kernel is written twice, each variant by a writer of its own: serial, and with ``prange`` on
 the outer loop the plan lets run in parallel (``KernelWriter.for_loop``), for
-inputs large enough to pay for threads.
+inputs large enough to pay for threads.  Scalar code comes from each op's lowering rule for the
+backend's target; library calls go through ``fj`` (codegen/library.py), imported, never pasted.
 """
 
 from __future__ import annotations
 
 from flowjit.compiler.codegen.reduce import ReduceWriter
-from flowjit.compiler.codegen.writer import KernelSource, KernelWriter
+from flowjit.compiler.codegen.writer import PARALLEL, SERIAL, KernelSource, KernelWriter  # noqa: F401
 from flowjit.compiler.ir.graph import Node
 from flowjit.compiler.ir.plan import KernelKind
 
 
-MODULE_HEADER = '''"""flowjit kernels (generated): each line follows the IR line it implements."""
+MODULE_HEADER = '''"""flowjit kernel (generated): each line follows the IR line it implements."""
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
-from flowjit.compiler.codegen.mathlib import (bits_float32, cos_f32, cos_f64, erf_f32, erf_f64, exp_f32,
-                                              exp_f64, float32_bits, log_f32, log_f64, sigmoid_f32,
-                                              sigmoid_f64, sin_f32, sin_f64, stack_array, tanh_f32,
-                                              tanh_f64)
+from flowjit.compiler.codegen import library as fj
 '''
 
 
-def kernel_source(node: Node) -> KernelSource:
-    """The source of the kernel for one fused node (a matmul without epilogue has none): its
-    serial function and its parallel twin, each rendered from the plan by a writer of its own."""
+def kernel_source(node: Node, target: str = "cpu") -> KernelSource:
+    """The kernel module of one fused node: its serial function and its parallel twin, each
+    rendered from the plan by a writer of its own, under the header that binds the library.
+    The functions are always ``kernel`` and ``kernel_parallel`` (the node's name is in the
+    comment above them), so the same loop in two programs is the same module."""
     writer = ReduceWriter if node.attrs["plan"].kind is KernelKind.REDUCE else KernelWriter
-    serial, parallel = writer(node), writer(node, parallel=True)
+    serial, parallel = writer(node, target=target), writer(node, parallel=True, target=target)
     serial_text, inputs, outputs = serial.write_function()
     parallel_text, _, _ = parallel.write_function()
-    return KernelSource(node.name, serial_text + "\n\n\n" + parallel_text + "\n",
-                        [serial.outer_value(v) for v in inputs], [serial.exported[v] for v in outputs],
-                        serial.kind, parallel.parallel_loops > 0)
-
-
-def module_source(kernel: KernelSource) -> str:
-    from flowjit.compiler.codegen.scalar import HELPERS
-    return MODULE_HEADER + HELPERS + "\n\n" + kernel.source
+    module = (f"{MODULE_HEADER}\n\n# {node.name}: {serial.kind} kernel, domain [{','.join(map(str, serial.domain))}]\n"
+              f"{serial_text}\n\n\n{parallel_text}\n")
+    return KernelSource(node.name, module, [serial.outer_value(v) for v in inputs],
+                        [serial.exported[v] for v in outputs], serial.kind, parallel.parallel_loops > 0)

@@ -572,15 +572,3 @@ def sin_f32(x):
 def cos_f32(x):
     result = np.float32(_sin_cos_f32(x, 1))
     return np.float32(np.nan) if x - x != np.float32(0.0) else result
-
-
-# What the code generator calls for an op at a loop dtype.
-VECTORIZED = {
-    ("exp", "float64"): "exp_f64", ("exp", "float32"): "exp_f32",
-    ("log", "float64"): "log_f64", ("log", "float32"): "log_f32",
-    ("tanh", "float64"): "tanh_f64", ("tanh", "float32"): "tanh_f32",
-    ("sigmoid", "float64"): "sigmoid_f64", ("sigmoid", "float32"): "sigmoid_f32",
-    ("erf", "float64"): "erf_f64", ("erf", "float32"): "erf_f32",
-    ("sin", "float64"): "sin_f64", ("sin", "float32"): "sin_f32",
-    ("cos", "float64"): "cos_f64", ("cos", "float32"): "cos_f32",
-}

@@ -315,7 +315,7 @@ class ReduceWriter(KernelWriter):
         arrays = [(prefix, lane)] + ([("wide_", dtype)] if lane != dtype else [])
         name = _identifier(node.output)
         for array_prefix, array_dtype in arrays:
-            self.emit(depth, f"{array_prefix}{name} = stack_array({constructor(array_dtype)}, {size})")
+            self.emit(depth, f"{array_prefix}{name} = fj.stack_array({constructor(array_dtype)}, {size})")
         self.emit(depth, f"for j in range({size}):")
         for array_prefix, array_dtype in arrays:
             value = start if array_dtype == dtype else literal(0, array_dtype)
@@ -502,33 +502,11 @@ class ReduceWriter(KernelWriter):
         return cast(total, accumulator_dtype(node), node.output.dtype)
 
     def reduction_rule(self, node: Node):
-        """(accumulator dtype, start literal, combine(a, b) -> expression) of a reduction."""
+        """(accumulator dtype, start literal, combine(a, b) -> expression) of a reduction: the
+        op's own rule (``Op.combine``, next to its definition) at its accumulator dtype."""
+        if node.op.combine is None:
+            raise CodegenError(f"reduction '{node.op.name}' (%{node.name}) has no kernel rule: run the "
+                               f"expand-composites pass first")
         dtype = accumulator_dtype(node)
-        if node.op in (ops.sum, ops.mean):
-            start = literal(0, dtype)
-            combine = (lambda a, b: f"({a} | {b})") if dtype == np.bool_ else (lambda a, b: f"({a} + {b})")
-        elif node.op is ops.prod:
-            start = literal(1, dtype)
-            combine = (lambda a, b: f"({a} & {b})") if dtype == np.bool_ else (lambda a, b: f"({a} * {b})")
-        else:
-            larger = node.op in (ops.max, ops.argmax)
-            start = _extreme(dtype, lowest=larger)
-            compare = ">" if larger else "<"
-            if dtype == np.bool_:
-                combine = (lambda a, b: f"({a} | {b})") if larger else (lambda a, b: f"({a} & {b})")
-            elif dtype.kind == "f":
-                # NaN is sticky: once a lane holds NaN, nothing compares past it.
-                combine = (lambda a, b, c=compare: f"({b} if ({b} {c} {a}) | ({b} != {b}) else {a})")
-            else:
-                combine = (lambda a, b, c=compare: f"({b} if {b} {c} {a} else {a})")
+        start, combine = node.op.combine(dtype)
         return dtype, start, combine
-
-
-def _extreme(dtype: np.dtype, lowest: bool) -> str:
-    dtype = compute_dtype(dtype)
-    if dtype == np.bool_:
-        return "False" if lowest else "True"
-    if dtype.kind == "f":
-        return literal(-np.inf if lowest else np.inf, dtype)
-    info = np.iinfo(dtype)
-    return literal(info.min if lowest else info.max, dtype)

@@ -16,13 +16,14 @@ from flowjit.compiler.ir.printer import format_node
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan
 
 INDENT = "    "
+SERIAL, PARALLEL = "kernel", "kernel_parallel"      # the two functions of every kernel module
 KERNEL_OP_KINDS = (OpKind.ELEMENTWISE, OpKind.REDUCTION, OpKind.CONSTANT)      # (and the matmul BLAS runs)
 
 
 @dataclass
 class KernelSource:
     name: str
-    source: str                 # the module text: serial ``name`` and parallel ``name_parallel``
+    source: str                 # the whole module text: functions ``kernel`` and ``kernel_parallel``
     inputs: list[Value]         # outer values, in argument order (for matmul: the BLAS result first)
     outputs: list[Value]        # outer values written by the kernel
     kind: KernelKind
@@ -51,9 +52,10 @@ class KernelWriter:
     """Writes one variant of a fused node's kernel: serial, or (``parallel``) with ``prange`` on
     the outer loop the plan lets run in parallel (``for_loop``)."""
 
-    def __init__(self, node: Node, parallel: bool = False):
+    def __init__(self, node: Node, parallel: bool = False, target: str = "cpu"):
         self.node = node
         self.parallel = parallel
+        self.target = target                    # which op lowering rules apply (Lowering.targets)
         self.parallel_loops = 0                 # prange loops written (0: no loop can run in parallel)
         self.body: Graph = node.attrs["body"]
         self.plan: KernelPlan = node.attrs["plan"]
@@ -138,7 +140,7 @@ class KernelWriter:
             return
         embed = self.embed[out]
         operands = [self.operand(node, value, embed, out.type.rank) for value in node.inputs]
-        self.emit(depth, f"{self.var(out)} = {expression(node, operands)}")
+        self.emit(depth, f"{self.var(out)} = {expression(node, operands, self.target)}")
 
     def store(self, depth: int, value: Value) -> None:
         array = self.argument[value]
@@ -154,7 +156,7 @@ class KernelWriter:
 
     # -- kernels ----------------------------------------------------------------------------------------
     def write_function(self) -> tuple[str, list[Value], list[Value]]:
-        """The kernel function's text (``name``, or ``name_parallel``), its inputs and outputs."""
+        """The kernel function's text (``kernel``, or ``kernel_parallel``), its inputs and outputs."""
         inputs, outputs = self.arguments()
         body_lines = self.write_body(outputs)
         rank = len(self.domain)
@@ -163,7 +165,7 @@ class KernelWriter:
             raise CodegenError(f"kernel {self.name}: no argument gives the extent of domain axis {missing[0]}")
         header = [f"{INDENT}n{axis} = {self.extents.get(axis, '1')}" for axis in range(rank)]
         parameters = ", ".join(self.argument[v] for v in inputs + outputs)
-        name = self.name + ("_parallel" if self.parallel else "")
+        name = PARALLEL if self.parallel else SERIAL
         return "\n".join([f"def {name}({parameters}):"] + header + body_lines), inputs, outputs
 
     def outer_value(self, value: Value) -> Value:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value, stable_topological_order
-from flowjit.compiler.ir.ops.base import OpKind
+from flowjit.compiler.ir.ops.base import OpKind, routine_ops
 from flowjit.compiler.ir.ops.reduction import reduction_axes
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan
 from flowjit.compiler.passes.base import Pass
@@ -35,7 +35,7 @@ MAX_NAME_OPS = 6
 
 # What one kernel may hold.  Numba's compile time per op is flat up to a few hundred
 # cheap ops and then grows (a shallow tree of 3,200 adds and muls: 18 ms per op against
-# 6.5 ms at 400); every math routine the kernel inlines (exp, tanh, ...: mathlib.VECTORIZED)
+# 6.5 ms at 400); every math routine the kernel inlines (exp, tanh, ...: ops.base.routine_ops)
 # costs ~0.2 s and ~3 MB, flat up to ~50 of them per kernel, then 0.3 s and ~10 MB
 # each at 100 (a kernel of 200 alternating tanh/mul took 62 s and 1.1 GB).  Measured
 # with bench/pipeline_scaling.py --kernel-size; beyond a cap fusion starts a new kernel.
@@ -43,9 +43,8 @@ MAX_NAME_OPS = 6
 # a shallow tree of the same size, and the op cap bounds it.
 MAX_KERNEL_OPS = 512
 MAX_KERNEL_ROUTINES = 32
-# Elementwise ops whose CPU lowering inlines a whole math routine (mathlib.VECTORIZED;
-# tests/passes/test_scaling.py checks that the two agree).
-ROUTINE_OPS = frozenset({ops.exp, ops.log, ops.tanh, ops.sigmoid, ops.erf, ops.sin, ops.cos})
+# Elementwise ops whose lowering inlines a whole math routine (their Lowering names it).
+ROUTINE_OPS = frozenset(routine_ops().values())
 
 
 @dataclass(eq=False)

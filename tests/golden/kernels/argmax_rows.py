@@ -1,4 +1,5 @@
-def k0_argmax(in0_x, out0):
+# k0_argmax: reduce kernel, domain [4,8]
+def kernel(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n1
@@ -8,7 +9,7 @@ def k0_argmax(in0_x, out0):
             total_argmax = np.float32(-np.inf)
             tail = 0
             if ninner >= 128:
-                lanes_argmax = stack_array(np.float32, 64)
+                lanes_argmax = fj.stack_array(np.float32, 64)
                 for j in range(64):
                     lanes_argmax[j] = np.float32(-np.inf)
                 for block in range(ninner // 64):
@@ -45,7 +46,7 @@ def k0_argmax(in0_x, out0):
             out0[i0] = v_argmax
 
 
-def k0_argmax_parallel(in0_x, out0):
+def kernel_parallel(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n1
@@ -55,7 +56,7 @@ def k0_argmax_parallel(in0_x, out0):
             total_argmax = np.float32(-np.inf)
             tail = 0
             if ninner >= 128:
-                lanes_argmax = stack_array(np.float32, 64)
+                lanes_argmax = fj.stack_array(np.float32, 64)
                 for j in range(64):
                     lanes_argmax[j] = np.float32(-np.inf)
                 for block in range(ninner // 64):

@@ -1,4 +1,5 @@
-def k0_sub_exp(in0_reshape, in1_reshape_1, out0):
+# k0_sub_exp: loop kernel, domain [4,8]
+def kernel(in0_reshape, in1_reshape_1, out0):
     n0 = in0_reshape.shape[0]
     n1 = in1_reshape_1.shape[1]
     for i0 in range(n0):
@@ -6,11 +7,11 @@ def k0_sub_exp(in0_reshape, in1_reshape_1, out0):
             # %sub = sub %reshape, %reshape_1 : f32[4,8] loc(...)
             v_sub = np.float32((in0_reshape[i0, 0] - in1_reshape_1[0, i1]))
             # %exp = exp %sub : f32[4,8] loc(...)
-            v_exp = np.float32(exp_f32(v_sub))
+            v_exp = np.float32(fj.exp_f32(v_sub))
             out0[i0, i1] = v_exp
 
 
-def k0_sub_exp_parallel(in0_reshape, in1_reshape_1, out0):
+def kernel_parallel(in0_reshape, in1_reshape_1, out0):
     n0 = in0_reshape.shape[0]
     n1 = in1_reshape_1.shape[1]
     for i0 in prange(n0):
@@ -18,5 +19,5 @@ def k0_sub_exp_parallel(in0_reshape, in1_reshape_1, out0):
             # %sub = sub %reshape, %reshape_1 : f32[4,8] loc(...)
             v_sub = np.float32((in0_reshape[i0, 0] - in1_reshape_1[0, i1]))
             # %exp = exp %sub : f32[4,8] loc(...)
-            v_exp = np.float32(exp_f32(v_sub))
+            v_exp = np.float32(fj.exp_f32(v_sub))
             out0[i0, i1] = v_exp

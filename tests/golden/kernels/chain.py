@@ -1,4 +1,5 @@
-def k0_mul_add_mul_abs_div_sub(in0_x, out0):
+# k0_mul_add_mul_abs_div_sub: loop kernel, domain [8]
+def kernel(in0_x, out0):
     n0 = in0_x.shape[0]
     # %constant = constant {value=2.0} : f64[]
     v_constant = np.float64(2.0)
@@ -22,7 +23,7 @@ def k0_mul_add_mul_abs_div_sub(in0_x, out0):
         out0[i0] = v_sub
 
 
-def k0_mul_add_mul_abs_div_sub_parallel(in0_x, out0):
+def kernel_parallel(in0_x, out0):
     n0 = in0_x.shape[0]
     # %constant = constant {value=2.0} : f64[]
     v_constant = np.float64(2.0)

@@ -1,4 +1,5 @@
-def k0_mean(in0_x, out0):
+# k0_mean: reduce kernel, domain [4,8]
+def kernel(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n0
@@ -6,8 +7,8 @@ def k0_mean(in0_x, out0):
         low = block * 1024
         high = min(n1, low + 1024)
         # %mean = mean %x {axes=[0]} : f32[8] loc(...)
-        acc_mean = stack_array(np.float32, 1024)
-        wide_mean = stack_array(np.float64, 1024)
+        acc_mean = fj.stack_array(np.float32, 1024)
+        wide_mean = fj.stack_array(np.float64, 1024)
         for j in range(1024):
             acc_mean[j] = np.float32(0.0)
             wide_mean[j] = np.float64(0.0)
@@ -29,7 +30,7 @@ def k0_mean(in0_x, out0):
             out0[i1] = v_mean
 
 
-def k0_mean_parallel(in0_x, out0):
+def kernel_parallel(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n0
@@ -37,8 +38,8 @@ def k0_mean_parallel(in0_x, out0):
         low = block * 1024
         high = min(n1, low + 1024)
         # %mean = mean %x {axes=[0]} : f32[8] loc(...)
-        acc_mean = stack_array(np.float32, 1024)
-        wide_mean = stack_array(np.float64, 1024)
+        acc_mean = fj.stack_array(np.float32, 1024)
+        wide_mean = fj.stack_array(np.float64, 1024)
         for j in range(1024):
             acc_mean[j] = np.float32(0.0)
             wide_mean[j] = np.float64(0.0)

@@ -1,4 +1,5 @@
-def k0_mul_add_mul_tanh_add_mul(in0_x, out0):
+# k0_mul_add_mul_tanh_add_mul: loop kernel, domain [4,8]
+def kernel(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     # %constant = constant {value=0.5} : f32[]
@@ -24,7 +25,7 @@ def k0_mul_add_mul_tanh_add_mul(in0_x, out0):
             # %mul_4 = mul %constant_2, %add : f32[4,8] loc(...)
             v_mul_4 = np.float32((v_constant_2 * v_add))
             # %tanh = tanh %mul_4 : f32[4,8] loc(...)
-            v_tanh = np.float32(tanh_f32(v_mul_4))
+            v_tanh = np.float32(fj.tanh_f32(v_mul_4))
             # %add_1 = add %constant_3, %tanh : f32[4,8] loc(...)
             v_add_1 = np.float32((v_constant_3 + v_tanh))
             # %mul_5 = mul %mul, %add_1 : f32[4,8] loc(...)
@@ -32,7 +33,7 @@ def k0_mul_add_mul_tanh_add_mul(in0_x, out0):
             out0[i0, i1] = v_mul_5
 
 
-def k0_mul_add_mul_tanh_add_mul_parallel(in0_x, out0):
+def kernel_parallel(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     # %constant = constant {value=0.5} : f32[]
@@ -58,7 +59,7 @@ def k0_mul_add_mul_tanh_add_mul_parallel(in0_x, out0):
             # %mul_4 = mul %constant_2, %add : f32[4,8] loc(...)
             v_mul_4 = np.float32((v_constant_2 * v_add))
             # %tanh = tanh %mul_4 : f32[4,8] loc(...)
-            v_tanh = np.float32(tanh_f32(v_mul_4))
+            v_tanh = np.float32(fj.tanh_f32(v_mul_4))
             # %add_1 = add %constant_3, %tanh : f32[4,8] loc(...)
             v_add_1 = np.float32((v_constant_3 + v_tanh))
             # %mul_5 = mul %mul, %add_1 : f32[4,8] loc(...)

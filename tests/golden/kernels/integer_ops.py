@@ -1,4 +1,5 @@
-def k0_floordiv_mod_mul_add_gt_sub(in0_i, out0):
+# k0_floordiv_mod_mul_add_gt_sub: loop kernel, domain [16]
+def kernel(in0_i, out0):
     n0 = in0_i.shape[0]
     # %constant = constant {value=3} : i32[]
     v_constant = np.int32(3)
@@ -10,9 +11,9 @@ def k0_floordiv_mod_mul_add_gt_sub(in0_i, out0):
     v_constant_3 = np.int32(0)
     for i0 in range(n0):
         # %floordiv = floordiv %i, %constant : i32[16] loc(...)
-        v_floordiv = np.int32(fj_floordiv_int(in0_i[i0], v_constant))
+        v_floordiv = np.int32(fj.floordiv_int(in0_i[i0], v_constant))
         # %mod = mod %floordiv, %constant_1 : i32[16] loc(...)
-        v_mod = np.int32(fj_mod_int(v_floordiv, v_constant_1))
+        v_mod = np.int32(fj.mod_int(v_floordiv, v_constant_1))
         # %mul = mul %i, %constant_2 : i32[16] loc(...)
         v_mul = np.int32((in0_i[i0] * v_constant_2))
         # %add = add %mod, %mul : i32[16] loc(...)
@@ -24,7 +25,7 @@ def k0_floordiv_mod_mul_add_gt_sub(in0_i, out0):
         out0[i0] = v_sub
 
 
-def k0_floordiv_mod_mul_add_gt_sub_parallel(in0_i, out0):
+def kernel_parallel(in0_i, out0):
     n0 = in0_i.shape[0]
     # %constant = constant {value=3} : i32[]
     v_constant = np.int32(3)
@@ -36,9 +37,9 @@ def k0_floordiv_mod_mul_add_gt_sub_parallel(in0_i, out0):
     v_constant_3 = np.int32(0)
     for i0 in prange(n0):
         # %floordiv = floordiv %i, %constant : i32[16] loc(...)
-        v_floordiv = np.int32(fj_floordiv_int(in0_i[i0], v_constant))
+        v_floordiv = np.int32(fj.floordiv_int(in0_i[i0], v_constant))
         # %mod = mod %floordiv, %constant_1 : i32[16] loc(...)
-        v_mod = np.int32(fj_mod_int(v_floordiv, v_constant_1))
+        v_mod = np.int32(fj.mod_int(v_floordiv, v_constant_1))
         # %mul = mul %i, %constant_2 : i32[16] loc(...)
         v_mul = np.int32((in0_i[i0] * v_constant_2))
         # %add = add %mod, %mul : i32[16] loc(...)

@@ -1,4 +1,5 @@
-def k0_mean_sub_square_mean_add_sqrt(in0_x, in1_gamma, in2_beta, out0):
+# k0_mean_sub_square_mean_add_sqrt: reduce kernel, domain [4,8]
+def kernel(in0_x, in1_gamma, in2_beta, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     # %constant = constant {value=1e-05} : f32[]
@@ -11,8 +12,8 @@ def k0_mean_sub_square_mean_add_sqrt(in0_x, in1_gamma, in2_beta, out0):
             total_mean = np.float64(0.0)
             tail = 0
             if ninner >= 128:
-                lanes_mean = stack_array(np.float32, 64)
-                wide_mean = stack_array(np.float64, 64)
+                lanes_mean = fj.stack_array(np.float32, 64)
+                wide_mean = fj.stack_array(np.float64, 64)
                 for j in range(64):
                     lanes_mean[j] = np.float32(0.0)
                     wide_mean[j] = np.float64(0.0)
@@ -43,8 +44,8 @@ def k0_mean_sub_square_mean_add_sqrt(in0_x, in1_gamma, in2_beta, out0):
             total_mean_1 = np.float64(0.0)
             tail = 0
             if ninner >= 128:
-                lanes_mean_1 = stack_array(np.float32, 64)
-                wide_mean_1 = stack_array(np.float64, 64)
+                lanes_mean_1 = fj.stack_array(np.float32, 64)
+                wide_mean_1 = fj.stack_array(np.float64, 64)
                 for j in range(64):
                     lanes_mean_1[j] = np.float32(0.0)
                     wide_mean_1[j] = np.float64(0.0)
@@ -99,7 +100,7 @@ def k0_mean_sub_square_mean_add_sqrt(in0_x, in1_gamma, in2_beta, out0):
                 out0[i0, i1] = v_add_1
 
 
-def k0_mean_sub_square_mean_add_sqrt_parallel(in0_x, in1_gamma, in2_beta, out0):
+def kernel_parallel(in0_x, in1_gamma, in2_beta, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     # %constant = constant {value=1e-05} : f32[]
@@ -112,8 +113,8 @@ def k0_mean_sub_square_mean_add_sqrt_parallel(in0_x, in1_gamma, in2_beta, out0):
             total_mean = np.float64(0.0)
             tail = 0
             if ninner >= 128:
-                lanes_mean = stack_array(np.float32, 64)
-                wide_mean = stack_array(np.float64, 64)
+                lanes_mean = fj.stack_array(np.float32, 64)
+                wide_mean = fj.stack_array(np.float64, 64)
                 for j in range(64):
                     lanes_mean[j] = np.float32(0.0)
                     wide_mean[j] = np.float64(0.0)
@@ -144,8 +145,8 @@ def k0_mean_sub_square_mean_add_sqrt_parallel(in0_x, in1_gamma, in2_beta, out0):
             total_mean_1 = np.float64(0.0)
             tail = 0
             if ninner >= 128:
-                lanes_mean_1 = stack_array(np.float32, 64)
-                wide_mean_1 = stack_array(np.float64, 64)
+                lanes_mean_1 = fj.stack_array(np.float32, 64)
+                wide_mean_1 = fj.stack_array(np.float64, 64)
                 for j in range(64):
                     lanes_mean_1[j] = np.float32(0.0)
                     wide_mean_1[j] = np.float64(0.0)

@@ -1,4 +1,5 @@
-def k0_matmul_add_maximum(in0_matmul, in1_bias, out0):
+# k0_matmul_add_maximum: matmul kernel, domain [4,8]
+def kernel(in0_matmul, in1_bias, out0):
     n0 = in0_matmul.shape[0]
     n1 = in0_matmul.shape[1]
     # %constant = constant {value=0.0} : f32[]
@@ -12,7 +13,7 @@ def k0_matmul_add_maximum(in0_matmul, in1_bias, out0):
             out0[i0, i1] = v_maximum
 
 
-def k0_matmul_add_maximum_parallel(in0_matmul, in1_bias, out0):
+def kernel_parallel(in0_matmul, in1_bias, out0):
     n0 = in0_matmul.shape[0]
     n1 = in0_matmul.shape[1]
     # %constant = constant {value=0.0} : f32[]

@@ -1,4 +1,5 @@
-def k0_sum_max(in0_x, out0, out1):
+# k0_sum_max: reduce kernel, domain [4,8]
+def kernel(in0_x, out0, out1):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n1
@@ -10,12 +11,12 @@ def k0_sum_max(in0_x, out0, out1):
             total_max = np.float32(-np.inf)
             tail = 0
             if ninner >= 128:
-                lanes_sum = stack_array(np.float32, 64)
-                wide_sum = stack_array(np.float64, 64)
+                lanes_sum = fj.stack_array(np.float32, 64)
+                wide_sum = fj.stack_array(np.float64, 64)
                 for j in range(64):
                     lanes_sum[j] = np.float32(0.0)
                     wide_sum[j] = np.float64(0.0)
-                lanes_max = stack_array(np.float32, 64)
+                lanes_max = fj.stack_array(np.float32, 64)
                 for j in range(64):
                     lanes_max[j] = np.float32(-np.inf)
                 for block in range(ninner // 64):
@@ -56,7 +57,7 @@ def k0_sum_max(in0_x, out0, out1):
             out1[i0] = v_max
 
 
-def k0_sum_max_parallel(in0_x, out0, out1):
+def kernel_parallel(in0_x, out0, out1):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n1
@@ -68,12 +69,12 @@ def k0_sum_max_parallel(in0_x, out0, out1):
             total_max = np.float32(-np.inf)
             tail = 0
             if ninner >= 128:
-                lanes_sum = stack_array(np.float32, 64)
-                wide_sum = stack_array(np.float64, 64)
+                lanes_sum = fj.stack_array(np.float32, 64)
+                wide_sum = fj.stack_array(np.float64, 64)
                 for j in range(64):
                     lanes_sum[j] = np.float32(0.0)
                     wide_sum[j] = np.float64(0.0)
-                lanes_max = stack_array(np.float32, 64)
+                lanes_max = fj.stack_array(np.float32, 64)
                 for j in range(64):
                     lanes_max[j] = np.float32(-np.inf)
                 for block in range(ninner // 64):

@@ -1,4 +1,5 @@
-def k0_max_sub_exp_sum_div(in0_x, out0):
+# k0_max_sub_exp_sum_div: reduce kernel, domain [4,8]
+def kernel(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n1
@@ -9,7 +10,7 @@ def k0_max_sub_exp_sum_div(in0_x, out0):
             total_max = np.float32(-np.inf)
             tail = 0
             if ninner >= 128:
-                lanes_max = stack_array(np.float32, 64)
+                lanes_max = fj.stack_array(np.float32, 64)
                 for j in range(64):
                     lanes_max[j] = np.float32(-np.inf)
                 for block in range(ninner // 64):
@@ -32,8 +33,8 @@ def k0_max_sub_exp_sum_div(in0_x, out0):
             total_sum = np.float64(0.0)
             tail = 0
             if ninner >= 128:
-                lanes_sum = stack_array(np.float32, 64)
-                wide_sum = stack_array(np.float64, 64)
+                lanes_sum = fj.stack_array(np.float32, 64)
+                wide_sum = fj.stack_array(np.float64, 64)
                 for j in range(64):
                     lanes_sum[j] = np.float32(0.0)
                     wide_sum[j] = np.float64(0.0)
@@ -44,7 +45,7 @@ def k0_max_sub_exp_sum_div(in0_x, out0):
                         # %sub = sub %x, %max : f32[4,8] loc(...)
                         v_sub = np.float32((in0_x[i0, i1] - v_max))
                         # %exp = exp %sub : f32[4,8] loc(...)
-                        v_exp = np.float32(exp_f32(v_sub))
+                        v_exp = np.float32(fj.exp_f32(v_sub))
                         s_exp[t] = v_exp
                         x = v_exp
                         lanes_sum[j] = (lanes_sum[j] + x)
@@ -67,7 +68,7 @@ def k0_max_sub_exp_sum_div(in0_x, out0):
                 # %sub = sub %x, %max : f32[4,8] loc(...)
                 v_sub = np.float32((in0_x[i0, i1] - v_max))
                 # %exp = exp %sub : f32[4,8] loc(...)
-                v_exp = np.float32(exp_f32(v_sub))
+                v_exp = np.float32(fj.exp_f32(v_sub))
                 s_exp[t] = v_exp
                 x = np.float64(v_exp)
                 total_sum = (total_sum + x)
@@ -80,7 +81,7 @@ def k0_max_sub_exp_sum_div(in0_x, out0):
                 out0[i0, i1] = v_div
 
 
-def k0_max_sub_exp_sum_div_parallel(in0_x, out0):
+def kernel_parallel(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n1
@@ -91,7 +92,7 @@ def k0_max_sub_exp_sum_div_parallel(in0_x, out0):
             total_max = np.float32(-np.inf)
             tail = 0
             if ninner >= 128:
-                lanes_max = stack_array(np.float32, 64)
+                lanes_max = fj.stack_array(np.float32, 64)
                 for j in range(64):
                     lanes_max[j] = np.float32(-np.inf)
                 for block in range(ninner // 64):
@@ -114,8 +115,8 @@ def k0_max_sub_exp_sum_div_parallel(in0_x, out0):
             total_sum = np.float64(0.0)
             tail = 0
             if ninner >= 128:
-                lanes_sum = stack_array(np.float32, 64)
-                wide_sum = stack_array(np.float64, 64)
+                lanes_sum = fj.stack_array(np.float32, 64)
+                wide_sum = fj.stack_array(np.float64, 64)
                 for j in range(64):
                     lanes_sum[j] = np.float32(0.0)
                     wide_sum[j] = np.float64(0.0)
@@ -126,7 +127,7 @@ def k0_max_sub_exp_sum_div_parallel(in0_x, out0):
                         # %sub = sub %x, %max : f32[4,8] loc(...)
                         v_sub = np.float32((in0_x[i0, i1] - v_max))
                         # %exp = exp %sub : f32[4,8] loc(...)
-                        v_exp = np.float32(exp_f32(v_sub))
+                        v_exp = np.float32(fj.exp_f32(v_sub))
                         s_exp[t] = v_exp
                         x = v_exp
                         lanes_sum[j] = (lanes_sum[j] + x)
@@ -149,7 +150,7 @@ def k0_max_sub_exp_sum_div_parallel(in0_x, out0):
                 # %sub = sub %x, %max : f32[4,8] loc(...)
                 v_sub = np.float32((in0_x[i0, i1] - v_max))
                 # %exp = exp %sub : f32[4,8] loc(...)
-                v_exp = np.float32(exp_f32(v_sub))
+                v_exp = np.float32(fj.exp_f32(v_sub))
                 s_exp[t] = v_exp
                 x = np.float64(v_exp)
                 total_sum = (total_sum + x)

@@ -1,4 +1,5 @@
-def k0_sum(in0_x, out0):
+# k0_sum: reduce kernel, domain [32]
+def kernel(in0_x, out0):
     n0 = in0_x.shape[0]
     ninner = n0
     nparts = max(1, min(64, ninner // 65536))
@@ -11,8 +12,8 @@ def k0_sum(in0_x, out0):
         total_sum = np.float64(0.0)
         tail = 0
         if (high - low) >= 128:
-            lanes_sum = stack_array(np.float32, 64)
-            wide_sum = stack_array(np.float64, 64)
+            lanes_sum = fj.stack_array(np.float32, 64)
+            wide_sum = fj.stack_array(np.float64, 64)
             for j in range(64):
                 lanes_sum[j] = np.float32(0.0)
                 wide_sum[j] = np.float64(0.0)
@@ -46,7 +47,7 @@ def k0_sum(in0_x, out0):
     out0[0] = v_sum
 
 
-def k0_sum_parallel(in0_x, out0):
+def kernel_parallel(in0_x, out0):
     n0 = in0_x.shape[0]
     ninner = n0
     nparts = max(1, min(64, ninner // 65536))
@@ -59,8 +60,8 @@ def k0_sum_parallel(in0_x, out0):
         total_sum = np.float64(0.0)
         tail = 0
         if (high - low) >= 128:
-            lanes_sum = stack_array(np.float32, 64)
-            wide_sum = stack_array(np.float64, 64)
+            lanes_sum = fj.stack_array(np.float32, 64)
+            wide_sum = fj.stack_array(np.float64, 64)
             for j in range(64):
                 lanes_sum[j] = np.float32(0.0)
                 wide_sum[j] = np.float64(0.0)

@@ -3,8 +3,9 @@
 An ``Op`` holds its attribute specs, its type rule (shapes and dtypes, numpy 2
 promotion and broadcasting), its numpy reference implementation (which the
 interpreter and constant folding both use), its kind, and flags passes consult
-(commutative, stateful).  Codegen and cost hooks are attached in the same place by
-the layers that own them.  The parser is the only code that maps op names to ops.
+(commutative, stateful), and the rules later stages read: its scalar lowering in the kernel
+language (``lowering.py``, with per-target overrides), a reduction's start value and combine,
+its cost in flops, and its gradient rule.  The parser is the only code that maps op names to ops.
 """
 
 from __future__ import annotations
@@ -74,8 +75,14 @@ class Op:
     commutative: bool = False
     stateful: bool = False
     ufunc: Any = None                   # the numpy ufunc an elementwise op mirrors
+    special: str | None = None          # or the scipy.special ufunc it mirrors (erf, expit)
     doc: str = ""
-    # Hooks other layers register next to the op (codegen, gradients, costs).
+    # -- the op's rules for the later stages, next to its definition (JAX's per-primitive rules)
+    lowering: Any = None                # elementwise: a lowering.Lowering (one element in the kernel language)
+    combine: Any = None                 # reduction: (accumulator dtype) -> (start literal, combine(a, b) text)
+    flops: float = 1.0                  # per result element, for the cost model
+    gradient: Callable | None = None    # reverse-mode rule (the gradients pass)
+    # Hooks other layers register next to the op.
     extensions: dict[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:
@@ -176,6 +183,13 @@ def lookup(name: str) -> Op:
 
 def all_ops() -> dict[str, Op]:
     return dict(_REGISTRY)
+
+
+def routine_ops() -> dict[str, Op]:
+    """Ops whose lowering calls a vectorised library routine, by routine name (``exp``:
+    ``ops.exp``): what fusion counts against its cap, and what the accuracy table measures."""
+    return {op.lowering.routine: op for op in _REGISTRY.values()
+            if op.lowering is not None and op.lowering.routine is not None}
 
 
 # -- shape helpers shared by type rules ----------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from flowjit.compiler.ir.ops.base import AttrKind, Op, OpKind, register, required
+from flowjit.compiler.ir.ops.lowering import typed
 from flowjit.compiler.ir.types import TensorType
 from flowjit.errors import OpTypeError
 
@@ -58,7 +59,9 @@ def _extend_rule(types, attrs):
 truncate16 = register(Op("truncate16", OpKind.ELEMENTWISE, 1, _truncate_rule,
                          lambda arrays, attrs: [(np.ascontiguousarray(arrays[0], np.float32).view(np.uint32)
                                                  >> 16).astype(np.uint16)],
-                         doc="the upper 16 bits of each float32 (sign, exponent, 7 mantissa bits)"))
+                         doc="the upper 16 bits of each float32 (sign, exponent, 7 mantissa bits)",
+                         lowering=typed(lambda c, a: f"np.uint16((np.int64(fj.float32_bits({a})) >> 16) & 0xFFFF)")))
 extend16 = register(Op("extend16", OpKind.ELEMENTWISE, 1, _extend_rule,
                        lambda arrays, attrs: [(np.asarray(arrays[0]).astype(np.uint32) << 16).view(np.float32)],
-                       doc="a float32 from its upper 16 bits, the lower 16 zero"))
+                       doc="a float32 from its upper 16 bits, the lower 16 zero",
+                       lowering=typed(lambda c, a: f"fj.bits_float32(np.int32(np.int64({a}) << 16))")))

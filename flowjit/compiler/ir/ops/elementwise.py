@@ -14,6 +14,8 @@ import numpy as np
 
 from flowjit.compiler.ir.ops.base import (AttrKind, Op, OpKind, broadcast_shapes, register,
                                           required)
+from flowjit.compiler.ir.ops.lowering import (Lowering, call, cast as cast_text, infix, is_bool, is_float,
+                                              literal, lowering, routine, typed)
 from flowjit.compiler.ir.types import TensorType, check_dtype
 from flowjit.errors import OpTypeError
 
@@ -37,73 +39,152 @@ def _elementwise_rule(function):
     return rule
 
 
-def _ufunc_op(name: str, ufunc, *, commutative: bool = False, doc: str = "") -> Op:
+def _ufunc_op(name: str, ufunc, lower: Lowering, *, flops: float = 1.0, commutative: bool = False,
+              doc: str = "") -> Op:
     return register(Op(
         name=name, kind=OpKind.ELEMENTWISE, num_inputs=ufunc.nin,
         type_rule=_elementwise_rule(ufunc),
         reference=lambda arrays, attrs: [ufunc(*arrays)],
-        commutative=commutative, ufunc=ufunc, doc=doc or f"numpy.{ufunc.__name__}"))
+        commutative=commutative, ufunc=ufunc, doc=doc or f"numpy.{ufunc.__name__}",
+        lowering=lower, flops=flops))
+
+
+# -- scalar lowerings shared by several ops (lowering.py has the common builders) ---------------------
+def _maximum(nan_from_first: bool, larger: bool) -> Lowering:
+    """maximum/minimum (NaN wins) and fmax/fmin (NaN loses).  Of two equal values (+0.0 and
+    -0.0) numpy's float32/float64 loops return the second, its float16 loop the first."""
+    def rule(c, a, b):
+        if not is_float(c.dtype):
+            return f"({a} if {a} {'>=' if larger else '<='} {b} else {b})"
+        compare = (">" if larger else "<") + ("=" if np.dtype(c.dtype) == np.float16 else "")
+        nan_check = f"{a} != {a}" if nan_from_first else f"{b} != {b}"
+        return f"({a} if ({a} {compare} {b} or {nan_check}) else {b})"
+    return lowering(rule)
+
+
+def _truth(a, dtype) -> str:
+    return a if is_bool(dtype) else f"({a} != 0)"
+
+
+def _logical(symbol: str) -> Lowering:
+    """logical_and/or/xor: truth tests of both operands (NaN is true), whatever their dtype."""
+    return lowering(lambda c, a, b: f"({_truth(a, c.dtype)} {symbol} {_truth(b, c.dtype)})")
+
+
+def _float_or_int(float_rule, int_rule) -> Lowering:
+    return lowering(lambda c, *operands: (float_rule if is_float(c.dtype) else int_rule)(c, *operands))
+
+
+def _floordiv(c, a, b):
+    if is_float(c.dtype):
+        return f"fj.divmod_float({a}, {b})[0]"
+    return f"fj.floordiv_{'uint' if np.dtype(c.dtype).kind == 'u' else 'int'}({a}, {b})"
+
+
+def _fmod(c, a, b):
+    if is_float(c.dtype):
+        return f"np.fmod({a}, {b})"
+    return f"fj.mod_int({a}, {b})" if np.dtype(c.dtype).kind == "u" else f"fj.fmod_int({a}, {b})"
+
+
+# numpy's float32/float64 power loops take fast paths when the exponent is one value broadcast
+# over the result (stride 0): fj.power_scalar_float has them; float16's loop has none.
+_POWER_FAST_PATH_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _power(c, a, b):
+    if not is_float(c.dtype):
+        return f"fj.power_int({a}, {b})"
+    exponent = c.inputs[1]
+    scalar_exponent = exponent.size == 1 and (exponent.rank == 0 or exponent.shape != c.output.shape)
+    if np.dtype(c.dtype) in _POWER_FAST_PATH_DTYPES and scalar_exponent:
+        return f"fj.power_scalar_float({a}, {b})"
+    return f"({a} ** {b})"
+
+
+def _reciprocal(c, a):
+    if is_float(c.dtype):
+        return f"({literal(1, c.dtype)} / {a})"
+    # numpy computes 1.0 / a in float64 and converts: 1 and -1 are themselves, other values 0,
+    # and 0 gives inf converted by the x86-64 instruction (INT_MIN for int32 and int64, else 0).
+    dtype = np.dtype(c.dtype)
+    at_zero = np.iinfo(dtype).min if dtype in (np.dtype(np.int32), np.dtype(np.int64)) else 0
+    ones = f"({a} == 1)" if dtype.kind != "i" else f"(({a} == 1) - ({a} == -1))"
+    return f"({literal(at_zero, dtype)} if {a} == 0 else {ones})"
+
+
+def _on_floats(float_text: str, other_text: str) -> Lowering:
+    """A predicate of floats (``{a}`` is the operand) that is constant for other dtypes."""
+    return lowering(lambda c, a: float_text.format(a=a) if is_float(c.dtype) else other_text)
+
+
+def _bool_or(bool_text: str, text: str) -> Lowering:
+    """``bool_text`` on booleans, ``text`` on numbers (``{a}`` is the operand)."""
+    return lowering(lambda c, a: (bool_text if is_bool(c.dtype) else text).format(a=a))
 
 
 # -- unary -----------------------------------------------------------------------------------
-neg = _ufunc_op("neg", np.negative)
-abs_ = _ufunc_op("abs", np.absolute)
-sqrt = _ufunc_op("sqrt", np.sqrt)
-square = _ufunc_op("square", np.square)
-reciprocal = _ufunc_op("reciprocal", np.reciprocal)
-exp = _ufunc_op("exp", np.exp)
-exp2 = _ufunc_op("exp2", np.exp2)
-expm1 = _ufunc_op("expm1", np.expm1)
-log = _ufunc_op("log", np.log)
-log2 = _ufunc_op("log2", np.log2)
-log10 = _ufunc_op("log10", np.log10)
-log1p = _ufunc_op("log1p", np.log1p)
-sin = _ufunc_op("sin", np.sin)
-cos = _ufunc_op("cos", np.cos)
-tan = _ufunc_op("tan", np.tan)
-arcsin = _ufunc_op("arcsin", np.arcsin)
-arccos = _ufunc_op("arccos", np.arccos)
-arctan = _ufunc_op("arctan", np.arctan)
-sinh = _ufunc_op("sinh", np.sinh)
-cosh = _ufunc_op("cosh", np.cosh)
-tanh = _ufunc_op("tanh", np.tanh)
-floor = _ufunc_op("floor", np.floor)
-ceil = _ufunc_op("ceil", np.ceil)
-trunc = _ufunc_op("trunc", np.trunc)
-rint = _ufunc_op("rint", np.rint)
-sign = _ufunc_op("sign", np.sign)
-logical_not = _ufunc_op("logical_not", np.logical_not)
-invert = _ufunc_op("invert", np.invert)
-isnan = _ufunc_op("isnan", np.isnan)
-isinf = _ufunc_op("isinf", np.isinf)
-isfinite = _ufunc_op("isfinite", np.isfinite)
+neg = _ufunc_op("neg", np.negative, lowering(lambda c, a: f"(-{a})"))
+abs_ = _ufunc_op("abs", np.absolute, _bool_or("{a}", "abs({a})"))
+sqrt = _ufunc_op("sqrt", np.sqrt, call("math.sqrt"), flops=4)
+square = _ufunc_op("square", np.square, lowering(lambda c, a: f"({a} * {a})"))
+reciprocal = _ufunc_op("reciprocal", np.reciprocal, lowering(_reciprocal), flops=4)
+exp = _ufunc_op("exp", np.exp, routine("exp", "exp"), flops=10)
+exp2 = _ufunc_op("exp2", np.exp2, lowering(lambda c, a: f"({literal(2, c.dtype)} ** {a})"), flops=20)
+expm1 = _ufunc_op("expm1", np.expm1, call("math.expm1"), flops=20)
+log = _ufunc_op("log", np.log, routine("log", "log"), flops=10)
+log2 = _ufunc_op("log2", np.log2, call("math.log2"), flops=20)
+log10 = _ufunc_op("log10", np.log10, call("math.log10"), flops=20)
+log1p = _ufunc_op("log1p", np.log1p, call("math.log1p"), flops=20)
+sin = _ufunc_op("sin", np.sin, routine("sin", "sin"), flops=20)
+cos = _ufunc_op("cos", np.cos, routine("cos", "cos"), flops=20)
+tan = _ufunc_op("tan", np.tan, call("math.tan"), flops=25)
+arcsin = _ufunc_op("arcsin", np.arcsin, call("math.asin"), flops=25)
+arccos = _ufunc_op("arccos", np.arccos, call("math.acos"), flops=25)
+arctan = _ufunc_op("arctan", np.arctan, call("math.atan"), flops=25)
+sinh = _ufunc_op("sinh", np.sinh, call("math.sinh"), flops=20)
+cosh = _ufunc_op("cosh", np.cosh, call("math.cosh"), flops=20)
+tanh = _ufunc_op("tanh", np.tanh, routine("tanh", "tanh"), flops=15)
+floor = _ufunc_op("floor", np.floor, call("np.floor"))
+ceil = _ufunc_op("ceil", np.ceil, call("np.ceil"))
+trunc = _ufunc_op("trunc", np.trunc, call("np.trunc"))
+rint = _ufunc_op("rint", np.rint, call("np.rint"))
+# NaN stays NaN; +-inf give +-1 (not inf - inf); -0.0 gives 0.0, as numpy does.
+sign = _ufunc_op("sign", np.sign, _float_or_int(lambda c, a: f"fj.sign_float({a})",
+                                                 lambda c, a: f"(({a} > 0) - ({a} < 0))"))
+logical_not = _ufunc_op("logical_not", np.logical_not, _bool_or("(not {a})", "({a} == 0)"))
+invert = _ufunc_op("invert", np.invert, _bool_or("(not {a})", "(~{a})"))
+isnan = _ufunc_op("isnan", np.isnan, _on_floats("({a} != {a})", "False"))
+isinf = _ufunc_op("isinf", np.isinf, _on_floats("(abs({a}) == np.inf)", "False"))
+isfinite = _ufunc_op("isfinite", np.isfinite, _on_floats("(abs({a}) < np.inf)", "True"))
 
 # -- binary ----------------------------------------------------------------------------------
-add = _ufunc_op("add", np.add, commutative=True)
-sub = _ufunc_op("sub", np.subtract)
-mul = _ufunc_op("mul", np.multiply, commutative=True)
-div = _ufunc_op("div", np.divide)
-floordiv = _ufunc_op("floordiv", np.floor_divide)
-mod = _ufunc_op("mod", np.remainder)
-fmod = _ufunc_op("fmod", np.fmod)
-pow_ = _ufunc_op("pow", np.power)
-maximum = _ufunc_op("maximum", np.maximum, commutative=True)
-minimum = _ufunc_op("minimum", np.minimum, commutative=True)
-fmax = _ufunc_op("fmax", np.fmax, commutative=True)
-fmin = _ufunc_op("fmin", np.fmin, commutative=True)
-arctan2 = _ufunc_op("arctan2", np.arctan2)
-eq = _ufunc_op("eq", np.equal, commutative=True)
-ne = _ufunc_op("ne", np.not_equal, commutative=True)
-lt = _ufunc_op("lt", np.less)
-le = _ufunc_op("le", np.less_equal)
-gt = _ufunc_op("gt", np.greater)
-ge = _ufunc_op("ge", np.greater_equal)
-logical_and = _ufunc_op("logical_and", np.logical_and, commutative=True)
-logical_or = _ufunc_op("logical_or", np.logical_or, commutative=True)
-logical_xor = _ufunc_op("logical_xor", np.logical_xor, commutative=True)
-bitwise_and = _ufunc_op("bitwise_and", np.bitwise_and, commutative=True)
-bitwise_or = _ufunc_op("bitwise_or", np.bitwise_or, commutative=True)
-bitwise_xor = _ufunc_op("bitwise_xor", np.bitwise_xor, commutative=True)
+add = _ufunc_op("add", np.add, infix("+", "|"), commutative=True)
+sub = _ufunc_op("sub", np.subtract, infix("-"))
+mul = _ufunc_op("mul", np.multiply, infix("*", "&"), commutative=True)
+div = _ufunc_op("div", np.divide, infix("/"), flops=4)
+floordiv = _ufunc_op("floordiv", np.floor_divide, lowering(_floordiv), flops=4)
+mod = _ufunc_op("mod", np.remainder, _float_or_int(lambda c, a, b: f"fj.divmod_float({a}, {b})[1]",
+                                                   lambda c, a, b: f"fj.mod_int({a}, {b})"), flops=4)
+fmod = _ufunc_op("fmod", np.fmod, lowering(_fmod), flops=4)
+pow_ = _ufunc_op("pow", np.power, lowering(_power), flops=20)
+maximum = _ufunc_op("maximum", np.maximum, _maximum(True, True), commutative=True)
+minimum = _ufunc_op("minimum", np.minimum, _maximum(True, False), commutative=True)
+fmax = _ufunc_op("fmax", np.fmax, _maximum(False, True), commutative=True)
+fmin = _ufunc_op("fmin", np.fmin, _maximum(False, False), commutative=True)
+arctan2 = _ufunc_op("arctan2", np.arctan2, call("math.atan2"), flops=25)
+eq = _ufunc_op("eq", np.equal, infix("=="), commutative=True)
+ne = _ufunc_op("ne", np.not_equal, infix("!="), commutative=True)
+lt = _ufunc_op("lt", np.less, infix("<"))
+le = _ufunc_op("le", np.less_equal, infix("<="))
+gt = _ufunc_op("gt", np.greater, infix(">"))
+ge = _ufunc_op("ge", np.greater_equal, infix(">="))
+logical_and = _ufunc_op("logical_and", np.logical_and, _logical("&"), commutative=True)
+logical_or = _ufunc_op("logical_or", np.logical_or, _logical("|"), commutative=True)
+logical_xor = _ufunc_op("logical_xor", np.logical_xor, _logical("!="), commutative=True)
+bitwise_and = _ufunc_op("bitwise_and", np.bitwise_and, infix("&"), commutative=True)
+bitwise_or = _ufunc_op("bitwise_or", np.bitwise_or, infix("|"), commutative=True)
+bitwise_xor = _ufunc_op("bitwise_xor", np.bitwise_xor, infix("^"), commutative=True)
 
 
 # -- erf and sigmoid: scipy.special's ufuncs when scipy is installed ---------------------------
@@ -146,12 +227,11 @@ def _special_rule(name: str):
 
 
 erf = register(Op("erf", OpKind.ELEMENTWISE, 1, _special_rule("erf"),
-                  lambda arrays, attrs: [special("erf")(arrays[0])], doc="scipy.special.erf"))
+                  lambda arrays, attrs: [special("erf")(arrays[0])], special="erf", doc="scipy.special.erf",
+                  lowering=routine("erf", "erf"), flops=20))
 sigmoid = register(Op("sigmoid", OpKind.ELEMENTWISE, 1, _special_rule("expit"),
-                      lambda arrays, attrs: [special("expit")(arrays[0])],
-                      doc="scipy.special.expit: 1 / (1 + exp(-x))"))
-erf.extensions["ufunc_name"] = "erf"
-sigmoid.extensions["ufunc_name"] = "expit"
+                      lambda arrays, attrs: [special("expit")(arrays[0])], special="expit",
+                      doc="scipy.special.expit: 1 / (1 + exp(-x))", lowering=routine("sigmoid", None), flops=12))
 
 
 # -- cast and where ----------------------------------------------------------------------------
@@ -161,7 +241,8 @@ def _cast_rule(types, attrs):
 
 cast = register(Op("cast", OpKind.ELEMENTWISE, 1, _cast_rule,
                    lambda arrays, attrs: [arrays[0].astype(attrs["dtype"])],
-                   attrs={"dtype": required(AttrKind.DTYPE)}, doc="ndarray.astype"))
+                   attrs={"dtype": required(AttrKind.DTYPE)}, doc="ndarray.astype",
+                   lowering=typed(lambda c, a: cast_text(a, c.inputs[0].dtype, c.dtype))))
 
 
 def _where_rule(types, attrs):
@@ -169,5 +250,12 @@ def _where_rule(types, attrs):
     return [TensorType(shape, _result_dtype(np.where, tuple(t.dtype for t in types)))]
 
 
+def _where(c, condition, a, b):
+    condition, a, b = (cast_text(operand, value.dtype, dtype) for operand, value, dtype
+                       in zip((condition, a, b), c.inputs, (np.dtype(np.bool_), c.dtype, c.dtype)))
+    return f"({a} if {condition} else {b})"
+
+
 where = register(Op("where", OpKind.ELEMENTWISE, 3, _where_rule,
-                    lambda arrays, attrs: [np.where(*arrays)], doc="numpy.where(cond, x, y)"))
+                    lambda arrays, attrs: [np.where(*arrays)], doc="numpy.where(cond, x, y)",
+                    lowering=typed(_where)))

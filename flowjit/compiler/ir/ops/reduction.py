@@ -13,6 +13,7 @@ import numpy as np
 
 from flowjit.compiler.ir.ops.base import (AttrKind, Op, OpKind, attr, normalize_axis, register,
                                           required)
+from flowjit.compiler.ir.ops.lowering import extreme, is_bool, is_float, literal
 from flowjit.compiler.ir.types import TensorType, check_dtype, compute_dtype
 from flowjit.errors import OpTypeError, ShapeError
 
@@ -42,7 +43,30 @@ def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool)
     return tuple(dim for axis, dim in enumerate(shape) if axis not in axes)
 
 
-def _reduction(name: str, function, *, extra_attrs: dict | None = None, ufunc=None) -> Op:
+# -- how each reduction accumulates, in the kernel language: (accumulator dtype) -> (start, combine) --
+def _adding(dtype):
+    return literal(0, dtype), (lambda a, b: f"({a} | {b})") if is_bool(dtype) else (lambda a, b: f"({a} + {b})")
+
+
+def _multiplying(dtype):
+    return literal(1, dtype), (lambda a, b: f"({a} & {b})") if is_bool(dtype) else (lambda a, b: f"({a} * {b})")
+
+
+def _extreme(larger: bool):
+    """max/argmax (``larger``) and min/argmin; a float NaN is sticky: nothing compares past it."""
+    compare = ">" if larger else "<"
+
+    def rule(dtype):
+        start = extreme(dtype, lowest=larger)
+        if is_bool(dtype):
+            return start, (lambda a, b: f"({a} | {b})") if larger else (lambda a, b: f"({a} & {b})")
+        if is_float(dtype):
+            return start, lambda a, b: f"({b} if ({b} {compare} {a}) | ({b} != {b}) else {a})"
+        return start, lambda a, b: f"({b} if {b} {compare} {a} else {a})"
+    return rule
+
+
+def _reduction(name: str, function, combine=None, *, extra_attrs: dict | None = None, ufunc=None) -> Op:
     """``ufunc``: the ufunc without identity the reduction is (max: maximum), so that an
     empty reduced axis raises numpy's ValueError."""
     extra_attrs = extra_attrs or {}
@@ -63,19 +87,20 @@ def _reduction(name: str, function, *, extra_attrs: dict | None = None, ufunc=No
     return register(Op(name, OpKind.REDUCTION, 1, rule, reference,
                        attrs={"axes": required(AttrKind.INTS), "keepdims": attr(AttrKind.BOOL, False),
                               **extra_attrs},
-                       doc=f"numpy.{function.__name__}"))
+                       doc=f"numpy.{function.__name__}", combine=combine))
 
 
-sum_ = _reduction("sum", np.sum)
-prod_ = _reduction("prod", np.prod)
-mean = _reduction("mean", np.mean)
-max_ = _reduction("max", np.max, ufunc=np.maximum)
-min_ = _reduction("min", np.min, ufunc=np.minimum)
+sum_ = _reduction("sum", np.sum, _adding)
+prod_ = _reduction("prod", np.prod, _multiplying)
+mean = _reduction("mean", np.mean, _adding)          # (the kernel divides the total by the count)
+max_ = _reduction("max", np.max, _extreme(larger=True), ufunc=np.maximum)
+min_ = _reduction("min", np.min, _extreme(larger=False), ufunc=np.minimum)
+# var and std have no kernel rule: the expand-composites pass writes them as means.
 var = _reduction("var", np.var, extra_attrs={"ddof": attr(AttrKind.INT, 0)})
 std = _reduction("std", np.std, extra_attrs={"ddof": attr(AttrKind.INT, 0)})
 
 
-def _arg_reduction(name: str, function) -> Op:
+def _arg_reduction(name: str, function, combine) -> Op:
     def rule(types, attrs):
         (source,) = types
         axis, keepdims = attrs["axis"], attrs["keepdims"]
@@ -97,11 +122,12 @@ def _arg_reduction(name: str, function) -> Op:
 
     return register(Op(name, OpKind.REDUCTION, 1, rule, reference,
                        attrs={"axis": attr(AttrKind.OPTIONAL_INT), "keepdims": attr(AttrKind.BOOL, False)},
-                       doc=f"numpy.{function.__name__}"))
+                       doc=f"numpy.{function.__name__}", combine=combine))
 
 
-argmax = _arg_reduction("argmax", np.argmax)
-argmin = _arg_reduction("argmin", np.argmin)
+# (the first position of the extreme: a later equal value does not replace it)
+argmax = _arg_reduction("argmax", np.argmax, _extreme(larger=True))
+argmin = _arg_reduction("argmin", np.argmin, _extreme(larger=False))
 ARG_REDUCTIONS = (argmax, argmin)         # reductions to a position, not a value
 
 

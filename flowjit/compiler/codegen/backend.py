@@ -1,0 +1,51 @@
+"""Backends: a backend renders a fused node's kernel plan to source and compiles it.
+
+The driver (and, through it, the multi-device executor) asks a backend for each fused node's
+kernel and receives compiled callables; it never looks at how they were made.  A backend has
+a ``target``, which picks the per-target overrides of the ops' lowering rules
+(``Lowering.targets``), and the library its kernels bind as ``fj``.
+
+``CpuBackend`` is the first: numba kernels for the host, kept in the kernel cache.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from flowjit.compiler.codegen.cache import CompiledKernel, KernelCache
+from flowjit.compiler.codegen.kernel import KernelSource, kernel_source
+from flowjit.compiler.ir.graph import Node
+
+
+class Backend(ABC):
+    target: str
+
+    def render(self, node: Node) -> KernelSource:
+        """The kernel module of a fused node, with the ops' rules for this target."""
+        return kernel_source(node, self.target)
+
+    @abstractmethod
+    def compile(self, kernel: KernelSource) -> CompiledKernel:
+        """Compiled callables for a rendered kernel: ``serial`` and ``parallel``, taking the
+        kernel's input arrays then its output arrays."""
+
+    def ran(self, compiled: list[CompiledKernel]) -> None:
+        """Called once after a program's first run with every kernel it ran (a backend may
+        record what compiling left behind)."""
+
+
+class CpuBackend(Backend):
+    """numba on the host: kernels compiled once per source (``KernelCache``), with or without
+    FMA contraction."""
+
+    target = "cpu"
+
+    def __init__(self, cache: KernelCache, fma: bool = True):
+        self.cache, self.fma = cache, fma
+
+    def compile(self, kernel: KernelSource) -> CompiledKernel:
+        return self.cache.get(kernel, self.fma)
+
+    def ran(self, compiled: list[CompiledKernel]) -> None:
+        for kernel in compiled:
+            self.cache.record(kernel)        # list numba's cache files in the entry's manifest

@@ -1,0 +1,136 @@
+"""Scalar lowering rules: how an elementwise op computes one element, written next to the op.
+
+A rule returns an expression in the kernel language: numba-compilable Python with numpy's
+semantics, which every backend compiles (numba on the CPU, numba-cuda on the GPU).  A
+kernel module binds ``np``, ``math`` and ``fj``, its backend's kernel library (on the CPU
+``codegen/library.py``); a rule calls library functions as ``fj.<name>``, never pastes them.
+
+The usual rule follows numpy's ufunc loops: it is called as ``rule(c, *operands)`` with the
+operands already cast to the loop dtype ``c.dtype`` (``ufunc.resolve_dtypes``), and its
+result is cast to the node's dtype by the code generator.  A ``typed`` rule (cast, where, bit
+reinterpretations) gets the operands in their own dtypes and returns the node's dtype.
+
+``targets`` overrides the rule for one backend (``{"cuda": rule}``), as JAX registers a
+lowering per platform.  ``routine`` names a vectorised routine family of the library
+(``"exp"``: ``fj.exp_f32``, ``fj.exp_f64``): the rule calls it at float32 and float64 and the
+fallback elsewhere; fusion and the accuracy table find these ops through it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import numpy as np
+
+from flowjit.compiler.ir.types import TensorType, compute_dtype
+
+ROUTINE_DTYPES = {"float64": "f64", "float32": "f32"}
+
+
+@dataclass(frozen=True)
+class ScalarContext:
+    """What a rule may look at besides its operands."""
+
+    dtype: np.dtype                 # the loop dtype (a typed rule: the output's dtype)
+    inputs: tuple[TensorType, ...]  # the node's operand types
+    output: TensorType              # the node's result type
+    target: str = "cpu"
+
+
+ScalarRule = Callable[..., str]
+
+
+@dataclass(frozen=True)
+class Lowering:
+    rule: ScalarRule
+    targets: Mapping[str, ScalarRule] = field(default_factory=dict)
+    typed: bool = False
+    routine: str | None = None
+
+    def for_target(self, target: str) -> ScalarRule:
+        return self.targets.get(target, self.rule)
+
+
+def lowering(rule: ScalarRule, **targets: ScalarRule) -> Lowering:
+    return Lowering(rule, dict(targets))
+
+
+def typed(rule: ScalarRule, **targets: ScalarRule) -> Lowering:
+    return Lowering(rule, dict(targets), typed=True)
+
+
+def routine(name: str, fallback: str | None, **targets: ScalarRule) -> Lowering:
+    """A vectorised library routine at float32/float64 (``fj.<name>_f32``), ``fallback``
+    (a ``math`` function) at other loop dtypes."""
+    def rule(c, a):
+        suffix = ROUTINE_DTYPES.get(compute_dtype(c.dtype).name)
+        if suffix is not None:
+            return f"fj.{name}_{suffix}({a})"
+        if fallback is None:
+            raise ValueError(f"no {name} at {c.dtype}")
+        return f"math.{fallback}({a})"
+    return Lowering(rule, dict(targets), routine=name)
+
+
+# -- the kernel language's literals and conversions ------------------------------------------------
+def constructor(dtype: np.dtype) -> str:
+    dtype = compute_dtype(dtype)
+    return "np.bool_" if dtype == np.bool_ else f"np.{dtype.name}"
+
+
+def cast(expr: str, source: np.dtype, target: np.dtype) -> str:
+    if np.dtype(target) == np.float16 and np.dtype(source) != np.float16:
+        return f"fj.round_float16(np.float32({expr}))"
+    source, target = compute_dtype(source), compute_dtype(target)
+    if source == target:
+        return expr
+    if target == np.bool_:
+        return f"({expr} != 0)"
+    return f"{constructor(target)}({expr})"
+
+
+def literal(value, dtype: np.dtype) -> str:
+    dtype = compute_dtype(dtype)
+    value = np.asarray(value).reshape(()).item()
+    if dtype == np.bool_:
+        return "True" if value else "False"
+    if dtype.kind == "f":
+        if value != value:
+            text = "np.nan"
+        elif value in (float("inf"), float("-inf")):
+            text = "np.inf" if value > 0 else "-np.inf"
+        else:
+            text = repr(float(value))
+        return f"{constructor(dtype)}({text})"
+    return f"{constructor(dtype)}({int(value)})"
+
+
+def extreme(dtype: np.dtype, lowest: bool) -> str:
+    """The smallest (``lowest``) or largest value of ``dtype``, as a literal (floats: -inf, inf)."""
+    dtype = compute_dtype(dtype)
+    if dtype == np.bool_:
+        return "False" if lowest else "True"
+    if dtype.kind == "f":
+        return literal(-np.inf if lowest else np.inf, dtype)
+    info = np.iinfo(dtype)
+    return literal(info.min if lowest else info.max, dtype)
+
+
+def is_float(dtype) -> bool:
+    return compute_dtype(dtype).kind == "f"
+
+
+def is_bool(dtype) -> bool:
+    return compute_dtype(dtype) == np.bool_
+
+
+# -- rule builders most ops share -----------------------------------------------------------------
+def infix(symbol: str, bool_symbol: str | None = None) -> Lowering:
+    """``a <symbol> b`` (with ``bool_symbol`` for booleans: ``+`` is ``|`` there)."""
+    return lowering(lambda c, a, b: f"({a} {bool_symbol if bool_symbol and is_bool(c.dtype) else symbol} {b})")
+
+
+def call(function: str) -> Lowering:
+    """``function(operands...)``: ``math.sqrt``, ``np.floor``."""
+    return lowering(lambda c, *operands: f"{function}({', '.join(operands)})")
