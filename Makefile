@@ -24,6 +24,7 @@ fuzz: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/flowjit bench --json bench-results.json --plot bench-results.png
+	$(BIN)/flowjit bench --suite programs --json bench-programs.json
 	$(BIN)/python -m flowjit.bench.pipeline_scaling
 	$(BIN)/python -m flowjit.bench.reductions
 	$(BIN)/flowjit bench --compile-scaling

@@ -18,6 +18,9 @@ import numpy as np
 _FLOWJIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 _SKIPPED_PREFIXES = (_FLOWJIT_DIR, _NUMPY_DIR)
+# User code that ships inside the package: the benchmark's program corpus is written as users
+# write numpy, so errors and source locations point at its lines, as they would at a user's.
+_USER_CODE_PREFIXES = (os.path.join(_FLOWJIT_DIR, "bench", "programs") + os.sep,)
 # Code that is neither flowjit's nor the user's: the standard library and installed packages.
 _LIBRARY_PREFIXES = tuple(sorted({os.path.abspath(sysconfig.get_paths()[key]) + os.sep
                                   for key in ("stdlib", "platstdlib", "purelib", "platlib")})) + (_NUMPY_DIR,)
@@ -55,7 +58,8 @@ def _outer_frame(frame, skipped: tuple[str, ...]):
     depth = 0
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith(skipped) and not filename.startswith("<frozen"):
+        if filename.startswith(_USER_CODE_PREFIXES) or (
+                not filename.startswith(skipped) and not filename.startswith("<frozen")):
             return frame, depth
         frame, depth = frame.f_back, depth + 1
     return None, depth
@@ -111,6 +115,8 @@ def raised_inside_flowjit(error: BaseException) -> bool:
     library, installed packages) is flowjit's: then flowjit, not the user's code, raised it.  The
     outermost frame, the one that caught it, is not counted."""
     for filename, _ in _traceback_files(error)[:-1]:
+        if filename.startswith(_USER_CODE_PREFIXES):
+            return False
         if filename.startswith(_FLOWJIT_DIR):
             return True
         if not filename.startswith(_LIBRARY_PREFIXES) and not filename.startswith("<frozen"):
@@ -121,7 +127,8 @@ def raised_inside_flowjit(error: BaseException) -> bool:
 def innermost_user_location(error: BaseException) -> Location | None:
     """The user's line that ``error`` passed through last (the line that called into flowjit)."""
     for filename, line in _traceback_files(error):
-        if not filename.startswith(_SKIPPED_PREFIXES + _LIBRARY_PREFIXES) and not filename.startswith("<frozen"):
+        if filename.startswith(_USER_CODE_PREFIXES) or (
+                not filename.startswith(_SKIPPED_PREFIXES + _LIBRARY_PREFIXES) and not filename.startswith("<frozen")):
             return Location(filename, line)
     return user_location(1)
 

@@ -33,7 +33,7 @@ import flowjit  # noqa: F401  (first: it sets libgomp's wait policy before torch
 from flowjit.bench.workloads import WORKLOADS, JaxOps, NumpyOps, TorchOps
 
 MODES = ("numpy", "unfused", "fused", "numexpr", "jax", "torch")
-SIZES = {"1M": 1 << 20, "16M": 1 << 24, "64K": 1 << 16, "4K": 1 << 12}
+SIZES = {"1M": 1 << 20, "16M": 1 << 24, "64K": 1 << 16, "4K": 1 << 12, "4M": 1 << 22}
 
 
 @dataclass
@@ -49,15 +49,40 @@ class Row:
 
 
 def tolerance(dtype: str) -> float:
-    return 1e-9 if dtype == "float64" else 2e-4
+    """Relative to the result's largest magnitude: float64 1e-9, any other float 2e-4, and
+    integers and booleans exact (0)."""
+    kind = np.dtype(dtype).kind
+    if kind in "biu":
+        return 0.0
+    return 1e-9 if np.dtype(dtype) == np.float64 else 2e-4
 
 
-def check(result, expected, dtype: str) -> str | None:
-    result = np.asarray(result)
+def check(result, expected, dtype: str | None = None) -> str | None:
+    """None if ``result`` matches ``expected``, else what differs.  A tuple is checked leaf by
+    leaf; integer and boolean leaves must be exact; ``dtype`` picks the tolerance of float
+    leaves (the least precise float the program computes in; None: each leaf's own dtype)."""
+    if isinstance(expected, tuple):
+        if not isinstance(result, tuple) or len(result) != len(expected):
+            return f"{len(result) if isinstance(result, tuple) else 1} results, numpy gives {len(expected)}"
+        for index, (got, want) in enumerate(zip(result, expected)):
+            problem = check(got, want, dtype)
+            if problem:
+                return f"result {index}: {problem}"
+        return None
+    result, expected = np.asarray(result), np.asarray(expected)
     if result.shape != expected.shape:
         return f"shape {result.shape} != {expected.shape}"
-    scale = float(np.max(np.abs(expected))) or 1.0
-    error = float(np.max(np.abs(result.astype(np.float64) - expected)))
+    dtype = expected.dtype.name if dtype is None or expected.dtype.kind in "biu" else dtype
+    if tolerance(dtype) == 0.0:
+        mismatches = int(np.count_nonzero(result != expected))
+        return f"{mismatches} of {expected.size} values differ ({dtype}, must be exact)" if mismatches else None
+    result, expected = result.astype(np.float64), expected.astype(np.float64)
+    both_nan = np.isnan(result) & np.isnan(expected)
+    finite = np.abs(expected[np.isfinite(expected)])
+    scale = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    with np.errstate(invalid="ignore"):       # inf - inf: a NaN that fails the check below
+        error = np.where(both_nan | (result == expected), 0.0, np.abs(result - expected))
+    error = float(np.max(error, initial=0.0))
     if not error <= tolerance(dtype) * scale:
         return f"max error {error:.3g} > {tolerance(dtype):g} x {scale:.3g}"
     return None
@@ -128,6 +153,8 @@ def workload_unavailable(workload) -> str | None:
 
 
 def to_numpy(value):
+    if isinstance(value, (tuple, list)):
+        return tuple(to_numpy(leaf) for leaf in value)
     if hasattr(value, "detach"):
         return value.detach().numpy()
     return np.asarray(value)
@@ -535,9 +562,19 @@ def main(argv=None) -> int:
     if argv[:1] == ["--compile-scaling"]:     # compile time and memory against program size
         from flowjit.bench.pipeline_scaling import main as scaling_main
         return scaling_main(["--compile"] + argv[1:])
+    suite = argparse.ArgumentParser(add_help=False)
+    suite.add_argument("--suite", choices=("workloads", "programs"), default="workloads")
+    chosen, rest = suite.parse_known_args(argv)
+    if chosen.suite == "programs":           # the program corpus against numpy, jax.jit, torch.compile
+        from flowjit.bench.program_suite import main as programs_main
+        return programs_main(rest)
+    argv = rest
     epilog = ("workloads:\n" + "".join(f"  {name:<14}{workload.about}\n" for name, workload in WORKLOADS.items())
               + "\nflowjit bench --compile-scaling [--sizes 100,1000,10000] [--program chain|tanh|tree] "
-                "[--uncapped] [--json PATH]:\n  compile time, ms per op and peak memory against program size\n")
+                "[--uncapped] [--json PATH]:\n  compile time, ms per op and peak memory against program size\n"
+              "\nflowjit bench --suite programs [--programs NAMES|DOMAINS] [--sizes 4M] [--json PATH] [--list]:\n"
+              "  the program corpus (flowjit/bench/programs/) checked against numpy, then timed against numpy,\n"
+              "  jax.jit and torch.compile (flowjit bench --suite programs --help for its flags)\n")
     parser = argparse.ArgumentParser(prog="flowjit bench", description=__doc__, epilog=epilog,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="sizes 64K and 1M instead of 1M and 16M")
