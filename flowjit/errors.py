@@ -95,6 +95,8 @@ def _warning_skipped() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...
 
 def _warning_internal(filename: str) -> bool:
     ours, standard, packages = _warning_skipped()
+    if filename.startswith(_USER_CODE_PREFIXES):
+        return False
     if filename.startswith("<frozen") or filename.startswith(ours):
         return True
     return filename.startswith(standard) and not filename.startswith(packages)
