@@ -129,8 +129,8 @@ STATIC_CPU = dict(bandwidth=20e9, flops=50e9, launch=2e-6)
 def _gpu_runs_here() -> bool:
     """Whether ``gpu:*`` devices can run kernels here: numba-cuda is installed and sees a GPU,
     or simulates one (``NUMBA_ENABLE_CUDASIM=1``)."""
-    from flowjit.compiler.codegen import cuda_runtime
-    return cuda_runtime.installed() and cuda_runtime.available()
+    import flowjit.gpu as gpu
+    return gpu.installed() and gpu.available()
 
 
 @dataclass(frozen=True)

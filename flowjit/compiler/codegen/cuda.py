@@ -2,7 +2,7 @@
 launched on a GPU, or on numba's CUDA simulator.
 
 Rendering needs neither numba-cuda nor a GPU (``flowjit dump --stage kernels --devices gpu:0``
-shows the source anywhere).  Compiling imports numba-cuda (``cuda_runtime``).
+shows the source anywhere).  Compiling imports numba-cuda (``flowjit.gpu``).
 
 What runs today (the first slice of issue 15): each kernel call takes the driver's host
 arrays, copies them to the device, launches through numba-cuda's dispatcher and copies its
@@ -22,7 +22,7 @@ import numpy as np
 
 from flowjit.compiler.codegen.backend import Backend
 from flowjit.compiler.codegen.cache import CompiledKernel, canonical
-from flowjit.compiler.codegen.cuda_runtime import numba_cuda, simulated
+from flowjit.gpu import numba_cuda, simulated
 from flowjit.compiler.codegen.cuda_writer import BLOCK, cuda_kernel_source
 from flowjit.compiler.codegen.writer import KernelSource
 from flowjit.compiler.ir.graph import Node

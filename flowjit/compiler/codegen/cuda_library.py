@@ -11,7 +11,7 @@ on libdevice, so a float32 kernel computes in float32.
 Integer division and remainder are the CPU library's own functions (``numerics.py``),
 compiled as device functions: the same code gives numpy's semantics on both targets.
 
-Importing this module imports ``numba.cuda`` (through ``cuda_runtime``); rendering CUDA
+Importing this module imports ``numba.cuda`` (through ``flowjit.gpu``); rendering CUDA
 source does not.
 """
 
@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from flowjit.compiler.codegen import numerics
-from flowjit.compiler.codegen.cuda_runtime import numba_cuda, simulated
+from flowjit.gpu import numba_cuda, simulated
 
 cuda = numba_cuda()
 DEVICE = dict(device=True, inline=True)

@@ -1,4 +1,4 @@
-"""numba-cuda, imported in one place: whether it is installed, whether it runs on numba's CUDA
+"""numba-cuda, imported in one place (shared by codegen and the device descriptions): whether it is installed, whether it runs on numba's CUDA
 simulator, and the compatibility shim it needs.
 
 Nothing here is imported when flowjit is: rendering CUDA source needs no numba-cuda, and a

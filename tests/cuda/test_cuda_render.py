@@ -1,0 +1,43 @@
+"""CUDA kernels render on any machine: no GPU and no numba-cuda are needed to read them."""
+
+import subprocess
+import sys
+
+import numpy as np
+
+import flowjit
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_kernel_sources_for_a_gpu_are_cuda_kernels():
+    x = np.zeros((4, 8), np.float32)
+    sources = flowjit.jit(softmax, devices=["gpu:0"]).lower(x).kernel_sources()
+    (source,) = sources.values()
+    assert "from numba import cuda" in source and "cuda_library as fj" in source
+    assert "for row in range(cuda.blockIdx.x, nrows, cuda.gridDim.x):" in source
+    assert "cuda.syncthreads()" in source and "prange" not in source
+    assert "math.exp(v_sub)" in source                   # libdevice's expf, not the CPU's fj.exp_f32
+    cpu = flowjit.jit(softmax).lower(x).kernel_sources()
+    assert "fj.exp_f32" in "".join(cpu.values()) and "from numba import cuda" not in "".join(cpu.values())
+
+
+def test_loop_kernels_are_grid_stride_loops_in_float32():
+    x, y = np.zeros(4, np.float32), np.zeros(8, np.float32)
+    (source,) = flowjit.jit(lambda x, y: np.exp(x[:, None] - y[None, :]) * 0.5,
+                            devices=["gpu:0"]).lower(x, y).kernel_sources().values()
+    assert "for flat in range(cuda.grid(1), total, cuda.gridsize(1)):" in source
+    assert "i1 = flat % n1" in source and "rest = flat // n1" in source
+    assert "np.float32(0.5)" in source and "np.float64" not in source
+
+
+def test_dump_kernels_for_gpu0_on_a_machine_without_one():
+    result = subprocess.run([sys.executable, "-m", "flowjit.cli", "dump", "examples/models.py:softmax", "--arg",
+                             "x=f32[4,8]", "--stage", "kernels", "--devices", "gpu:0"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "# ==== kernel k0_max_sub_exp_sum_div (reduce, domain [4,8]) ====" in result.stdout
+    assert "shared_sum = cuda.shared.array(128, np.float64)" in result.stdout
