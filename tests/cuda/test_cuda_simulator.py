@@ -100,3 +100,23 @@ def test_a_long_row_uses_every_thread_of_the_block():
     assert launcher.grid((x, np.empty(2, np.float32))) == (2, BLOCK)
     x[1, 2 * BLOCK + 7] = 100.0
     np.testing.assert_array_equal(flowjit.jit(lambda x: x.max(axis=1), devices=GPU)(x), x.max(axis=1))
+
+
+def test_gpu_beside_a_cpu_device():
+    """A program split between cpu:0 and gpu:0: each partition's kernels come from its device's
+    backend, and the transfers between them run on the multi-device executor."""
+    from flowjit.compiler.codegen.cuda import CudaBackend
+
+    def f(x):
+        with flowjit.device("gpu:0"):
+            e = np.exp(x - x.max(axis=1, keepdims=True))
+        with flowjit.device("cpu:0"):
+            return e / e.sum(axis=1, keepdims=True)
+    x = rows((3, 8))
+    jitted = flowjit.jit(f, devices=["cpu:0", "gpu:0"])
+    lowered = jitted.lower(x)
+    assert isinstance(lowered.backend_for("gpu:0"), CudaBackend)
+    sources = lowered.kernel_sources()
+    assert any("from numba import cuda" in s for s in sources.values())
+    assert any("from numba import prange" in s for s in sources.values())
+    np.testing.assert_allclose(jitted(x), softmax(x), rtol=1e-6)
