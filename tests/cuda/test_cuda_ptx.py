@@ -45,6 +45,7 @@ def child() -> None:
     sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "codegen")]
     import flowjit
     from flowjit.compiler.codegen.cuda import CudaBackend, ptx
+    from flowjit.compiler.codegen.cuda_launch import entry_parameters, parameter_count
     from flowjit.compiler.lowered import has_kernel
     from flowjit.gpu import numba_cuda
     from test_kernel_golden import CASES
@@ -63,8 +64,11 @@ def child() -> None:
     for name, (function, args) in CASES.items():
         for kernel in kernels(function, args):
             texts = [ptx(kernel, cc) for cc in CAPABILITIES]
+            _, parameters = entry_parameters(texts[0])
+            ranks = [max(1, v.type.rank) for v in kernel.inputs + kernel.outputs]
             report["cases"][f"{name}/{kernel.name}"] = {
                 "entry": all(".entry" in text for text in texts), "f64": bool(F64.search(texts[0])),
+                "abi": parameters == ["u64"] * parameter_count(ranks),
                 "dtypes": sorted({str(v.dtype) for v in kernel.inputs + kernel.outputs})}
     x = np.linspace(-0.9, 0.9, 8, dtype=np.float32).reshape(2, 4)
     for name, (function, arity) in float32_programs().items():
@@ -91,6 +95,12 @@ def report():
 def test_every_golden_kernel_compiles_to_ptx(report):
     assert sorted({key.split("/")[0] for key in report["cases"]}) == report["case_names"]
     assert all(entry["entry"] for entry in report["cases"].values()), report["cases"]
+
+
+def test_kernel_entries_take_the_arguments_the_raw_launch_packs(report):
+    """numba's entry takes, per array, meminfo, parent, nitems, itemsize, data, shape, strides (all
+    64-bit): what cuda_launch.pack lays out for the RawModule launch."""
+    assert all(entry["abi"] for entry in report["cases"].values()), report["cases"]
 
 
 def test_float32_kernels_have_no_float64_instructions(report):

@@ -41,3 +41,17 @@ def test_dump_kernels_for_gpu0_on_a_machine_without_one():
     assert result.returncode == 0, result.stderr
     assert "# ==== kernel k0_max_sub_exp_sum_div (reduce, domain [4,8]) ====" in result.stdout
     assert "shared_sum = cuda.shared.array(128, np.float64)" in result.stdout
+
+
+def test_raw_launch_packs_arrays_as_numbas_kernel_abi():
+    from flowjit.compiler.codegen.cuda_launch import pack, parameter_count
+
+    class DeviceArray:                     # what CuPy, torch and numba device arrays expose
+        def __init__(self, shape, typestr, strides=None):
+            self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (4096, False),
+                                             "strides": strides, "version": 3}
+    packed = pack(DeviceArray((3, 4), "<f4"))
+    assert [int(field) for field in packed] == [0, 0, 12, 4, 4096, 3, 4, 16, 4]
+    transposed = pack(DeviceArray((4, 3), "<f8", strides=(8, 32)))
+    assert [int(field) for field in transposed][2:] == [12, 8, 4096, 4, 3, 8, 32]
+    assert len(packed) == parameter_count([2])

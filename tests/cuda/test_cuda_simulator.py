@@ -87,7 +87,7 @@ def test_gpu_program_runs_cuda_kernels():
     lowered = flowjit.jit(softmax, devices=GPU).lower(rows((4, 8)))
     assert isinstance(lowered.backend, CudaBackend)
     executable = lowered.executable
-    assert [kernel.serial.reduce for kernel in executable.compiled] == [True]
+    assert [kernel.serial.grid.reduce for kernel in executable.compiled] == [True]
     assert "cuda.syncthreads()" in executable.compiled[0].source
 
 

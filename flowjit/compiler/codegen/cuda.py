@@ -5,11 +5,12 @@ Rendering needs neither numba-cuda nor a GPU (``flowjit dump --stage kernels --d
 shows the source anywhere).  Compiling imports numba-cuda (``flowjit.gpu``).
 
 What runs today (the first slice of issue 15): each kernel call takes the driver's host
-arrays, copies them to the device, launches through numba-cuda's dispatcher and copies its
-outputs back; a matmul runs on CuPy (cuBLAS) where there is a GPU, on numpy under the
-simulator.  The driver still holds host arrays between kernels; device-resident buffers, the
-prepared-argument launch through a CuPy ``RawModule`` loading ``compile_ptx``'s PTX, and a
-persistent PTX cache are the next steps (see ``ptx``).
+arrays, copies them to the device, launches and copies its outputs back; a matmul runs on
+CuPy (cuBLAS) where there is a GPU, on numpy under the simulator.  Launches go through
+numba-cuda's dispatcher, or with ``FLOWJIT_CUDA_LAUNCH=raw`` through the PTX loaded into a
+CuPy ``RawModule`` with packed arguments (cuda_launch.py; not yet measured on a GPU).  The
+driver still holds host arrays between kernels; device-resident buffers and a persistent
+PTX cache are next.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 
 from flowjit.compiler.codegen.backend import Backend
 from flowjit.compiler.codegen.cache import CompiledKernel, canonical
+from flowjit.compiler.codegen.cuda_launch import RawLauncher, raw_launch_requested
 from flowjit.gpu import numba_cuda, simulated
 from flowjit.compiler.codegen.cuda_writer import BLOCK, cuda_kernel_source
 from flowjit.compiler.codegen.writer import KernelSource
@@ -37,19 +39,28 @@ def _power_of_two_at_least(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-class Launcher:
-    """Calls one compiled kernel on host (numpy) or device arrays: inputs go to the device,
-    the grid is sized from ``launch``'s work, outputs come back into the host arrays."""
+class Grid:
+    """A kernel's launch configuration for its arguments, from the module's ``launch`` (the work):
+    a loop kernel covers its elements (a grid-stride loop takes what MAX_BLOCKS leaves); a reduce
+    kernel gets a block per row, its threads a power of two (the tree halves them)."""
 
-    def __init__(self, name: str, kernel, work, inputs: int, reduce: bool):
-        self.name, self.kernel, self.work, self.inputs, self.reduce = name, kernel, work, inputs, reduce
+    def __init__(self, work, reduce: bool):
+        self.work, self.reduce = work, reduce
 
-    def grid(self, arrays) -> tuple[int, int]:
+    def __call__(self, arrays) -> tuple[int, int]:
         units, row = self.work(*arrays)
-        if self.reduce:                      # one block per row; threads a power of two for the tree
+        if self.reduce:
             return min(units, MAX_BLOCKS), min(BLOCK, _power_of_two_at_least(max(1, row)))
         threads = min(LOOP_THREADS, max(1, units))
         return min(MAX_BLOCKS, -(-units // threads)), threads
+
+
+class Launcher:
+    """Calls one kernel through numba-cuda's dispatcher (the simulator's, under it) on host
+    (numpy) or device arrays: inputs go to the device, outputs come back into the host arrays."""
+
+    def __init__(self, name: str, kernel, grid: Grid, inputs: int):
+        self.name, self.kernel, self.grid, self.inputs = name, kernel, grid, inputs
 
     def __call__(self, *arrays) -> None:
         blocks, threads = self.grid(arrays)
@@ -78,6 +89,12 @@ def device_matmul(a, b, out) -> None:
         return
     import cupy
     out[...] = cupy.matmul(cupy.asarray(a), cupy.asarray(b)).get()
+
+
+def device_capability() -> tuple[int, int]:
+    """The current GPU's compute capability (what its PTX targets)."""
+    major, minor = numba_cuda().get_current_device().compute_capability
+    return int(major), int(minor)
 
 
 def signature(kernel: KernelSource):
@@ -125,8 +142,11 @@ class CudaBackend(Backend):
         with self.lock:
             if key not in self.kernels:
                 namespace = module_namespace(kernel)
-                launcher = Launcher(kernel.name, numba_cuda().jit(namespace["kernel"]), namespace["launch"],
-                                    len(kernel.inputs), kernel.kind is KernelKind.REDUCE)
+                grid = Grid(namespace["launch"], kernel.kind is KernelKind.REDUCE)
+                if raw_launch_requested() and not simulated():
+                    launcher = RawLauncher(kernel.name, ptx(kernel, device_capability()), grid, len(kernel.inputs))
+                else:
+                    launcher = Launcher(kernel.name, numba_cuda().jit(namespace["kernel"]), grid, len(kernel.inputs))
                 self.kernels[key] = CompiledKernel(kernel.name, key, kernel.source, launcher, launcher)
             return self.kernels[key]
 
