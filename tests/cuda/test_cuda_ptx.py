@@ -113,3 +113,15 @@ def test_float32_kernels_have_no_float64_instructions(report):
     # doubles (Payne-Hanek); that is the GPU's float32 sine, not a promotion of the kernel's.
     promoted = {name: lines for name, lines in report["float32"].items() if lines and name not in LIBDEVICE_F64}
     assert not promoted, promoted
+
+
+def test_numba_cuda_loads_under_a_numpy_without_row_stack():
+    """numpy 2.5 removed np.row_stack, which numba-cuda 0.30.4 overloads when it loads; flowjit.gpu
+    aliases it to vstack first.  (A child process: numba-cuda loads once per process.)"""
+    code = ("import numpy as np; del np.row_stack; from flowjit.gpu import numba_cuda; cuda = numba_cuda(); "
+            "print(np.row_stack is np.vstack, cuda.jit is not None)")
+    env = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["True", "True"]
