@@ -1,11 +1,22 @@
 """CUDA kernels render on any machine: no GPU and no numba-cuda are needed to read them."""
 
+import os
+import pathlib
+import re
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import flowjit
+from flowjit.compiler.codegen.cuda_writer import MODULE_HEADER
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "codegen"))
+from test_kernel_golden import CASES  # noqa: E402
+
+GOLDEN = pathlib.Path(__file__).parent.parent / "golden" / "kernels-cuda"
+UPDATE = os.environ.get("FLOWJIT_UPDATE_GOLDEN") == "1"
 
 
 def softmax(x):
@@ -55,3 +66,30 @@ def test_raw_launch_packs_arrays_as_numbas_kernel_abi():
     transposed = pack(DeviceArray((4, 3), "<f8", strides=(8, 32)))
     assert [int(field) for field in transposed][2:] == [12, 8, 4096, 4, 3, 8, 32]
     assert len(packed) == parameter_count([2])
+
+
+def cuda_kernels_text(function, args) -> str:
+    """The CUDA kernels of a program on gpu:0, less the module header they share."""
+    sources = flowjit.jit(function, devices=["gpu:0"]).lower(*args).kernel_sources()
+    assert all(source.startswith(MODULE_HEADER) for source in sources.values())
+    text = "\n\n".join(source[len(MODULE_HEADER):].strip("\n") + "\n" for source in sources.values())
+    return re.sub(r'loc\("[^"]*":\d+\)', "loc(...)", text)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cuda_kernel_source_matches_its_snapshot(name):
+    """Golden CUDA kernels of the CPU's golden cases (tests/golden/kernels-cuda): every change to
+    CUDA code generation is a reviewable diff.  FLOWJIT_UPDATE_GOLDEN=1 rewrites them."""
+    text = cuda_kernels_text(*CASES[name])
+    path = GOLDEN / f"{name}.py"
+    if UPDATE:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        return
+    assert path.exists(), f"no snapshot {path}: run with FLOWJIT_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), (f"the CUDA kernels of '{name}' changed; review the diff and rewrite "
+                                      f"the snapshot with FLOWJIT_UPDATE_GOLDEN=1")
+
+
+def test_every_cuda_snapshot_has_a_case():
+    assert sorted(path.stem for path in GOLDEN.glob("*.py")) == sorted(CASES)
