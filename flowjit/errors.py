@@ -48,15 +48,29 @@ class Location:
         return self.file if relative.startswith("..") else relative
 
 
-def user_location(extra_skip: int = 0) -> Location | None:
-    """The innermost frame of the caller's stack that is not flowjit or numpy code."""
-    frame = sys._getframe(1 + extra_skip)
+def _outer_frame(frame, skipped: tuple[str, ...]):
+    """(the innermost frame from ``frame`` outwards whose file is not under ``skipped``, how many
+    frames out it is: 0 for ``frame`` itself); (None, depth) when every frame is skipped."""
+    depth = 0
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith(_SKIPPED_PREFIXES) and not filename.startswith("<frozen"):
-            return Location(filename, frame.f_lineno)
-        frame = frame.f_back
-    return None
+        if not filename.startswith(skipped) and not filename.startswith("<frozen"):
+            return frame, depth
+        frame, depth = frame.f_back, depth + 1
+    return None, depth
+
+
+def user_location(extra_skip: int = 0) -> Location | None:
+    """The innermost frame of the caller's stack that is not flowjit or numpy code."""
+    frame, _ = _outer_frame(sys._getframe(1 + extra_skip), _SKIPPED_PREFIXES)
+    return None if frame is None else Location(frame.f_code.co_filename, frame.f_lineno)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning the caller raises point at the user's code: the
+    innermost frame that is neither flowjit's nor a library's (numba, functools' wrappers)."""
+    _, depth = _outer_frame(sys._getframe(1), (_FLOWJIT_DIR,) + _LIBRARY_PREFIXES)
+    return depth + 1
 
 
 def _traceback_files(error: BaseException) -> list[tuple[str, int]]:

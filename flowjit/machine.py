@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 import os
 import platform
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass
+
+from flowjit.files import write_atomically
 
 FILE_NAME = "machine.json"
 BANDWIDTH_ELEMENTS = 1 << 23
@@ -137,13 +138,6 @@ def _write(cache_dir: str, figures: MachineFigures) -> None:
     data = {"fingerprint": fingerprint(), "figures": {k: v for k, v in asdict(figures).items() if k != "source"}}
     try:
         os.makedirs(cache_dir, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=cache_dir, prefix=".machine-", suffix=".tmp")
+        write_atomically(cache_path(cache_dir), json.dumps(data, indent=1))
     except OSError:
         return                      # a read-only cache directory: the figures live in this process only
-    try:
-        with os.fdopen(descriptor, "w") as stream:
-            json.dump(data, stream, indent=1)
-        os.replace(temporary, cache_path(cache_dir))
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)

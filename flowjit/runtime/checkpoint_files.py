@@ -17,21 +17,17 @@ temporaries (which only a dead writer leaves) can be removed safely.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import os
 import re
-import secrets
-import time
 from dataclasses import dataclass
 
+import flowjit.files as files
 from flowjit.errors import CheckpointError
 from flowjit.runtime.checkpoint_format import SUFFIX
 
 POINTER = "latest"
 LOCK = ".lock"
-TEMPORARY_PREFIX = ".tmp-"
-WRITE_CHUNK = 1 << 24          # bytes per write call
+TEMPORARY_PREFIX = files.TEMPORARY_PREFIX
 _CHECKPOINT_NAME = re.compile(r"ckpt-(\d+)" + re.escape(SUFFIX))
 
 
@@ -56,11 +52,7 @@ class CheckpointEntry:
 
 
 def fsync_directory(directory: str) -> None:
-    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+    files.fsync_directory(directory, strict=True)        # a checkpoint must know its rename is durable
 
 
 def make_directory(directory: str) -> None:
@@ -79,47 +71,18 @@ def make_directory(directory: str) -> None:
 def write_atomically(directory: str, name: str, data: bytes) -> str:
     """Write ``data`` to ``directory/name`` so that the name holds either its old content or all
     of ``data``, durably, whatever moment the process dies at."""
-    final = os.path.join(directory, name)
-    temporary = os.path.join(directory, f"{TEMPORARY_PREFIX}{name}.{os.getpid()}.{secrets.token_hex(4)}")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(descriptor, view[:WRITE_CHUNK]):]
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-        os.replace(temporary, final)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-    fsync_directory(directory)
-    return final
+    return files.write_atomically(os.path.join(directory, name), data, strict=True)
 
 
 @contextlib.contextmanager
 def locked(directory: str, timeout: float):
     """Hold ``directory``'s writer lock (an flock, released by the kernel if the holder dies);
     wait for it at most ``timeout`` seconds."""
-    descriptor = os.open(os.path.join(directory, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as error:
-                if error.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.monotonic() >= deadline:
-                    raise CheckpointError(f"{directory}: another process has been saving a checkpoint there for "
-                                          f"over {timeout:g} s (it holds {LOCK}); not saving", path=directory) from None
-                time.sleep(0.01)
+    with files.directory_lock(os.path.join(directory, LOCK), timeout, poll=0.01, strict=True) as held:
+        if not held:
+            raise CheckpointError(f"{directory}: another process has been saving a checkpoint there for "
+                                  f"over {timeout:g} s (it holds {LOCK}); not saving", path=directory)
         yield
-    finally:
-        os.close(descriptor)                   # releases the lock
 
 
 def read_pointer(directory: str) -> str | None:

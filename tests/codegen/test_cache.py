@@ -87,7 +87,7 @@ def test_a_write_that_fails_mid_process_compiles_in_memory(tmp_path, monkeypatch
                                                            stops_writing):
     """Refused (or out of room): one warning for the directory, nothing more is written.
     Anything else (another process removed a file at that moment): that kernel only."""
-    real_write = cache_module._write_atomic
+    real_write = cache_module.write_atomically
     failures = []
 
     def write_once(path, text):
@@ -95,7 +95,7 @@ def test_a_write_that_fails_mid_process_compiles_in_memory(tmp_path, monkeypatch
             failures.append(path)
             raise error
         return real_write(path, text)
-    monkeypatch.setattr(cache_module, "_write_atomic", write_once)
+    monkeypatch.setattr(cache_module, "write_atomically", write_once)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         run_all(str(tmp_path))

@@ -66,9 +66,9 @@ def values(step: int) -> dict[str, np.ndarray]:
 
 
 def _writer(directory: str, crash_at: int | None) -> None:
-    from flowjit.runtime import checkpoint_files
+    from flowjit import files
     from flowjit.runtime.checkpoint import Checkpoint
-    checkpoint_files.WRITE_CHUNK = 64 * 1024       # the big tensor takes several writes: a kill between
+    files.WRITE_CHUNK = 64 * 1024       # the big tensor takes several writes: a kill between
     arrays = values(0)                             # them leaves a partly written temporary
     checkpoint = Checkpoint(arrays, keep=KEEP)
     restored = checkpoint.restore_latest(directory)

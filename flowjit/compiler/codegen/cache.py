@@ -39,10 +39,10 @@ import numba
 from numba import njit
 
 from flowjit.compiler.codegen.kernel import PARALLEL, SERIAL, KernelSource
-from flowjit.compiler.codegen.numba_cache import (LOCK_TIMEOUT_S, KernelFunctionCache, directory_lock, fsync_directory,
-                                                  is_temporary)
+from flowjit.compiler.codegen.numba_cache import LOCK_TIMEOUT_S, KernelFunctionCache, directory_lock
+from flowjit.files import is_temporary, write_atomically
 from flowjit.counters import STATS
-from flowjit.errors import KernelCacheWarning
+from flowjit.errors import KernelCacheWarning, user_stacklevel
 
 def toolchain_key() -> str:
     """What besides a kernel's own text decides its machine code: the toolchain, the CPU,
@@ -76,40 +76,9 @@ def canonical(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
 
 
-def _write_atomic(path: str, text: str) -> None:
-    """Write ``path`` whole or not at all: a temporary name beside it, fsync, rename."""
-    directory = os.path.dirname(path)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    fsync_directory(directory)
-
-
 def _sha256(path: str) -> str:
     with open(path, "rb") as stream:
         return hashlib.sha256(stream.read()).hexdigest()
-
-
-def _user_stacklevel() -> int:
-    """The stacklevel of the first frame outside flowjit, numba and the standard library
-    (functools' wrappers): warnings point at the user's call."""
-    skipped = (os.path.dirname(os.path.dirname(os.path.dirname(__file__))) + os.sep,
-               os.path.dirname(numba.__file__) + os.sep, os.path.dirname(os.__file__) + os.sep)
-
-    def inside(filename: str) -> bool:
-        return filename.startswith(skipped) and not filename.startswith(skipped[2] + "site-packages")
-    frame, level = sys._getframe(1), 1
-    while frame is not None and inside(frame.f_code.co_filename):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 _CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
@@ -164,7 +133,7 @@ class KernelCache:
         elif stem not in self.warned:
             self.warned.add(stem)
             warnings.warn(f"flowjit: kernel cache entry {stem} in {self.directory} could not be used ({error}); "
-                          f"{action}", KernelCacheWarning, stacklevel=_user_stacklevel())
+                          f"{action}", KernelCacheWarning, stacklevel=user_stacklevel())
 
     def _stop_writing(self, error: OSError) -> None:
         self.writable = False
@@ -178,14 +147,14 @@ class KernelCache:
         _WARNED.add((what, self.root))
         warnings.warn(f"flowjit: the kernel cache directory {cache_directory_origin(self.root)} {text}. Set "
                       "FLOWJIT_CACHE_DIR to a writable directory, or to 'none' to keep kernels in memory only.",
-                      KernelCacheWarning, stacklevel=_user_stacklevel())
+                      KernelCacheWarning, stacklevel=user_stacklevel())
 
     def _warn_entry(self, stem: str, problem: str, action: str) -> None:
         if stem in self.warned:
             return
         self.warned.add(stem)
         warnings.warn(f"flowjit: kernel cache entry {stem} in {self.directory} is corrupted: {problem}; {action}",
-                      KernelCacheWarning, stacklevel=_user_stacklevel())
+                      KernelCacheWarning, stacklevel=user_stacklevel())
 
     def key_of(self, kernel: KernelSource, fma: bool = True) -> str:
         text = canonical(kernel.source)          # the header included
@@ -213,7 +182,7 @@ class KernelCache:
             if not os.path.exists(path):
                 if not self.writable:
                     return self._in_memory(kernel.name, key, text, fma)
-                _write_atomic(path, text)
+                write_atomically(path, text)
             else:
                 with open(path, encoding="utf-8") as stream:
                     text = stream.read()           # the same code, first written for another program
@@ -332,7 +301,7 @@ class KernelCache:
         manifest = {"source_sha256": hashlib.sha256(compiled.source.encode()).hexdigest(),
                     "numba_directory": os.path.relpath(numba_directory, self.directory), "files": digests}
         try:
-            _write_atomic(os.path.join(self.directory, stem + ".json"), json.dumps(manifest, indent=1))
+            write_atomically(os.path.join(self.directory, stem + ".json"), json.dumps(manifest, indent=1))
         except OSError as error:
             self._disk_failed(stem, error, "its manifest is not updated")
             return

@@ -32,13 +32,8 @@ import contextlib
 import inspect
 import os
 import sys
-import time
-import uuid
 
-try:
-    import fcntl
-except ImportError:                  # not POSIX: no lock between processes
-    fcntl = None
+import flowjit.files as files
 
 LOCK_TIMEOUT_S = 30.0                # a writer holds the lock for one save; compiling is outside it
 LOCK_NAME = ".lock"
@@ -46,53 +41,10 @@ LOCK_NAME = ".lock"
 
 @contextlib.contextmanager
 def directory_lock(directory: str, timeout: float = LOCK_TIMEOUT_S):
-    """Hold the cache directory's lock (``flock`` on ``<directory>/.lock``) across processes;
-    yields whether it is held: False when the lock file cannot be opened (a read-only
-    directory) or another process held it past ``timeout`` seconds.  Not re-entrant."""
-    if fcntl is None:
-        yield True
-        return
-    try:
-        handle = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError:
-        yield False
-        return
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    yield False
-                    return
-                time.sleep(0.002)
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-    finally:
-        os.close(handle)
-
-
-def fsync_directory(directory: str) -> None:
-    """Make a rename in ``directory`` durable (where the platform allows opening a directory)."""
-    try:
-        handle = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(handle)
-    except OSError:
-        pass
-    finally:
-        os.close(handle)
-
-
-def is_temporary(name: str) -> bool:
-    """A file a writer has not renamed into place yet (numba's ``*.tmp.<uid>``, flowjit's ``.tmp-*``)."""
-    return ".tmp." in name or name.startswith(".tmp-")
+    """Hold the cache directory's lock (``<directory>/.lock``) across processes; yields whether
+    it is held (``flowjit.files.directory_lock``)."""
+    with files.directory_lock(os.path.join(directory, LOCK_NAME), timeout, poll=0.002) as held:
+        yield held
 
 
 def _kernel_function_cache():
@@ -111,18 +63,8 @@ def _kernel_function_cache():
         @contextlib.contextmanager
         def _open_for_write(self, filepath):
             """numba's write to a temporary name and rename, with the data on disk before the rename."""
-            temporary = f"{filepath}.tmp.{uuid.uuid4().hex[:16]}"
-            try:
-                with open(temporary, "wb") as stream:
-                    yield stream
-                    stream.flush()
-                    os.fsync(stream.fileno())
-                os.replace(temporary, filepath)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
-                raise
-            fsync_directory(os.path.dirname(filepath))
+            with files.atomic_writer(filepath) as stream:
+                yield stream
 
     class KernelCacheImpl(CompileResultCacheImpl):
         """Files beside the kernel's source, in ``__pycache__``: numba's in-tree locator,
