@@ -1,5 +1,5 @@
-"""numba-cuda, imported in one place (shared by codegen and the device descriptions): whether it is installed, whether it runs on numba's CUDA
-simulator, and the compatibility shim it needs.
+"""numba-cuda, imported in one place (shared by codegen and the device descriptions): whether
+it is installed, whether it runs on numba's CUDA simulator, and the compatibility shim it needs.
 
 Nothing here is imported when flowjit is: rendering CUDA source needs no numba-cuda, and a
 machine without the ``cuda`` extra never loads it.  ``NUMBA_ENABLE_CUDASIM=1`` must be set

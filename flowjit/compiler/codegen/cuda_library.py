@@ -17,8 +17,6 @@ source does not.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from flowjit.compiler.codegen import numerics
@@ -143,15 +141,14 @@ def _float_functions(dtype, suffix: str, f) -> dict:
         return lambda a, b: routine(a, b)
 
     functions = dict(floor=rounding(floor), ceil=rounding(ceil), trunc=rounding(trunc), rint=rounding(rint),
-                     exp2=rounding(exp2), fmod=binary(fmod), pow=binary(power), divmod=divmod_float, power_scalar=power_scalar_float, sign=sign_float, sigmoid=sigmoid)
+                     exp2=rounding(exp2), fmod=binary(fmod), pow=binary(power), divmod=divmod_float,
+                     power_scalar=power_scalar_float, sign=sign_float, sigmoid=sigmoid)
     return {f"{name}_{suffix}": _device(function) for name, function in functions.items()}
 
 
-globals().update(_float_functions(np.float32, "f32", lambda name: name + "f"))
-globals().update(_float_functions(np.float64, "f64", lambda name: name))
+FLOAT_FUNCTIONS = {**_float_functions(np.float32, "f32", lambda name: name + "f"),
+                   **_float_functions(np.float64, "f64", lambda name: name)}
+globals().update(FLOAT_FUNCTIONS)
 
-__all__ = [name for name in globals() if not name.startswith("_") and name not in ("annotations", "math", "np",
-                                                                                   "numerics", "numba_cuda",
-                                                                                   "simulated", "cuda", "DEVICE",
-                                                                                   "ROUTINES")]
-del math
+__all__ = ["floordiv_int", "floordiv_uint", "mod_int", "fmod_int", "power_int", "round_float16", "arg_prefer",
+           *sorted(FLOAT_FUNCTIONS)]

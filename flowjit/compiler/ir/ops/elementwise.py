@@ -259,8 +259,8 @@ erf = register(Op("erf", OpKind.ELEMENTWISE, 1, _special_rule("erf"),
                   lowering=routine("erf", "erf"), flops=20))
 sigmoid = register(Op("sigmoid", OpKind.ELEMENTWISE, 1, _special_rule("expit"),
                       lambda arrays, attrs: [special("expit")(arrays[0])], special="expit",
-                      doc="scipy.special.expit: 1 / (1 + exp(-x))", lowering=routine("sigmoid", None, cuda=per_float("sigmoid")),
-                      flops=12))
+                      doc="scipy.special.expit: 1 / (1 + exp(-x))",
+                      lowering=routine("sigmoid", None, cuda=per_float("sigmoid")), flops=12))
 
 
 # -- cast and where ----------------------------------------------------------------------------
