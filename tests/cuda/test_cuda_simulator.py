@@ -4,9 +4,11 @@ unfused, against the reference interpreter.  Skipped without the ``cuda`` extra.
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import flowjit
 from helpers import assert_same_result, tolerance_for
+from random_programs import random_programs
 
 pytest.importorskip("numba_cuda", reason="numba-cuda is not installed (the cuda extra: pip install 'flowjit[cuda]')")
 
@@ -63,6 +65,8 @@ PROGRAMS = {
                     (np.arange(-8, 8, dtype=np.int32),)),
     "float_floor_mod": (lambda x, y: (x // y, x % y, np.floor(x), np.rint(x * 3), np.sign(x), x ** 2, x ** y),
                         (rows((6,)) * 4, np.array([1.5, -2, 0.5, 3, -0.25, 2], np.float32))),
+    "integer_rounding": (lambda i, b: (np.floor(i), np.ceil(i), np.trunc(i), np.rint(i), np.floor(b)),
+                         (np.arange(-4, 4, dtype=np.int32), np.array([True, False]))),
     "float16": (lambda x, y: x * y + np.float16(1.5), (rows((8,), np.float16), rows((8,), np.float16, 1))),
     "matmul_epilogue": (lambda a, b, bias: np.maximum(a @ b + bias, 0.0),
                         (rows((4, 6)), rows((6, 8), seed=1), rows((8,), seed=2))),
@@ -120,3 +124,14 @@ def test_gpu_beside_a_cpu_device():
     assert any("from numba import cuda" in s for s in sources.values())
     assert any("from numba import prange" in s for s in sources.values())
     np.testing.assert_allclose(jitted(x), softmax(x), rtol=1e-6)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(program=random_programs(max_steps=6))
+def test_random_programs_on_the_gpu_match_the_interpreter(program):
+    args = program.make_args(np.random.default_rng(0))
+    with np.errstate(all="ignore"):
+        expected = flowjit.jit(program, backend="interpreter")(*args)
+        actual = flowjit.jit(program, devices=GPU)(*args)
+    rtol = tolerance_for(args, expected)
+    assert_same_result(actual, expected, exact=rtol == 0.0, rtol=rtol)

@@ -79,9 +79,11 @@ def _float_or_int(float_rule, int_rule, cuda_float=None) -> Lowering:
     return Lowering(rule(float_rule), {"cuda": rule(cuda_float)} if cuda_float else {})
 
 
-def _cuda_call(function: str, cuda_function: str) -> Lowering:
-    """``function(operands...)`` on the CPU, ``fj.<cuda_function>_f32`` / ``_f64`` on the GPU."""
-    return Lowering(call(function).rule, {"cuda": per_float(cuda_function)})
+def _rounding(function: str, cuda_function: str) -> Lowering:
+    """floor/ceil/trunc/rint: ``function(a)`` on the CPU; on the GPU ``fj.<cuda_function>_f32`` /
+    ``_f64`` at float loop dtypes, and the integer itself at integer ones (numpy's integer loops)."""
+    float_rule = per_float(cuda_function)
+    return Lowering(call(function).rule, {"cuda": lambda c, a: float_rule(c, a) if is_float(c.dtype) else a})
 
 
 def _floordiv_int(c, a, b):
@@ -171,10 +173,10 @@ arctan = _ufunc_op("arctan", np.arctan, call("math.atan"), flops=25)
 sinh = _ufunc_op("sinh", np.sinh, call("math.sinh"), flops=20)
 cosh = _ufunc_op("cosh", np.cosh, call("math.cosh"), flops=20)
 tanh = _ufunc_op("tanh", np.tanh, routine("tanh", "tanh"), flops=15)
-floor = _ufunc_op("floor", np.floor, _cuda_call("np.floor", "floor"))
-ceil = _ufunc_op("ceil", np.ceil, _cuda_call("np.ceil", "ceil"))
-trunc = _ufunc_op("trunc", np.trunc, _cuda_call("np.trunc", "trunc"))
-rint = _ufunc_op("rint", np.rint, _cuda_call("np.rint", "rint"))
+floor = _ufunc_op("floor", np.floor, _rounding("np.floor", "floor"))
+ceil = _ufunc_op("ceil", np.ceil, _rounding("np.ceil", "ceil"))
+trunc = _ufunc_op("trunc", np.trunc, _rounding("np.trunc", "trunc"))
+rint = _ufunc_op("rint", np.rint, _rounding("np.rint", "rint"))
 # NaN stays NaN; +-inf give +-1 (not inf - inf); -0.0 gives 0.0, as numpy does.
 sign = _ufunc_op("sign", np.sign, _float_or_int(lambda c, a: f"fj.sign_float({a})",
                                                  lambda c, a: f"(({a} > 0) - ({a} < 0))", per_float("sign")))
