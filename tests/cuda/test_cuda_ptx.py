@@ -70,12 +70,36 @@ def child() -> None:
                 "entry": all(".entry" in text for text in texts), "f64": bool(F64.search(texts[0])),
                 "abi": parameters == ["u64"] * parameter_count(ranks),
                 "dtypes": sorted({str(v.dtype) for v in kernel.inputs + kernel.outputs})}
+    report["random"] = random_program_failures(kernels, ptx, int(os.environ.get("FLOWJIT_PTX_RANDOM", "25")))
     x = np.linspace(-0.9, 0.9, 8, dtype=np.float32).reshape(2, 4)
     for name, (function, arity) in float32_programs().items():
         for kernel in kernels(function, (x,) * arity):
             text = ptx(kernel, CAPABILITIES[0])
             report["float32"][name] = [line.strip() for line in F64.findall(text)][:3]
     print(json.dumps(report))
+
+
+def random_program_failures(kernels, ptx, count: int) -> dict:
+    """Compile every kernel of ``count`` random programs (derandomised) at each capability;
+    the programs whose kernels failed, with the error."""
+    from hypothesis import HealthCheck, given, settings
+    from random_programs import random_programs
+    failures, compiled = {}, []
+
+    @settings(max_examples=count, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(random_programs())
+    def compile_all(program):
+        args = program.make_args(np.random.default_rng(0))
+        try:
+            for kernel in kernels(program, args):
+                for cc in CAPABILITIES:
+                    ptx(kernel, cc)
+                compiled.append(kernel.name)
+        except Exception as error:
+            failures[program.describe()] = f"{type(error).__name__}: {str(error)[:300]}"
+    compile_all()
+    return {"failures": failures, "kernels": len(compiled)}
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +119,12 @@ def report():
 def test_every_golden_kernel_compiles_to_ptx(report):
     assert sorted({key.split("/")[0] for key in report["cases"]}) == report["case_names"]
     assert all(entry["entry"] for entry in report["cases"].values()), report["cases"]
+
+
+def test_random_programs_kernels_compile_to_ptx(report):
+    """Every kernel of random programs (FLOWJIT_PTX_RANDOM of them, 25 by default) compiles."""
+    assert report["random"]["kernels"] > 0
+    assert not report["random"]["failures"], report["random"]["failures"]
 
 
 def test_kernel_entries_take_the_arguments_the_raw_launch_packs(report):
