@@ -126,6 +126,13 @@ DEFAULTS = {
 STATIC_CPU = dict(bandwidth=20e9, flops=50e9, launch=2e-6)
 
 
+def _gpu_runs_here() -> bool:
+    """Whether ``gpu:*`` devices can run kernels here: numba-cuda is installed and sees a GPU,
+    or simulates one (``NUMBA_ENABLE_CUDASIM=1``)."""
+    import flowjit.gpu as gpu
+    return gpu.installed() and gpu.available()
+
+
 @dataclass(frozen=True)
 class Device:
     """One device: its full name, and what the cost model and the executor need to know."""
@@ -163,7 +170,7 @@ class Device:
         full = canonical(name)
         kind = DeviceSpec.parse(full).type
         values = dict(DEFAULTS.get(kind, DEFAULTS["cpu"]))
-        values["executable"] = kind == "cpu"
+        values["executable"] = kind == "cpu" or (kind == "gpu" and _gpu_runs_here())
         values.update(fields)
         return cls(full, **values)
 

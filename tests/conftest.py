@@ -11,6 +11,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 # One kernel cache for the whole run, shared by the xdist workers (which exercises
 # concurrent compiles of one kernel); tests that need an empty cache make their own.
 os.environ.setdefault("FLOWJIT_CACHE_DIR", os.path.join(tempfile.gettempdir(), "flowjit-test-cache"))
+# CUDA tests (tests/cuda) run on numba's CUDA simulator, unless NUMBA_ENABLE_CUDASIM=0 asks for a
+# real GPU; numba-cuda reads this once, when it loads, so it is set before anything imports it.
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 # Verify the graph after every pass in every test (CompileOptions.verify_each).
 os.environ["FLOWJIT_VERIFY"] = "1"
 

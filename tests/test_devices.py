@@ -54,7 +54,8 @@ def test_malformed_names_are_errors(bad):
         DeviceSpec.parse(bad)
 
 
-def test_device_sets_reject_duplicates_and_describe_gpus_they_cannot_run():
+def test_device_sets_reject_duplicates_and_describe_gpus_they_cannot_run(monkeypatch):
+    monkeypatch.setattr("flowjit.devices._gpu_runs_here", lambda: False)       # a machine without a GPU
     with pytest.raises(DeviceError, match="more than once"):
         DeviceSet.of(["cpu:0", "/job:localhost/task:0/device:cpu:0"])
     devices = DeviceSet.parse("cpu:0x2,gpu:0")
@@ -226,7 +227,9 @@ def test_an_error_on_one_device_aborts_the_call_and_names_the_node():
     executable(np.ones(4, np.float32), np.ones(4, np.float32))      # the executor is still usable
 
 
-def test_described_devices_plan_but_do_not_run():
+def test_described_devices_plan_but_do_not_run(monkeypatch):
+    monkeypatch.setattr("flowjit.devices._gpu_runs_here", lambda: False)       # a machine without a GPU
+
     def f(a):
         return np.tanh(a @ a)
     x = np.ones((1024, 1024), np.float32)

@@ -1,6 +1,6 @@
 """The package's layers import only downwards:
 
-    errors, counters, config, devices, machine, files   (what every layer shares)
+    errors, counters, config, devices, machine, files, gpu   (what every layer shares)
     compiler.ir        the IR, its ops and their meaning
     compiler.passes    rewrites of the IR (and the cost model placement uses)
     compiler.codegen   kernel plans -> source -> compiled callables
@@ -21,7 +21,7 @@ import flowjit
 
 ROOT = pathlib.Path(flowjit.__file__).parent
 
-SHARED = {"errors", "counters", "config", "devices", "machine", "files"}
+SHARED = {"errors", "counters", "config", "devices", "machine", "files", "gpu"}
 ORDER = ["shared", "ir", "passes", "codegen", "runtime", "lowered", "frontend", "package", "cli"]
 
 

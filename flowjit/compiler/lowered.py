@@ -7,6 +7,7 @@ from functools import cached_property
 
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph
+from flowjit.compiler.ir.plan import KernelKind
 from flowjit.compiler.ir.printer import print_graphs
 from flowjit.compiler.passes.cse import CommonSubexpressionElimination
 from flowjit.compiler.passes.dce import DeadCodeElimination
@@ -17,6 +18,14 @@ from flowjit.config import CompileOptions, cache_directory
 
 # Passes that rewrite the kernel plans fusion recorded; the printed ``fused`` stage is after them.
 KERNEL_PASSES = ("collapse-reductions", "plan-reductions")
+
+def has_kernel(node) -> bool:
+    """Whether the driver runs a generated kernel for ``node`` (a lone matmul is only BLAS)."""
+    if node.op is not ops.fused:
+        return False
+    return sum(1 for inner in node.attrs["body"].nodes if inner.op is not ops.constant) > 1 or \
+        node.attrs["plan"].kind is not KernelKind.MATMUL
+
 
 BOUNDARY = re.compile(r"%(?P<producer>\S+) -> %(?P<consumer>\S+): (?P<why>.*)", re.DOTALL)
 
@@ -202,7 +211,11 @@ class Lowered:
         return [self.stage_graph(stage)]
 
     def kernel_sources(self) -> dict[str, str]:
-        """Kernel name -> the generated module source it compiles from."""
+        """Kernel name -> the generated module source it compiles from.  Kernels for a GPU are
+        rendered without compiling them (no GPU needed)."""
+        if any(device.type == "gpu" for device in self.devices):
+            return {node.name: self.backend_for(graph.attrs.get("device")).render(node).source
+                    for graph in self.stage_graphs("fused") for node in graph.nodes if has_kernel(node)}
         return dict(self.executable.kernel_sources)
 
     def as_text(self, stage: str = "traced", parallel: bool = False) -> str:
@@ -224,11 +237,28 @@ class Lowered:
         return {name: variables.lookup(name, f"@{self.graph.name}") for name in sorted(names)}
 
     @cached_property
-    def backend(self):
-        """What renders and compiles this program's kernels (the CPU backend: numba)."""
+    def cpu_backend(self):
+        """What renders and compiles kernels for the CPU devices: numba."""
         from flowjit.compiler.codegen.backend import CpuBackend
         from flowjit.compiler.codegen.cache import kernel_cache
         return CpuBackend(kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma)
+
+    @cached_property
+    def cuda_backend(self):
+        """What renders and compiles kernels for the GPU devices: numba-cuda."""
+        from flowjit.compiler.codegen.cuda import CudaBackend
+        return CudaBackend()
+
+    def backend_for(self, device: str | None):
+        """The backend of a device (by name; None: the program's one device)."""
+        if device is None:
+            device = next(iter(self.devices)).name
+        return self.cuda_backend if self.devices[device].type == "gpu" else self.cpu_backend
+
+    @property
+    def backend(self):
+        """What renders and compiles the kernels of a program on one device."""
+        return self.backend_for(None)
 
     @cached_property
     def executable(self):
@@ -242,10 +272,11 @@ class Lowered:
         """The partitioned program on the multi-device executor (also what ``profile`` runs)."""
         from flowjit.compiler.codegen.driver import Executable, single_node_graph
         from flowjit.runtime.executor import MultiDeviceExecutable
-        partitioned, backend = self.partitioned, self.backend
+        partitioned = self.partitioned
         buffers, check = self.variable_buffers, self.options.check_numerics
         return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs, self.devices,
-                                     lambda node: Executable(single_node_graph(node), backend, buffers, check))
+                                     lambda node: Executable(single_node_graph(node), self.backend_for(node.device),
+                                                             buffers, check))
 
     def compile(self):
         """A callable taking the flat input arrays and returning the flat outputs."""

@@ -19,6 +19,7 @@ from flowjit.compiler.ir.graph import Node
 
 class Backend(ABC):
     target: str
+    matmul = None       # a callable ``(a, b, out)`` for the matmuls the driver runs; None: numpy's
 
     def render(self, node: Node) -> KernelSource:
         """The kernel module of a fused node, with the ops' rules for this target."""

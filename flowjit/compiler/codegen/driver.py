@@ -281,7 +281,7 @@ class DriverBuilder:
                 mm_name = "t_mm"
                 slot = self.buffer(mm_value, free_slots, slot_of)
                 self.emit(f"{mm_name} = {slot}")
-            self.emit(f"np.matmul({a}, {b}, out={mm_name})")
+            self.emit_matmul(a, b, mm_name)
             if len(compute) == 1:
                 return
             kernel = self.backend.render(node)
@@ -310,6 +310,13 @@ class DriverBuilder:
         if dying is not None and dying in slot_of:
             free_slots.setdefault((storage_shape(dying), compute_dtype(dying.dtype)), []).append(slot_of.pop(dying))
 
+    def emit_matmul(self, a: str, b: str, out: str) -> None:
+        """``out = a @ b``: numpy's, or the backend's (cuBLAS on a GPU)."""
+        if self.backend.matmul is None:
+            self.emit(f"np.matmul({a}, {b}, out={out})")
+        else:
+            self.emit(f"{self.global_('matmul', self.backend.matmul)}({a}, {b}, {out})")
+
     def emit_extern(self, node: Node) -> None:
         out = self.name(node.outputs[0]) if node.outputs else None
         args = [self.name(v) for v in node.inputs]
@@ -328,8 +335,14 @@ class DriverBuilder:
             self.emit(f"{out} = {args[0]}[{self.global_('slices', python_slices(attrs))}]")
         elif op is ops.concat:
             self.emit(f"{out} = np.concatenate(({', '.join(args)},), axis={attrs['axis']})")
-        elif op is ops.matmul:
+        elif op is ops.matmul and self.backend.matmul is None:
             self.emit(f"{out} = np.matmul({args[0]}, {args[1]})")
+            if self.check_numerics:
+                self.emit_check(node, [out])
+        elif op is ops.matmul:
+            value = node.outputs[0]
+            self.emit(f"{out} = np.empty({tuple(value.shape)}, np.{compute_dtype(value.dtype).name})")
+            self.emit_matmul(args[0], args[1], out)
             if self.check_numerics:
                 self.emit_check(node, [out])
         elif op is ops.read_variable:

@@ -15,7 +15,7 @@ import numpy as np
 from flowjit.compiler.ir.ops.base import (AttrKind, Op, OpKind, broadcast_shapes, register,
                                           required)
 from flowjit.compiler.ir.ops.lowering import (Lowering, call, cast as cast_text, infix, is_bool, is_float,
-                                              literal, lowering, routine, routine_call, typed)
+                                              literal, lowering, per_float, routine, routine_call, typed)
 from flowjit.compiler.ir.types import TensorType, check_dtype
 from flowjit.errors import OpTypeError
 
@@ -117,20 +117,36 @@ def _logical(symbol: str) -> Lowering:
     return lowering(lambda c, a, b: f"({_truth(a, c.dtype)} {symbol} {_truth(b, c.dtype)})")
 
 
-def _float_or_int(float_rule, int_rule) -> Lowering:
-    return lowering(lambda c, *operands: (float_rule if is_float(c.dtype) else int_rule)(c, *operands))
+def _float_or_int(float_rule, int_rule, cuda_float=None) -> Lowering:
+    """``cuda_float``: the float rule on the GPU (numba-cuda has no numpy ufuncs on scalars, and
+    the CPU helpers' Python float constants would promote float32 to float64 there)."""
+    def rule(float_rule):
+        return lambda c, *operands: (float_rule if is_float(c.dtype) else int_rule)(c, *operands)
+    return Lowering(rule(float_rule), {"cuda": rule(cuda_float)} if cuda_float else {})
 
 
-def _floordiv(c, a, b):
-    if is_float(c.dtype):
-        return f"fj.divmod_float({a}, {b})[0]"
+def _rounding(function: str, cuda_function: str) -> Lowering:
+    """floor/ceil/trunc/rint: ``function(a)`` on the CPU; on the GPU ``fj.<cuda_function>_f32`` /
+    ``_f64`` at float loop dtypes, and the integer itself at integer ones (numpy's integer loops)."""
+    float_rule = per_float(cuda_function)
+    return Lowering(call(function).rule, {"cuda": lambda c, a: float_rule(c, a) if is_float(c.dtype) else a})
+
+
+def _floordiv_int(c, a, b):
     return f"fj.floordiv_{'uint' if np.dtype(c.dtype).kind == 'u' else 'int'}({a}, {b})"
 
 
-def _fmod(c, a, b):
-    if is_float(c.dtype):
-        return f"np.fmod({a}, {b})"
+def _fmod_int(c, a, b):
     return f"fj.mod_int({a}, {b})" if np.dtype(c.dtype).kind == "u" else f"fj.fmod_int({a}, {b})"
+
+
+def _divmod(part: int):
+    """Float floor division (0) or remainder (1): numpy's npy_divmod."""
+    return lambda c, a, b: f"fj.divmod_float({a}, {b})[{part}]"
+
+
+def _divmod_cuda(part: int):
+    return lambda c, a, b: f"{per_float('divmod')(c, a, b)}[{part}]"
 
 
 # numpy's float32/float64 power loops take fast paths when the exponent is one value broadcast
@@ -147,6 +163,17 @@ def _power(c, a, b):
     if np.dtype(c.dtype) in _POWER_FAST_PATH_DTYPES and scalar_exponent:
         return f"fj.power_scalar_float({a}, {b}, {general})"
     return general
+
+
+def _power_cuda(c, a, b):
+    """On the GPU: libdevice's pow at the loop precision (``**`` of float32 goes through float64)."""
+    if not is_float(c.dtype):
+        return f"fj.power_int({a}, {b})"
+    exponent = c.inputs[1]
+    scalar_exponent = exponent.size == 1 and (exponent.rank == 0 or exponent.shape != c.output.shape)
+    if np.dtype(c.dtype) in _POWER_FAST_PATH_DTYPES and scalar_exponent:
+        return per_float("power_scalar")(c, a, b)
+    return per_float("pow")(c, a, b)
 
 
 def _reciprocal(c, a):
@@ -178,7 +205,9 @@ square = _ufunc_op("square", np.square, lowering(lambda c, a: f"({a} * {a})"), g
 reciprocal = _ufunc_op("reciprocal", np.reciprocal, lowering(_reciprocal), flops=4, grad=_unary(lambda b, x, out: b.neg(b.mul(out, out))))
 exp = _ufunc_op("exp", np.exp, routine("exp", "exp"), flops=10, grad=_unary(lambda b, x, out: out))
 exp2 = _ufunc_op("exp2", np.exp2, Lowering(lambda c, a: routine_call("exp2", c.dtype, (a,))
-                                           or f"({literal(2, c.dtype)} ** {a})", routine="exp2"), flops=20, grad=_unary(lambda b, x, out: b.mul(out, b.like(math.log(2), out))))
+                                           or f"({literal(2, c.dtype)} ** {a})", {"cuda": per_float("exp2")},
+                                           routine="exp2"),
+                 flops=20, grad=_unary(lambda b, x, out: b.mul(out, b.like(math.log(2), out))))
 expm1 = _ufunc_op("expm1", np.expm1, routine("expm1", "expm1"), flops=20, grad=_unary(lambda b, x, out: b.add(out, b.like(1, out))))
 log = _ufunc_op("log", np.log, routine("log", "log"), flops=10, grad=_unary(lambda b, x, out: b(reciprocal, [x])))
 log2 = _ufunc_op("log2", np.log2, routine("log2", "log2"), flops=20, grad=_unary(lambda b, x, out: b.div(b.like(1 / math.log(2), out), x)))
@@ -193,13 +222,13 @@ arctan = _ufunc_op("arctan", np.arctan, routine("arctan", "atan"), flops=25, gra
 sinh = _ufunc_op("sinh", np.sinh, routine("sinh", "sinh"), flops=20, grad=_unary(lambda b, x, out: b(cosh, [x])))
 cosh = _ufunc_op("cosh", np.cosh, routine("cosh", "cosh"), flops=20, grad=_unary(lambda b, x, out: b(sinh, [x])))
 tanh = _ufunc_op("tanh", np.tanh, routine("tanh", "tanh"), flops=15, grad=_unary(lambda b, x, out: b.sub(b.like(1, out), b.mul(out, out))))
-floor = _ufunc_op("floor", np.floor, call("np.floor"), grad=_zero)
-ceil = _ufunc_op("ceil", np.ceil, call("np.ceil"), grad=_zero)
-trunc = _ufunc_op("trunc", np.trunc, call("np.trunc"), grad=_zero)
-rint = _ufunc_op("rint", np.rint, call("np.rint"), grad=_zero)
+floor = _ufunc_op("floor", np.floor, _rounding("np.floor", "floor"), grad=_zero)
+ceil = _ufunc_op("ceil", np.ceil, _rounding("np.ceil", "ceil"), grad=_zero)
+trunc = _ufunc_op("trunc", np.trunc, _rounding("np.trunc", "trunc"), grad=_zero)
+rint = _ufunc_op("rint", np.rint, _rounding("np.rint", "rint"), grad=_zero)
 # NaN stays NaN; +-inf give +-1 (not inf - inf); -0.0 gives 0.0, as numpy does.
 sign = _ufunc_op("sign", np.sign, _float_or_int(lambda c, a: f"fj.sign_float({a})",
-                                                 lambda c, a: f"(({a} > 0) - ({a} < 0))"), grad=_zero)
+                                                 lambda c, a: f"(({a} > 0) - ({a} < 0))", per_float("sign")), grad=_zero)
 logical_not = _ufunc_op("logical_not", np.logical_not, _bool_or("(not {a})", "({a} == 0)"))
 invert = _ufunc_op("invert", np.invert, _bool_or("(not {a})", "(~{a})"))
 isnan = _ufunc_op("isnan", np.isnan, _on_floats("({a} != {a})", "False"))
@@ -211,11 +240,14 @@ add = _ufunc_op("add", np.add, infix("+", "|"), commutative=True, grad=lambda n,
 sub = _ufunc_op("sub", np.subtract, infix("-"), grad=lambda n, g, b: (g, b.neg(g)))
 mul = _ufunc_op("mul", np.multiply, infix("*", "&"), commutative=True, grad=lambda n, g, b: (b.mul(g, n.inputs[1]), b.mul(g, n.inputs[0])))
 div = _ufunc_op("div", np.divide, infix("/"), flops=4, grad=lambda n, g, b: (b.div(g, n.inputs[1]), b.neg(b.div(b.mul(g, n.output), n.inputs[1]))))
-floordiv = _ufunc_op("floordiv", np.floor_divide, lowering(_floordiv), flops=4, grad=_zero)
-mod = _ufunc_op("mod", np.remainder, _float_or_int(lambda c, a, b: f"fj.divmod_float({a}, {b})[1]",
-                                                   lambda c, a, b: f"fj.mod_int({a}, {b})"), flops=4, grad=lambda n, g, b: (g, b.neg(b.mul(g, b(floordiv, list(n.inputs))))))
-fmod = _ufunc_op("fmod", np.fmod, lowering(_fmod), flops=4, grad=lambda n, g, b: (g, b.neg(b.mul(g, b(trunc, [b.div(*n.inputs)])))))
-pow_ = _ufunc_op("pow", np.power, Lowering(_power, routine="pow"), flops=20, grad=_power_grad)
+floordiv = _ufunc_op("floordiv", np.floor_divide, _float_or_int(_divmod(0), _floordiv_int, _divmod_cuda(0)),
+                     flops=4, grad=_zero)
+mod = _ufunc_op("mod", np.remainder, _float_or_int(_divmod(1), lambda c, a, b: f"fj.mod_int({a}, {b})",
+                                                   _divmod_cuda(1)), flops=4,
+                grad=lambda n, g, b: (g, b.neg(b.mul(g, b(floordiv, list(n.inputs))))))
+fmod = _ufunc_op("fmod", np.fmod, _float_or_int(lambda c, a, b: f"np.fmod({a}, {b})", _fmod_int, per_float("fmod")),
+                 flops=4, grad=lambda n, g, b: (g, b.neg(b.mul(g, b(trunc, [b.div(*n.inputs)])))))
+pow_ = _ufunc_op("pow", np.power, Lowering(_power, {"cuda": _power_cuda}, routine="pow"), flops=20, grad=_power_grad)
 maximum = _ufunc_op("maximum", np.maximum, _maximum(True, True), commutative=True, grad=_extreme_grad(larger=True))
 minimum = _ufunc_op("minimum", np.minimum, _maximum(True, False), commutative=True, grad=_extreme_grad(larger=False))
 fmax = _ufunc_op("fmax", np.fmax, _maximum(False, True), commutative=True, grad=_extreme_grad(larger=True))
@@ -280,7 +312,8 @@ erf = register(Op("erf", OpKind.ELEMENTWISE, 1, _special_rule("erf"),
                   gradient=_unary(lambda b, x, out: b.mul(b.like(2 / math.sqrt(math.pi), out), b(exp, [b.neg(b.mul(x, x))])))))
 sigmoid = register(Op("sigmoid", OpKind.ELEMENTWISE, 1, _special_rule("expit"),
                       lambda arrays, attrs: [special("expit")(arrays[0])], special="expit",
-                      doc="scipy.special.expit: 1 / (1 + exp(-x))", lowering=routine("sigmoid", None), flops=12,
+                      doc="scipy.special.expit: 1 / (1 + exp(-x))",
+                      lowering=routine("sigmoid", None, cuda=per_float("sigmoid")), flops=12,
                       gradient=_unary(lambda b, x, out: b.mul(out, b.sub(b.like(1, out), out)))))
 
 

@@ -68,7 +68,12 @@ def routine_call(name: str, dtype, operands) -> str | None:
 
 def routine(name: str, fallback: str | None, **targets: ScalarRule) -> Lowering:
     """A vectorised library routine at float32/float64 (``fj.<name>_f32``), ``fallback``
-    (a ``math`` function) at other loop dtypes.  Unary or binary (arctan2)."""
+    (a ``math`` function) at other loop dtypes.  Unary or binary (arctan2).  On the GPU the
+    ``math`` function is itself libdevice's routine at the operand's precision (``math.exp`` of a
+    float32 is ``expf``), so it is the ``cuda`` rule unless ``targets`` gives another."""
+    if fallback is not None:
+        targets.setdefault("cuda", lambda c, *operands: f"math.{fallback}({', '.join(operands)})")
+
     def rule(c, *operands):
         text = routine_call(name, c.dtype, operands)
         if text is not None:
@@ -135,6 +140,20 @@ def is_bool(dtype) -> bool:
 def infix(symbol: str, bool_symbol: str | None = None) -> Lowering:
     """``a <symbol> b`` (with ``bool_symbol`` for booleans: ``+`` is ``|`` there)."""
     return lowering(lambda c, a, b: f"({a} {bool_symbol if bool_symbol and is_bool(c.dtype) else symbol} {b})")
+
+
+def float_suffix(dtype) -> str:
+    """``f32`` / ``f64``: the suffix of a library function at a float loop dtype."""
+    suffix = ROUTINE_DTYPES.get(compute_dtype(dtype).name)
+    if suffix is None:
+        raise ValueError(f"no float library function at {dtype}")
+    return suffix
+
+
+def per_float(function: str) -> ScalarRule:
+    """A rule calling ``fj.<function>_f32`` / ``_f64`` at the loop dtype: how a target whose
+    library has one function per precision (CUDA's libdevice) spells a float routine."""
+    return lambda c, *operands: f"fj.{function}_{float_suffix(c.dtype)}({', '.join(operands)})"
 
 
 def call(function: str) -> Lowering:

@@ -1,0 +1,154 @@
+"""The CUDA kernel library: what generated CUDA kernels call, under the one name ``fj``.
+
+The counterpart of ``codegen/library.py`` for the ``cuda`` target: numba-cuda device functions
+with the names the ops' lowering rules call (``fj.floordiv_int``, ``fj.round_float16``), so
+one rule serves both targets where it can.  Where the CPU library's function uses something
+numba-cuda lacks (numpy's ufuncs on scalars: ``np.floor``, ``np.fmod``) or would promote
+float32 to float64 through a Python float constant, the op's rule has a ``cuda`` override that
+calls a dtype-suffixed function of this module (``fj.floor_f32``, ``fj.divmod_f64``) built
+on libdevice, so a float32 kernel computes in float32.
+
+Integer division and remainder are the CPU library's own functions (``numerics.py``),
+compiled as device functions: the same code gives numpy's semantics on both targets.
+
+Importing this module imports ``numba.cuda`` (through ``flowjit.gpu``); rendering CUDA
+source does not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from flowjit.compiler.codegen import numerics
+from flowjit.gpu import numba_cuda, simulated
+
+cuda = numba_cuda()
+DEVICE = dict(device=True, inline=True)
+
+
+def _device(function):
+    return cuda.jit(**DEVICE)(function)
+
+
+# -- integers: the CPU library's code, as device functions -----------------------------------------
+floordiv_int = _device(numerics.floordiv_int.py_func)
+floordiv_uint = _device(numerics.floordiv_uint.py_func)
+mod_int = _device(numerics.mod_int.py_func)
+fmod_int = _device(numerics.fmod_int.py_func)
+# (a negative exponent raises ValueError under the simulator; a GPU kernel cannot raise)
+power_int = _device(numerics.power_int.py_func)
+
+
+@_device
+def round_float16(x):
+    # float16 values live in float32 in kernels; the hardware conversion rounds to nearest even.
+    return np.float32(np.float16(x))
+
+
+@_device
+def arg_prefer(a, ia, b, ib, larger):
+    # argmax (``larger``) / argmin of two candidates (value, position; position < 0: none yet):
+    # whether (b, ib) wins.  The first position of the extreme wins, and NaN is the extreme.
+    if ib < 0:
+        return False
+    if ia < 0:
+        return True
+    if a != a:
+        return b != b and ib < ia
+    if b != b:
+        return True
+    if b == a:
+        return ib < ia
+    if larger:
+        return b > a
+    return b < a
+
+
+# -- floats: one function per dtype on libdevice, so float32 never meets a float64 constant ---------
+# libdevice's name of each routine used below -> numpy's (the simulator runs them as Python,
+# where numpy's ufuncs on float32 scalars keep float32).
+ROUTINES = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "fmod": np.fmod,
+            "pow": np.power, "sqrt": np.sqrt, "exp2": np.exp2, "copysign": np.copysign, "exp": np.exp}
+
+
+def _routines(f) -> dict:
+    """libdevice's routines at one precision (``f`` names them: ``floorf`` / ``floor``); numpy's
+    under the simulator, whose libdevice is a stub."""
+    if simulated():
+        return dict(ROUTINES)
+    from numba.cuda import libdevice
+    return {name: getattr(libdevice, f(name)) for name in ROUTINES}
+
+
+def _float_functions(dtype, suffix: str, f) -> dict:
+    """The float functions at ``dtype``, on libdevice's routines at that precision."""
+    routines = _routines(f)
+    floor, ceil, trunc, rint = (routines[name] for name in ("floor", "ceil", "trunc", "rint"))
+    fmod, power, sqrt, exp2 = (routines[name] for name in ("fmod", "pow", "sqrt", "exp2"))
+    copysign, exp = routines["copysign"], routines["exp"]
+    zero, one, half, two = dtype(0.0), dtype(1.0), dtype(0.5), dtype(2.0)
+
+    def divmod_float(a, b):
+        # numpy's npy_divmod, as numerics.divmod_float, in ``dtype`` throughout.
+        mod = fmod(a, b)
+        if b == zero:
+            return a / b, mod
+        div = (a - mod) / b
+        if mod != zero:
+            if (b < zero) != (mod < zero):
+                mod += b
+                div -= one
+        else:
+            mod = copysign(zero, b)
+        if div != zero:
+            floordiv = floor(div)
+            if div - floordiv > half:
+                floordiv += one
+        else:
+            floordiv = copysign(zero, a / b)
+        return floordiv, mod
+
+    def power_scalar_float(a, b):
+        # numpy's fast paths for a broadcast exponent (numerics.power_scalar_float).
+        if b == -one:
+            return one / a
+        if b == zero:
+            return b + one
+        if b == half:
+            return sqrt(a)
+        if b == one:
+            return a
+        if b == two:
+            return a * a
+        return power(a, b)
+
+    def sign_float(a):
+        if a != a:
+            return a
+        if a > zero:
+            return one
+        if a < zero:
+            return -one
+        return zero
+
+    def sigmoid(a):
+        return one / (one + exp(-a))
+
+    def rounding(routine):
+        return lambda a: routine(a)
+
+    def binary(routine):
+        return lambda a, b: routine(a, b)
+
+    functions = dict(floor=rounding(floor), ceil=rounding(ceil), trunc=rounding(trunc), rint=rounding(rint),
+                     exp2=rounding(exp2), fmod=binary(fmod), pow=binary(power), divmod=divmod_float,
+                     power_scalar=power_scalar_float, sign=sign_float, sigmoid=sigmoid)
+    return {f"{name}_{suffix}": _device(function) for name, function in functions.items()}
+
+
+FLOAT_FUNCTIONS = {**_float_functions(np.float32, "f32", lambda name: name + "f"),
+                   **_float_functions(np.float64, "f64", lambda name: name)}
+globals().update(FLOAT_FUNCTIONS)
+
+__all__ = ["floordiv_int", "floordiv_uint", "mod_int", "fmod_int", "power_int", "round_float16", "arg_prefer",
+           *sorted(FLOAT_FUNCTIONS)]

@@ -1,0 +1,251 @@
+"""CUDA kernels from the same kernel plans as the CPU's: numba-cuda source, each line under its IR.
+
+A CUDA kernel module has two functions:
+
+- ``kernel``, the device code (compiled by the CUDA backend: ``cuda.jit``, or ``compile_ptx``),
+  taking the kernel's input arrays then its output arrays, as the CPU kernel does;
+- ``launch``, host code taking the same arrays and returning the work the launch covers:
+  ``(elements, 1)`` for a loop kernel, ``(rows, row length)`` for a reduce kernel.
+
+Loop kernels (and matmul epilogues) are grid-stride loops over the flattened domain: each
+flat index splits into per-axis indices, and broadcast operands read index 0 along their
+size-1 dimensions, as on the CPU.  Scalar code is each op's rule for the ``cuda`` target
+(``Lowering.targets``), calling ``fj``: codegen/cuda_library.py.
+
+Reduce kernels run one block per row (the kept axes, flattened; blocks stride over rows).
+Each pass of the plan is one block-strided loop over the row that computes the pass's
+elementwise values, stores its full-shaped outputs and accumulates its reductions in one
+accumulator per thread; a tree over shared memory then combines the threads' accumulators
+(argmax/argmin carry the position, and the first one wins).  Values a later pass needs are
+computed again from the inputs (no per-row scratch).  Any set of reduced axes renders this
+way, so the ``parts`` and ``columns`` strategies are correct here but not fast: one block
+reduces the whole domain, and a column is read with a stride.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from flowjit.compiler.codegen.scalar import CodegenError, cast, compute_dtype
+from flowjit.compiler.codegen.writer import INDENT, KernelSource, KernelWriter, _identifier, _identity
+from flowjit.compiler.ir import ops
+from flowjit.compiler.ir.graph import Node, Value
+from flowjit.compiler.ir.ops.base import OpKind
+from flowjit.compiler.ir.ops.reduction import ARG_REDUCTIONS, accumulator_dtype
+from flowjit.compiler.ir.plan import KernelKind
+from flowjit.compiler.ir.reduce_rows import full_values, levels
+
+BLOCK = 128                 # threads of a reduce kernel's block at most (a power of two)
+
+MODULE_HEADER = '''"""flowjit CUDA kernel (generated): each line follows the IR line it implements."""
+import math
+
+import numpy as np
+from numba import cuda
+
+from flowjit.compiler.codegen import cuda_library as fj
+'''
+
+
+def _split(depth: int, flat: str, axes: list[int]) -> list[str]:
+    """Lines splitting the flat index ``flat`` over ``axes`` (row-major: the last is fastest)."""
+    lines, rest = [], flat
+    for position, axis in enumerate(reversed(axes)):
+        if position == len(axes) - 1:
+            lines.append(f"{INDENT * depth}i{axis} = {rest}")
+        else:
+            lines.append(f"{INDENT * depth}i{axis} = {rest} % n{axis}")
+            lines.append(f"{INDENT * depth}rest = {rest} // n{axis}")
+            rest = "rest"
+    return lines
+
+
+class CudaLoopWriter(KernelWriter):
+    """A loop kernel (or a matmul's epilogue) as a grid-stride loop over the flattened domain."""
+
+    def __init__(self, node: Node):
+        super().__init__(node, parallel=False, target="cuda")
+
+    def write_body(self, outputs: list[Value]) -> list[str]:
+        start = len(self.lines)
+        self.constants(1)
+        axes = list(range(len(self.domain)))
+        self.emit(1, f"total = {' * '.join(f'n{axis}' for axis in axes) or '1'}")
+        self.emit(1, "for flat in range(cuda.grid(1), total, cuda.gridsize(1)):")
+        self.lines.extend(_split(2, "flat", axes))
+        for node in self.body.nodes:
+            if node.op is ops.constant or node is self.matmul:
+                continue
+            self.compute(2, node)
+        for value in outputs:
+            self.store(2, value)
+        return self.lines[start:]
+
+    def work(self) -> str:
+        """What ``launch`` returns: the elements the grid covers, and 1."""
+        return f"({' * '.join(f'n{axis}' for axis in range(len(self.domain))) or '1'}, 1)"
+
+    def write_module(self) -> KernelSource:
+        text, inputs, outputs = self.write_function()
+        rank = len(self.domain)
+        parameters = ", ".join(self.argument[v] for v in inputs + outputs)
+        extents = [f"{INDENT}n{axis} = {self.extents.get(axis, '1')}" for axis in range(rank)]
+        launch = "\n".join([f"def launch({parameters}):"] + extents + [f"{INDENT}return {self.work()}"])
+        module = (f"{MODULE_HEADER}\n\n# {self.name}: {self.kind} kernel, domain [{','.join(map(str, self.domain))}]"
+                  f"\n{text}\n\n\n{launch}\n")
+        return KernelSource(self.name, module, [self.outer_value(v) for v in inputs],
+                            [self.exported[v] for v in outputs], self.kind, parallel=False)
+
+
+class CudaReduceWriter(CudaLoopWriter):
+    """A reduce kernel: one block per row, a block-strided loop per pass, a shared-memory tree."""
+
+    def write_body(self, outputs: list[Value]) -> list[str]:
+        if self.plan.strategy is None:
+            raise CodegenError(f"reduce kernel {self.name} has no row plan: run the plan-reductions pass first")
+        start = len(self.lines)
+        self.reduced = sorted(set(self.axes))
+        self.kept = [axis for axis in range(len(self.domain)) if axis not in self.reduced]
+        self.level = levels(self.body)[0]
+        self.full = full_values(self.body, self.plan)
+        self.members = [n for n in self.body.nodes if n.op is not ops.constant]
+        named = {v.name: v for n in self.body.nodes for v in n.outputs}
+        self.constants(1)
+        self.emit(1, f"ninner = {' * '.join(f'n{axis}' for axis in self.reduced)}")
+        self.emit(1, f"nrows = {' * '.join(f'n{axis}' for axis in self.kept) or '1'}")
+        self.emit(1, "tid = cuda.threadIdx.x")
+        self.emit(1, "nthreads = cuda.blockDim.x")
+        reductions = [n for n in self.members if n.op.kind is OpKind.REDUCTION]
+        for node in reductions:
+            name, dtype = _identifier(node.output), accumulator_dtype(node)
+            self.emit(1, f"shared_{name} = cuda.shared.array({BLOCK}, np.{dtype.name})")
+            if node.op in ARG_REDUCTIONS:
+                self.emit(1, f"shared_at_{name} = cuda.shared.array({BLOCK}, np.int64)")
+        self.emit(1, "for row in range(cuda.blockIdx.x, nrows, cuda.gridDim.x):")
+        self.lines.extend(_split(2, "row", self.kept))
+        self.computed_outer: set[Value] = set()
+        self.compute_outer(0)
+        for current, row_pass in enumerate(self.plan.passes):
+            pass_reductions = [named[name].producer for name in row_pass.reduce]
+            stores = [named[name] for name in row_pass.store]
+            self.write_pass(pass_reductions, stores)
+            self.compute_outer(current + 1)
+        per_row = [value for value in outputs if value not in self.full]
+        if per_row:
+            self.emit(2, "if tid == 0:")
+            for value in per_row:
+                self.store(3, value)
+        return self.lines[start:]
+
+    def work(self) -> str:
+        rows = " * ".join(f"n{axis}" for axis in self.kept) or "1"
+        return f"({rows}, {' * '.join(f'n{axis}' for axis in self.reduced)})"
+
+    def compute_outer(self, upto: int) -> None:
+        """Per-row values (not along the reduced axes) known after pass ``upto``."""
+        for node in self.members:
+            value = node.output
+            if value in self.full or node.op.kind is OpKind.REDUCTION or value in self.computed_outer:
+                continue
+            if self.level[value] <= upto:
+                self.compute(2, node)
+                self.computed_outer.add(value)
+
+    def needed(self, wanted: list[Value]) -> list[Node]:
+        """The full-shaped nodes computing ``wanted``, in body order."""
+        todo: set[Value] = set()
+        stack = [v for v in wanted if v in self.full]
+        while stack:
+            value = stack.pop()
+            if value not in todo:
+                todo.add(value)
+                stack.extend(v for v in value.producer.inputs if v in self.full)
+        return [n for n in self.members if n.output in todo]
+
+    def write_pass(self, reductions: list[Node], stores: list[Value]) -> None:
+        if not reductions and not stores:
+            return
+        for node in reductions:
+            self.comment(2, node)
+            dtype = accumulator_dtype(node)
+            self.emit(2, f"acc_{_identifier(node.output)} = {self.reduction_start(node, dtype)}")
+            if node.op in ARG_REDUCTIONS:
+                self.emit(2, f"at_{_identifier(node.output)} = -1")
+        self.emit(2, "for t in range(tid, ninner, nthreads):")
+        self.lines.extend(_split(3, "t", self.reduced))
+        for node in self.needed([n.inputs[0] for n in reductions] + stores):
+            self.compute(3, node)
+        for node in reductions:
+            source = node.inputs[0]
+            element = self.names.get(source) or self.load(source, _identity(source.shape))
+            self.emit(3, f"x = {cast(element, source.dtype, accumulator_dtype(node))}")
+            self.accumulate(3, node, "x", "t")
+        for value in stores:
+            self.store(3, value)
+        self.names = {value: name for value, name in self.names.items() if value not in self.full}
+        for node in reductions:
+            self.block_reduce(2, node)
+
+    def accumulate(self, depth: int, node: Node, element: str, position: str) -> None:
+        """Fold ``element`` (at row position ``position``) into the thread's accumulator."""
+        name = _identifier(node.output)
+        acc = f"acc_{name}"
+        if node.op in ARG_REDUCTIONS:
+            larger = "True" if node.op is ops.argmax else "False"
+            self.emit(depth, f"if fj.arg_prefer({acc}, at_{name}, {element}, {position}, {larger}):")
+            self.emit(depth + 1, f"{acc} = {element}")
+            self.emit(depth + 1, f"at_{name} = {position}")
+            return
+        _, combine = node.op.combine(accumulator_dtype(node))
+        self.emit(depth, f"{acc} = {combine(acc, element)}")
+
+    def block_reduce(self, depth: int, node: Node) -> None:
+        """The threads' accumulators into one, by a tree over shared memory, then the result."""
+        name = _identifier(node.output)
+        shared, acc = f"shared_{name}", f"acc_{name}"
+        arg = node.op in ARG_REDUCTIONS
+        self.emit(depth, f"{shared}[tid] = {acc}")
+        if arg:
+            self.emit(depth, f"shared_at_{name}[tid] = at_{name}")
+        self.emit(depth, "cuda.syncthreads()")
+        self.emit(depth, "step = nthreads // 2")
+        self.emit(depth, "while step > 0:")
+        self.emit(depth + 1, "if tid < step:")
+        if arg:
+            larger = "True" if node.op is ops.argmax else "False"
+            self.emit(depth + 2, f"if fj.arg_prefer({shared}[tid], shared_at_{name}[tid], {shared}[tid + step], "
+                                 f"shared_at_{name}[tid + step], {larger}):")
+            self.emit(depth + 3, f"{shared}[tid] = {shared}[tid + step]")
+            self.emit(depth + 3, f"shared_at_{name}[tid] = shared_at_{name}[tid + step]")
+        else:
+            _, combine = node.op.combine(accumulator_dtype(node))
+            self.emit(depth + 2, f"{shared}[tid] = {combine(f'{shared}[tid]', f'{shared}[tid + step]')}")
+        self.emit(depth + 1, "cuda.syncthreads()")
+        self.emit(depth + 1, "step //= 2")
+        if arg:
+            result = f"{np.dtype(node.output.dtype).name}(shared_at_{name}[0])"
+            self.emit(depth, f"{self.var(node.output)} = np.{result}")
+        else:
+            self.emit(depth, f"{self.var(node.output)} = {self.reduction_result(node, f'{shared}[0]')}")
+        self.emit(depth, "cuda.syncthreads()         # (every thread has read the total before the next reuse)")
+
+    def reduction_start(self, node: Node, dtype: np.dtype) -> str:
+        if node.op.combine is None:
+            raise CodegenError(f"reduction '{node.op.name}' (%{node.name}) has no kernel rule: run the "
+                               f"expand-composites pass first")
+        return node.op.combine(dtype)[0]
+
+    def reduction_result(self, node: Node, total: str) -> str:
+        """The reduction's value from its ``total`` (a mean divides by ``ninner`` in its dtype)."""
+        dtype = accumulator_dtype(node)
+        if node.op is ops.mean:
+            return cast(f"({total} / np.{compute_dtype(dtype).name}(ninner))", dtype, node.output.dtype)
+        return cast(total, dtype, node.output.dtype)
+
+
+def cuda_kernel_source(node: Node) -> KernelSource:
+    """The CUDA kernel module of one fused node, rendered from its plan."""
+    kind = node.attrs["plan"].kind
+    writer = CudaReduceWriter(node) if kind is KernelKind.REDUCE else CudaLoopWriter(node)
+    return writer.write_module()
+

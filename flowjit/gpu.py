@@ -1,0 +1,63 @@
+"""numba-cuda, imported in one place (shared by codegen and the device descriptions): whether
+it is installed, whether it runs on numba's CUDA simulator, and the compatibility shim it needs.
+
+Nothing here is imported when flowjit is: rendering CUDA source needs no numba-cuda, and a
+machine without the ``cuda`` extra never loads it.  ``NUMBA_ENABLE_CUDASIM=1`` must be set
+before the first ``numba_cuda()`` call (numba-cuda reads it once, when it loads): then ``gpu:0``
+is a simulated device on which kernels run as Python, slowly, the way CI and a user without
+a GPU check the CUDA path.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from flowjit.errors import FlowjitError
+
+
+class CudaUnavailable(FlowjitError):
+    pass
+
+
+INSTALL_HINT = "install the cuda extra (pip install 'flowjit[cuda]')"
+
+
+@functools.lru_cache(maxsize=None)
+def numba_cuda():
+    """The ``numba.cuda`` module of the numba-cuda package (raises ``CudaUnavailable``)."""
+    # numba-cuda 0.30.4 registers an overload of np.row_stack when it loads, and numpy 2.5
+    # removed row_stack (an alias of vstack since numpy 2.0): without this alias its import
+    # fails with AttributeError under numpy >= 2.5.  Only added where numpy lacks it.
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+    try:
+        import numba_cuda  # noqa: F401  (the package; numba's own numba.cuda is deprecated)
+        from numba import cuda
+    except ImportError as error:
+        raise CudaUnavailable(f"numba-cuda cannot be imported ({error}): {INSTALL_HINT}") from None
+    return cuda
+
+
+@functools.lru_cache(maxsize=None)
+def simulated() -> bool:
+    """Whether numba-cuda runs on its simulator (``NUMBA_ENABLE_CUDASIM=1``)."""
+    numba_cuda()
+    from numba.cuda.core import config
+    return bool(config.ENABLE_CUDASIM)
+
+
+def available() -> bool:
+    """Whether ``gpu:*`` devices can run here: numba-cuda sees a GPU, or simulates one."""
+    try:
+        cuda = numba_cuda()
+    except CudaUnavailable:
+        return False
+    return bool(cuda.is_available())         # (False where the driver fails to initialise)
+
+
+def installed() -> bool:
+    """Whether the numba-cuda package is installed (without importing it)."""
+    import importlib.util
+    return importlib.util.find_spec("numba_cuda") is not None

@@ -1,0 +1,95 @@
+"""CUDA kernels render on any machine: no GPU and no numba-cuda are needed to read them."""
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import flowjit
+from flowjit.compiler.codegen.cuda_writer import MODULE_HEADER
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "codegen"))
+from test_kernel_golden import CASES  # noqa: E402
+
+GOLDEN = pathlib.Path(__file__).parent.parent / "golden" / "kernels-cuda"
+UPDATE = os.environ.get("FLOWJIT_UPDATE_GOLDEN") == "1"
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_kernel_sources_for_a_gpu_are_cuda_kernels():
+    x = np.zeros((4, 8), np.float32)
+    sources = flowjit.jit(softmax, devices=["gpu:0"]).lower(x).kernel_sources()
+    (source,) = sources.values()
+    assert "from numba import cuda" in source and "cuda_library as fj" in source
+    assert "for row in range(cuda.blockIdx.x, nrows, cuda.gridDim.x):" in source
+    assert "cuda.syncthreads()" in source and "prange" not in source
+    assert "math.exp(v_sub)" in source                   # libdevice's expf, not the CPU's fj.exp_f32
+    cpu = flowjit.jit(softmax).lower(x).kernel_sources()
+    assert "fj.exp_f32" in "".join(cpu.values()) and "from numba import cuda" not in "".join(cpu.values())
+
+
+def test_loop_kernels_are_grid_stride_loops_in_float32():
+    x, y = np.zeros(4, np.float32), np.zeros(8, np.float32)
+    (source,) = flowjit.jit(lambda x, y: np.exp(x[:, None] - y[None, :]) * 0.5,
+                            devices=["gpu:0"]).lower(x, y).kernel_sources().values()
+    assert "for flat in range(cuda.grid(1), total, cuda.gridsize(1)):" in source
+    assert "i1 = flat % n1" in source and "rest = flat // n1" in source
+    assert "np.float32(0.5)" in source and "np.float64" not in source
+
+
+def test_dump_kernels_for_gpu0_on_a_machine_without_one():
+    result = subprocess.run([sys.executable, "-m", "flowjit.cli", "dump", "examples/models.py:softmax", "--arg",
+                             "x=f32[4,8]", "--stage", "kernels", "--devices", "gpu:0"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "# ==== kernel k0_max_sub_exp_sum_div (reduce, domain [4,8]) ====" in result.stdout
+    assert "shared_sum = cuda.shared.array(128, np.float64)" in result.stdout
+
+
+def test_raw_launch_packs_arrays_as_numbas_kernel_abi():
+    from flowjit.compiler.codegen.cuda_launch import pack, parameter_count
+
+    class DeviceArray:                     # what CuPy, torch and numba device arrays expose
+        def __init__(self, shape, typestr, strides=None):
+            self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (4096, False),
+                                             "strides": strides, "version": 3}
+    packed = pack(DeviceArray((3, 4), "<f4"))
+    assert [int(field) for field in packed] == [0, 0, 12, 4, 4096, 3, 4, 16, 4]
+    transposed = pack(DeviceArray((4, 3), "<f8", strides=(8, 32)))
+    assert [int(field) for field in transposed][2:] == [12, 8, 4096, 4, 3, 8, 32]
+    assert len(packed) == parameter_count([2])
+
+
+def cuda_kernels_text(function, args) -> str:
+    """The CUDA kernels of a program on gpu:0, less the module header they share."""
+    sources = flowjit.jit(function, devices=["gpu:0"]).lower(*args).kernel_sources()
+    assert all(source.startswith(MODULE_HEADER) for source in sources.values())
+    text = "\n\n".join(source[len(MODULE_HEADER):].strip("\n") + "\n" for source in sources.values())
+    return re.sub(r'loc\("[^"]*":\d+\)', "loc(...)", text)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cuda_kernel_source_matches_its_snapshot(name):
+    """Golden CUDA kernels of the CPU's golden cases (tests/golden/kernels-cuda): every change to
+    CUDA code generation is a reviewable diff.  FLOWJIT_UPDATE_GOLDEN=1 rewrites them."""
+    text = cuda_kernels_text(*CASES[name])
+    path = GOLDEN / f"{name}.py"
+    if UPDATE:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        return
+    assert path.exists(), f"no snapshot {path}: run with FLOWJIT_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), (f"the CUDA kernels of '{name}' changed; review the diff and rewrite "
+                                      f"the snapshot with FLOWJIT_UPDATE_GOLDEN=1")
+
+
+def test_every_cuda_snapshot_has_a_case():
+    assert sorted(path.stem for path in GOLDEN.glob("*.py")) == sorted(CASES)

@@ -1,0 +1,137 @@
+"""Programs placed on ``gpu:0`` run through the generated CUDA kernels on numba's CUDA simulator
+(tests/conftest.py sets ``NUMBA_ENABLE_CUDASIM=1`` unless a GPU run asks otherwise), fused and
+unfused, against the reference interpreter.  Skipped without the ``cuda`` extra."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import flowjit
+from helpers import assert_same_result, tolerance_for
+from random_programs import random_programs
+
+pytest.importorskip("numba_cuda", reason="numba-cuda is not installed (the cuda extra: pip install 'flowjit[cuda]')")
+
+import flowjit.gpu as gpu  # noqa: E402
+
+if not gpu.available():
+    pytest.skip("numba-cuda sees no GPU and NUMBA_ENABLE_CUDASIM is not set", allow_module_level=True)
+
+GPU = ["gpu:0"]
+
+
+def rows(shape, dtype=np.float32, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def layernorm(x, gamma, beta):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-5) * gamma + beta
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+
+def with_nan(x):
+    x = x.copy()
+    x[1, 3] = np.nan
+    return x
+
+
+TIES = np.array([[1, 3, 3, 0], [2, 2, 2, 2], [np.nan, 5, np.nan, 1], [-np.inf, -np.inf, -np.inf, -np.inf],
+                 [0, 1, 9, 9]], np.float32)
+
+PROGRAMS = {
+    "chain_f64": (lambda x: (x * 2.0 + 1.0) * x - np.abs(x) / 3.0, (rows((8,), np.float64),)),
+    "gelu_f32": (gelu, (rows((4, 8)),)),
+    "softmax": (softmax, (rows((4, 8)),)),
+    "softmax_nan": (softmax, (with_nan(rows((4, 8))),)),
+    "layernorm": (layernorm, (rows((3, 8)), rows((8,), seed=1), rows((8,), seed=2))),
+    "row_sum_max_nan": (lambda x: (x.sum(axis=1), x.max(axis=1), x.min(axis=-1)), (with_nan(rows((4, 5))),)),
+    "long_rows": (lambda x: (x.sum(axis=1), np.exp(x - x.max(axis=1, keepdims=True))), (rows((2, 300)),)),
+    "column_mean": (lambda x: x.mean(axis=0), (rows((4, 8)),)),
+    "whole_sum": (lambda x: x.sum(), (rows((4, 8)),)),
+    "argmax_ties_nan": (lambda x: (np.argmax(x, axis=1), np.argmin(x, axis=1)), (TIES,)),
+    "broadcast_outer": (lambda x, y: np.exp(x[:, None] - y[None, :]), (rows((4,)), rows((8,), seed=1))),
+    "broadcast_scalar_row": (lambda x, b: np.maximum(x + b, x.sum()), (rows((3, 4)), rows((1, 4), seed=1))),
+    "integer_ops": (lambda i: (i // 3) % 5 + i * 2 - (i > 0) + np.fmod(i, -3) + i // np.int32(0),
+                    (np.arange(-8, 8, dtype=np.int32),)),
+    "float_floor_mod": (lambda x, y: (x // y, x % y, np.floor(x), np.rint(x * 3), np.sign(x), x ** 2, x ** y),
+                        (rows((6,)) * 4, np.array([1.5, -2, 0.5, 3, -0.25, 2], np.float32))),
+    "integer_rounding": (lambda i, b: (np.floor(i), np.ceil(i), np.trunc(i), np.rint(i), np.floor(b)),
+                         (np.arange(-4, 4, dtype=np.int32), np.array([True, False]))),
+    "float16": (lambda x, y: x * y + np.float16(1.5), (rows((8,), np.float16), rows((8,), np.float16, 1))),
+    "matmul_epilogue": (lambda a, b, bias: np.maximum(a @ b + bias, 0.0),
+                        (rows((4, 6)), rows((6, 8), seed=1), rows((8,), seed=2))),
+    "where_compare": (lambda x: np.where(x > 0, np.sqrt(np.abs(x)), -x), (rows((2, 3, 4)),)),
+}
+
+
+@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_gpu_program_matches_the_interpreter(name, fuse):
+    function, args = PROGRAMS[name]
+    with np.errstate(all="ignore"):
+        expected = flowjit.jit(function, backend="interpreter")(*args)
+        actual = flowjit.jit(function, devices=GPU, fuse=fuse)(*args)
+    exact = name in ("integer_ops", "argmax_ties_nan")
+    assert_same_result(actual, expected, exact=exact, rtol=None if exact else tolerance_for(expected, args))
+
+
+def test_gpu_program_runs_cuda_kernels():
+    """The program placed on gpu:0 compiled its kernels with the CUDA backend (not the CPU's)."""
+    from flowjit.compiler.codegen.cuda import CudaBackend
+    lowered = flowjit.jit(softmax, devices=GPU).lower(rows((4, 8)))
+    assert isinstance(lowered.backend, CudaBackend)
+    executable = lowered.executable
+    assert [kernel.serial.grid.reduce for kernel in executable.compiled] == [True]
+    assert "cuda.syncthreads()" in executable.compiled[0].source
+
+
+def test_a_long_row_uses_every_thread_of_the_block():
+    """Rows longer than a block: each thread strides over the row, then the tree combines."""
+    from flowjit.compiler.codegen.cuda_writer import BLOCK
+    x = rows((2, 3 * BLOCK + 5))
+    lowered = flowjit.jit(lambda x: x.max(axis=1), devices=GPU).lower(x)
+    launcher = lowered.executable.compiled[0].serial
+    assert launcher.grid((x, np.empty(2, np.float32))) == (2, BLOCK)
+    x[1, 2 * BLOCK + 7] = 100.0
+    np.testing.assert_array_equal(flowjit.jit(lambda x: x.max(axis=1), devices=GPU)(x), x.max(axis=1))
+
+
+def test_gpu_beside_a_cpu_device():
+    """A program split between cpu:0 and gpu:0: each partition's kernels come from its device's
+    backend, and the transfers between them run on the multi-device executor."""
+    from flowjit.compiler.codegen.cuda import CudaBackend
+
+    def f(x):
+        with flowjit.device("gpu:0"):
+            e = np.exp(x - x.max(axis=1, keepdims=True))
+        with flowjit.device("cpu:0"):
+            return e / e.sum(axis=1, keepdims=True)
+    x = rows((3, 8))
+    jitted = flowjit.jit(f, devices=["cpu:0", "gpu:0"])
+    lowered = jitted.lower(x)
+    assert isinstance(lowered.backend_for("gpu:0"), CudaBackend)
+    sources = lowered.kernel_sources()
+    assert any("from numba import cuda" in s for s in sources.values())
+    assert any("from numba import prange" in s for s in sources.values())
+    np.testing.assert_allclose(jitted(x), softmax(x), rtol=1e-6)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(program=random_programs(max_steps=6))
+def test_random_programs_on_the_gpu_match_the_interpreter(program):
+    args = program.make_args(np.random.default_rng(0))
+    with np.errstate(all="ignore"):
+        expected = flowjit.jit(program, backend="interpreter")(*args)
+        actual = flowjit.jit(program, devices=GPU)(*args)
+    rtol = tolerance_for(args, expected)
+    assert_same_result(actual, expected, exact=rtol == 0.0, rtol=rtol)

@@ -1,0 +1,42 @@
+# k0_argmax: reduce kernel, domain [4,8]
+def kernel(in0_x, out0):
+    n0 = in0_x.shape[0]
+    n1 = in0_x.shape[1]
+    ninner = n1
+    nrows = n0
+    tid = cuda.threadIdx.x
+    nthreads = cuda.blockDim.x
+    shared_argmax = cuda.shared.array(128, np.float32)
+    shared_at_argmax = cuda.shared.array(128, np.int64)
+    for row in range(cuda.blockIdx.x, nrows, cuda.gridDim.x):
+        i0 = row
+        # %argmax = argmax %x {axis=1} : i64[4] loc(...)
+        acc_argmax = np.float32(-np.inf)
+        at_argmax = -1
+        for t in range(tid, ninner, nthreads):
+            i1 = t
+            x = in0_x[i0, i1]
+            if fj.arg_prefer(acc_argmax, at_argmax, x, t, True):
+                acc_argmax = x
+                at_argmax = t
+        shared_argmax[tid] = acc_argmax
+        shared_at_argmax[tid] = at_argmax
+        cuda.syncthreads()
+        step = nthreads // 2
+        while step > 0:
+            if tid < step:
+                if fj.arg_prefer(shared_argmax[tid], shared_at_argmax[tid], shared_argmax[tid + step], shared_at_argmax[tid + step], True):
+                    shared_argmax[tid] = shared_argmax[tid + step]
+                    shared_at_argmax[tid] = shared_at_argmax[tid + step]
+            cuda.syncthreads()
+            step //= 2
+        v_argmax = np.int64(shared_at_argmax[0])
+        cuda.syncthreads()         # (every thread has read the total before the next reuse)
+        if tid == 0:
+            out0[i0] = v_argmax
+
+
+def launch(in0_x, out0):
+    n0 = in0_x.shape[0]
+    n1 = in0_x.shape[1]
+    return (n0, n1)

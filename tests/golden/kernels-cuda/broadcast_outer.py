@@ -1,0 +1,20 @@
+# k0_sub_exp: loop kernel, domain [4,8]
+def kernel(in0_reshape, in1_reshape_1, out0):
+    n0 = in0_reshape.shape[0]
+    n1 = in1_reshape_1.shape[1]
+    total = n0 * n1
+    for flat in range(cuda.grid(1), total, cuda.gridsize(1)):
+        i1 = flat % n1
+        rest = flat // n1
+        i0 = rest
+        # %sub = sub %reshape, %reshape_1 : f32[4,8] loc(...)
+        v_sub = np.float32((in0_reshape[i0, 0] - in1_reshape_1[0, i1]))
+        # %exp = exp %sub : f32[4,8] loc(...)
+        v_exp = np.float32(math.exp(v_sub))
+        out0[i0, i1] = v_exp
+
+
+def launch(in0_reshape, in1_reshape_1, out0):
+    n0 = in0_reshape.shape[0]
+    n1 = in1_reshape_1.shape[1]
+    return (n0 * n1, 1)
