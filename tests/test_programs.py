@@ -1,11 +1,13 @@
-"""The corpus: each program traced and interpreted equals the undecorated function exactly."""
+"""The corpus: each program traced and interpreted equals the undecorated function exactly --
+but for constant powers, which the constant-powers pass writes as multiplies and square roots
+within its stated ulp budget (docs/math.md), where numpy calls pow."""
 
 import numpy as np
 import pytest
 
 import flowjit
 from flowjit.compiler import ir
-from helpers import assert_same_result
+from helpers import assert_same_result, tolerance_for
 from programs import PROGRAMS
 
 
@@ -21,10 +23,13 @@ def test_program_matches_numpy(program):
     args = program.make_args(np.random.default_rng(7))
     expected = program.fun(*args)
     jitted = flowjit.jit(program.fun, static_argnums=program.static_argnums, backend="interpreter")
-    assert_same_result(jitted(*args), expected)
+    lowered = jitted.lower(*args)
+    rewritten = lowered.as_text("optimized").count("= pow ") < lowered.as_text("traced").count("= pow ")
+    rtol = tolerance_for(expected, args) if rewritten else None
+    assert_same_result(jitted(*args), expected, exact=not rewritten, rtol=rtol)
     # The cached executable serves a second call with fresh values.
     args = program.make_args(np.random.default_rng(8))
-    assert_same_result(jitted(*args), program.fun(*args))
+    assert_same_result(jitted(*args), program.fun(*args), exact=not rewritten, rtol=rtol)
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.name)
