@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import os
+
 import numpy as np
 
 from flowjit.frontend import pytree
@@ -77,3 +79,14 @@ def packed(assembly: str, operation: str, dtype) -> bool:
         lanes = "2d" if float64 else "4s"
         return re.search(rf"\b{_ARM_OPERATIONS[operation]}\s+v\d+\.{lanes}", assembly) is not None
     pytest.skip(f"no packed-instruction patterns for {machine} CPUs")
+
+
+def assert_matches_snapshot(path, text: str, what: str) -> None:
+    """``text`` equals the snapshot at ``path``; with FLOWJIT_UPDATE_GOLDEN=1 it is rewritten instead."""
+    if os.environ.get("FLOWJIT_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return
+    assert path.exists(), f"no snapshot {path}: run with FLOWJIT_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), (f"{what} changed; review the diff and rewrite the snapshot with "
+                                      f"FLOWJIT_UPDATE_GOLDEN=1")

@@ -8,6 +8,7 @@ import pathlib
 import numpy as np
 
 from flowjit.bench import harness
+from flowjit.bench import report as report_module
 
 ROOT = pathlib.Path(__file__).parent.parent
 
@@ -27,7 +28,7 @@ def test_every_mode_checked_and_timed():
         assert len(row["times_s"]) == 3 and row["median_s"] > 0 and row["first_call_s"] > 0
     assert report["bandwidth_bytes_per_s"] > 0 and report["bounds_s"]["chain@4K"] > 0
     assert [r["mode"] for r in report["dispatch"]] == ["numpy", "unfused", "fused"]
-    table = harness.format_table(report, ["numpy", "unfused", "fused"])
+    table = report_module.format_table(report, ["numpy", "unfused", "fused"])
     assert "chain" in table and "dispatch, chain on 16 elements" in table
 
 
@@ -42,7 +43,7 @@ def test_wrong_results_are_reported_not_timed(monkeypatch):
     fused = [r for r in report["rows"] if r["mode"] == "fused"]
     assert all(r["status"] == "wrong" and r["median_s"] is None and r["times_s"] == [] for r in fused)
     assert "max error" in fused[0]["detail"]
-    assert "WRONG: chain@4K fused" in harness.format_table(report, ["numpy", "unfused", "fused"])
+    assert "WRONG: chain@4K fused" in report_module.format_table(report, ["numpy", "unfused", "fused"])
 
 
 def test_modes_take_turns_and_a_peer_failing_while_timed_is_an_error(monkeypatch):
@@ -77,7 +78,7 @@ def test_missing_peers_are_listed_as_skipped(monkeypatch):
     report = tiny_run(modes=("numpy", "fused", "jax"))
     jax_rows = [r for r in report["rows"] if r["mode"] == "jax"]
     assert jax_rows and all(r["status"] == "skipped" and "not installed" in r["detail"] for r in jax_rows)
-    table = harness.format_table(report, ["numpy", "fused", "jax"])
+    table = report_module.format_table(report, ["numpy", "fused", "jax"])
     assert "skipped jax: not installed (pip install -e '.[bench]')" in table
 
 
@@ -135,7 +136,7 @@ def test_a_workload_whose_dependency_is_missing_is_skipped(monkeypatch):
     assert all(rows[("black_scholes", m)]["status"] == "skipped" for m in ("numpy", "unfused", "fused"))
     assert rows[("black_scholes", "fused")]["detail"] == "needs scipy is not installed"
     assert all(rows[(w, m)]["status"] == "ok" for w in ("chain", "softmax") for m in ("numpy", "unfused", "fused"))
-    assert "chain" in harness.format_table(report, ["numpy", "unfused", "fused"])
+    assert "chain" in report_module.format_table(report, ["numpy", "unfused", "fused"])
 
 
 def test_an_interrupt_keeps_what_was_measured(monkeypatch):
@@ -151,13 +152,13 @@ def test_an_interrupt_keeps_what_was_measured(monkeypatch):
     assert report["interrupted"]
     assert {r["workload"] for r in report["rows"]} == {"chain"}
     assert all(r["status"] == "ok" for r in report["rows"])
-    table = harness.format_table(report, ["numpy", "unfused", "fused"])
+    table = report_module.format_table(report, ["numpy", "unfused", "fused"])
     assert "chain" in table and "interrupted" in table
 
 
 def test_install_hint_fits_the_installation():
     """A checkout gets ``pip install -e``; an installed package the index's name."""
-    assert harness.install_hint() == "pip install -e '.[bench]'"        # this test runs from the checkout
+    assert report_module.install_hint() == "pip install -e '.[bench]'"        # this test runs from the checkout
 
 
 def test_one_skip_summary_for_missing_peers_and_reasons(monkeypatch):
@@ -167,7 +168,7 @@ def test_one_skip_summary_for_missing_peers_and_reasons(monkeypatch):
                         lambda mode: f"{mode} is not installed" if mode in ("jax", "torch") else None)
     modes = ["numpy", "fused", "numexpr", "jax", "torch"]
     report = tiny_run(modes=modes)
-    summary = [line for line in harness.format_table(report, modes).splitlines() if line.startswith("skipped")]
+    summary = [line for line in report_module.format_table(report, modes).splitlines() if line.startswith("skipped")]
     assert summary == ["skipped jax, torch: not installed (pip install -e '.[bench]')",
                        "skipped numexpr on softmax, black_scholes: not expressible as one numexpr expression"]
 

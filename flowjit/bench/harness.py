@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import flowjit  # noqa: F401  (first: it sets libgomp's wait policy before torch loads libgomp)
+from flowjit.bench.report import format_table, plot
 from flowjit.bench.workloads import WORKLOADS, JaxOps, NumpyOps, TorchOps
 
 MODES = ("numpy", "unfused", "fused", "numexpr", "jax", "torch")
@@ -117,15 +118,6 @@ def make_callable(mode: str, workload, args):
         compiled = torch.compile(lambda *a: workload.function(ops, *a))
         return lambda: compiled(*tensors)
     raise ValueError(mode)
-
-
-def install_hint() -> str:
-    """How to get the bench extra: from a source checkout (an editable install, or the
-    package run from the repository) with ``-e .``, else from the package index."""
-    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    if os.path.exists(os.path.join(package_parent, "pyproject.toml")):
-        return "pip install -e '.[bench]'"
-    return "pip install 'flowjit[bench]'"
 
 
 def missing_module(module: str) -> str | None:
@@ -364,24 +356,34 @@ def run_workload(report: dict, workload, sizes, modes, repeat: int, rng, progres
         for mode in modes:
             progress(f"{workload.name} {label} {mode}: first call and check")
             row = Row(workload.name, label, mode)
-            reason = available(mode)
-            if reason:
-                row.status, row.detail = "skipped", reason
-            else:
-                try:
-                    call = make_callable(mode, workload, args)
-                    if prepare(row, call, expected, workload.dtype):
-                        cells.append((row, call))
-                except LookupError as error:
-                    row.status, row.detail = "skipped", str(error)
-                except Exception as error:             # a peer that fails is reported, not fatal
-                    row.status, row.detail = "error", f"{type(error).__name__}: {error}"[:200]
+            call = open_cell(row, lambda: make_callable(mode, workload, args),
+                             lambda call: prepare(row, call, expected, workload.dtype))
+            if call is not None:
+                cells.append((row, call))
             cell_rows.append(row)
             progress.step()
         progress(f"{workload.name} {label}: {repeat} timed rounds of {len(cells)} modes")
         time_interleaved(cells, repeat)
         del cells
         report["rows"].extend(row.__dict__ for row in cell_rows)
+
+
+def open_cell(row: Row, make, ready):
+    """One cell's callable (``make()``) once ``ready(call)`` has called and checked it, or None
+    with the row saying why: a missing peer or a workload a mode cannot run is skipped, a mode
+    that fails is an error -- reported, never fatal."""
+    reason = available(row.mode)
+    if reason:
+        row.status, row.detail = "skipped", reason
+        return None
+    try:
+        call = make()
+        return call if ready(call) else None
+    except LookupError as error:
+        row.status, row.detail = "skipped", str(error)
+    except Exception as error:
+        row.status, row.detail = "error", f"{type(error).__name__}: {error}"[:200]
+    return None
 
 
 def run_dispatch(report: dict, modes, rng, progress) -> None:
@@ -391,22 +393,16 @@ def run_dispatch(report: dict, modes, rng, progress) -> None:
     for mode in modes:
         progress(f"dispatch, 16 elements, {mode}")
         row = Row("dispatch", "16", mode)
-        reason = available(mode)
-        if reason:
-            row.status, row.detail = "skipped", reason
-        else:
-            try:
-                call = make_callable(mode, chain, small)
-                measure(row, call, expected, "float32", 3)
-                if row.status == "ok":
-                    start = time.perf_counter()
-                    for _ in range(2000):
-                        call()
-                    row.median_s = (time.perf_counter() - start) / 2000
-            except LookupError as error:
-                row.status, row.detail = "skipped", str(error)
-            except Exception as error:                 # a peer that fails is reported, not fatal
-                row.status, row.detail = "error", f"{type(error).__name__}: {error}"[:200]
+
+        def time_dispatch(call, row=row) -> bool:
+            measure(row, call, expected, "float32", 3)
+            if row.status == "ok":
+                start = time.perf_counter()
+                for _ in range(2000):
+                    call()
+                row.median_s = (time.perf_counter() - start) / 2000
+            return False                                # timed here, nothing left to time
+        open_cell(row, lambda: make_callable(mode, chain, small), time_dispatch)
         report["dispatch"].append(row.__dict__)
         progress.step()
 
@@ -435,126 +431,6 @@ def run_compiles(report: dict, compile_repeat: int, progress) -> None:
             row[f"{label}_exit_s"] = statistics.median(end for _, end in runs)
         report["compile"].append(row)
         progress.step()
-
-
-def format_table(report: dict, modes) -> str:
-    rows = [r for r in report["rows"]]
-    lines = []
-    header = f"{'workload':<14}{'size':>6}  " + "".join(f"{m:>12}" for m in modes) + \
-        f"{'bound':>10}{'fused/bound':>12}{'unfused/fused':>14}"
-    repeats = {len(r["times_s"]) for r in rows if r["times_s"]}
-    lines.append(f"median ms per call ({'/'.join(str(n) for n in sorted(repeats)) or 'no'} timed calls each, "
-                 f"every result checked against numpy first)")
-    lines.append(header)
-    lines.append("-" * len(header))
-    keys = []
-    for r in rows:
-        if (r["workload"], r["size"]) not in keys:
-            keys.append((r["workload"], r["size"]))
-    for workload, size in keys:
-        cells = {r["mode"]: r for r in rows if r["workload"] == workload and r["size"] == size}
-        line = f"{workload:<14}{size:>6}  "
-        for mode in modes:
-            cell = cells.get(mode)
-            if cell is None or cell["status"] == "skipped":
-                line += f"{'skipped':>12}"
-            elif cell["status"] != "ok":
-                line += f"{cell['status'].upper():>12}"
-            else:
-                line += f"{cell['median_s'] * 1e3:>12.2f}"
-        bound = report["bounds_s"].get(f"{workload}@{size}")
-        fused, unfused = cells.get("fused"), cells.get("unfused")
-        line += f"{bound * 1e3:>10.2f}" if bound else f"{'-':>10}"
-        line += f"{fused['median_s'] / bound:>12.2f}" if bound and fused and fused["median_s"] else f"{'-':>12}"
-        ratio = (unfused["median_s"] / fused["median_s"]) if fused and unfused and fused["median_s"] and \
-            unfused["median_s"] else None
-        line += f"{ratio:>14.2f}" if ratio else f"{'-':>14}"
-        lines.append(line)
-    lines.append("")
-    lines.append("ratios of flowjit fused to each peer (< 1: flowjit is faster)")
-    for workload, size in keys:
-        cells = {r["mode"]: r for r in rows if r["workload"] == workload and r["size"] == size}
-        fused = cells.get("fused")
-        if not fused or not fused["median_s"]:
-            continue
-        ratios = [f"{mode} {fused['median_s'] / cells[mode]['median_s']:.2f}x" for mode in modes
-                  if mode not in ("fused",) and mode in cells and cells[mode]["median_s"]]
-        lines.append(f"  {workload:<14}{size:>6}  " + ", ".join(ratios))
-    lines.append("")
-    lines.append("dispatch, chain on 16 elements (us per call): " + ", ".join(
-        f"{r['mode']} {r['median_s'] * 1e6:.2f}" if r["median_s"] else f"{r['mode']} {r['status']}"
-        for r in report["dispatch"]))
-    for row in report["compile"]:
-        runs = len(row.get("warm_cache_times_s", [])) or 1
-        lines.append(f"first call, fresh process ({row['workload']}): empty cache {row['empty_cache_s']:.2f} s, "
-                     f"warm cache {row['warm_cache_s']:.2f} s (interpreter start and import included, to the "
-                     f"first result; medians of {runs})")
-    lines.extend(skip_summary(report["rows"] + report["dispatch"]))
-    wrong = [r for r in report["rows"] if r["status"] in ("wrong", "error")]
-    for r in wrong:
-        lines.append(f"{r['status'].upper()}: {r['workload']}@{r['size']} {r['mode']}: {r['detail']}")
-    if report["bandwidth_bytes_per_s"]:
-        lines.append(f"memory bandwidth (STREAM triad): {report['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s")
-    if report.get("interrupted"):
-        lines.append("interrupted: the figures above are those measured before the interrupt")
-    return "\n".join(lines)
-
-
-def skip_summary(rows: list[dict]) -> list[str]:
-    """What was skipped and why, once: peers not installed (with how to get them), workloads
-    whose dependency is missing, then each other reason with the workloads it applies to."""
-    skipped = [r for r in rows if r["status"] == "skipped"]
-    missing_peers = sorted({r["mode"] for r in skipped if r["detail"] == f"{r['mode']} is not installed"})
-    workloads_missing = {}
-    reasons = {}
-    for r in skipped:
-        if r["mode"] in missing_peers:
-            continue
-        if r["detail"].startswith("needs "):
-            workloads_missing.setdefault(r["detail"], set()).add(r["workload"])
-        else:
-            reasons.setdefault((r["mode"], r["detail"]), []).append(r["workload"])
-    lines = []
-    if missing_peers:
-        lines.append(f"skipped {', '.join(missing_peers)}: not installed ({install_hint()})")
-    for detail, workloads in sorted(workloads_missing.items()):
-        lines.append(f"skipped {', '.join(sorted(workloads))}: {detail}")
-    for (mode, detail), workloads in sorted(reasons.items()):
-        lines.append(f"skipped {mode} on {', '.join(dict.fromkeys(workloads))}: {detail}")
-    return lines
-
-
-def plot(report: dict, modes, path: str) -> str:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return f"plot skipped: matplotlib is not installed ({install_hint()})"
-    keys = []
-    for r in report["rows"]:
-        if (r["workload"], r["size"]) not in keys:
-            keys.append((r["workload"], r["size"]))
-    shown = [m for m in modes if m != "numpy"]
-    figure, axis = plt.subplots(figsize=(max(8, len(keys) * 1.2), 4.5))
-    width = 0.8 / max(1, len(shown))
-    for index, mode in enumerate(shown):
-        speedups = []
-        for workload, size in keys:
-            cells = {r["mode"]: r for r in report["rows"] if r["workload"] == workload and r["size"] == size}
-            base, cell = cells.get("numpy"), cells.get(mode)
-            speedups.append(base["median_s"] / cell["median_s"] if base and cell and cell["median_s"]
-                            and base["median_s"] else 0)
-        axis.bar([k + index * width for k in range(len(keys))], speedups, width, label=mode)
-    axis.set_xticks([k + width * (len(shown) - 1) / 2 for k in range(len(keys))])
-    axis.set_xticklabels([f"{w}\n{s}" for w, s in keys], fontsize=8)
-    axis.set_ylabel("speedup over numpy")
-    axis.axhline(1.0, color="grey", linewidth=0.8)
-    axis.legend()
-    axis.set_title("flowjit bench")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    return f"wrote {path}"
 
 
 def main(argv=None) -> int:

@@ -15,7 +15,7 @@ import argparse
 
 import numpy as np
 
-from flowjit.compiler.codegen.accuracy import SPECIALS, ulp_error
+from flowjit.compiler.codegen.accuracy import SPECIALS, ulp_error, write_table
 
 HALVES = (-0.5, 1.5, -1.5, 2.5, -2.5, 3.5, -3.5, 4.5, -4.5)
 EXACT = (0, 1, 2, -1, 0.5)          # one rounding in the dtype, as numpy's own loop
@@ -85,13 +85,7 @@ def main(argv=None) -> int:
     text = table(measure(args.points))
     print(text)
     if args.write:
-        with open(args.write) as stream:
-            document = stream.read()
-        start, end = "<!-- power table -->", "<!-- end power table -->"
-        before, rest = document.split(start, 1)
-        _, after = rest.split(end, 1)
-        with open(args.write, "w") as stream:
-            stream.write(f"{before}{start}\n{text}\n{end}{after}")
+        write_table(args.write, "power table", text)
     return 0
 
 

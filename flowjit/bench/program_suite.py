@@ -25,6 +25,7 @@ import numpy as np
 
 from flowjit.bench import harness
 from flowjit.bench.harness import Progress, Row, prepare, time_interleaved, to_numpy
+from flowjit.bench.report import skip_summary
 from flowjit.bench.programs import PROGRAMS
 from flowjit.errors import FlowjitError, InternalError
 
@@ -268,7 +269,7 @@ def format_table(report: dict) -> str:
         count = len({name for names in summary["unsupported"].values() for name in names})
         lines.append(f"unsupported by flowjit ({count} programs):")
         lines.extend(f"  {op}: {', '.join(names)}" for op, names in summary["unsupported"].items())
-    lines.extend(harness.skip_summary(report["rows"]))
+    lines.extend(skip_summary(report["rows"]))
     for note in summary["inexact"]:
         lines.append(f"timed though inexact: {note['program']}@{note['size']} {note['mode']}: {note['detail']}")
     for failure in summary["failed"]:

@@ -9,7 +9,6 @@ user's locations elided.  The program also runs, and its
 result is checked against numpy, so a snapshot is never of a wrong kernel.
 """
 
-import os
 import pathlib
 import re
 
@@ -18,10 +17,9 @@ import pytest
 
 import flowjit
 from flowjit.compiler.codegen.kernel import MODULE_HEADER
-from helpers import assert_same_result, tolerance_for
+from helpers import assert_matches_snapshot, assert_same_result, tolerance_for
 
 GOLDEN = pathlib.Path(__file__).parent.parent / "golden" / "kernels"
-UPDATE = os.environ.get("FLOWJIT_UPDATE_GOLDEN") == "1"
 
 
 def rows(shape, dtype=np.float32, seed=0):
@@ -79,14 +77,7 @@ def test_kernel_source_matches_its_snapshot(name):
         expected = function(*args)
     rtol = tolerance_for(expected, args)
     assert_same_result(flowjit.jit(function)(*args), expected, exact=rtol == 0.0, rtol=rtol)
-    text = kernels_text(function, args)
-    path = GOLDEN / f"{name}.py"
-    if UPDATE:
-        path.write_text(text)
-        return
-    assert path.exists(), f"no snapshot {path}: run with FLOWJIT_UPDATE_GOLDEN=1"
-    assert text == path.read_text(), (f"the kernels of '{name}' changed; review the diff and rewrite "
-                                      f"the snapshot with FLOWJIT_UPDATE_GOLDEN=1")
+    assert_matches_snapshot(GOLDEN / f"{name}.py", kernels_text(function, args), f"the kernels of '{name}'")
 
 
 def test_every_snapshot_has_a_case():

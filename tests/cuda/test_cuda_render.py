@@ -1,6 +1,5 @@
 """CUDA kernels render on any machine: no GPU and no numba-cuda are needed to read them."""
 
-import os
 import pathlib
 import re
 import subprocess
@@ -14,9 +13,9 @@ from flowjit.compiler.codegen.cuda_writer import MODULE_HEADER
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "codegen"))
 from test_kernel_golden import CASES  # noqa: E402
+from helpers import assert_matches_snapshot  # noqa: E402
 
 GOLDEN = pathlib.Path(__file__).parent.parent / "golden" / "kernels-cuda"
-UPDATE = os.environ.get("FLOWJIT_UPDATE_GOLDEN") == "1"
 
 
 def softmax(x):
@@ -80,15 +79,7 @@ def cuda_kernels_text(function, args) -> str:
 def test_cuda_kernel_source_matches_its_snapshot(name):
     """Golden CUDA kernels of the CPU's golden cases (tests/golden/kernels-cuda): every change to
     CUDA code generation is a reviewable diff.  FLOWJIT_UPDATE_GOLDEN=1 rewrites them."""
-    text = cuda_kernels_text(*CASES[name])
-    path = GOLDEN / f"{name}.py"
-    if UPDATE:
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text)
-        return
-    assert path.exists(), f"no snapshot {path}: run with FLOWJIT_UPDATE_GOLDEN=1"
-    assert text == path.read_text(), (f"the CUDA kernels of '{name}' changed; review the diff and rewrite "
-                                      f"the snapshot with FLOWJIT_UPDATE_GOLDEN=1")
+    assert_matches_snapshot(GOLDEN / f"{name}.py", cuda_kernels_text(*CASES[name]), f"the CUDA kernels of '{name}'")
 
 
 def test_every_cuda_snapshot_has_a_case():

@@ -2,6 +2,9 @@
 (tests/conftest.py sets ``NUMBA_ENABLE_CUDASIM=1`` unless a GPU run asks otherwise), fused and
 unfused, against the reference interpreter.  Skipped without the ``cuda`` extra."""
 
+import pathlib
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -9,6 +12,9 @@ from hypothesis import HealthCheck, given, settings
 import flowjit
 from helpers import assert_same_result, tolerance_for
 from random_programs import random_programs
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "codegen"))
+from test_kernel_golden import gelu, layernorm, rows, softmax  # noqa: E402
 
 pytest.importorskip("numba_cuda", reason="numba-cuda is not installed (the cuda extra: pip install 'flowjit[cuda]')")
 
@@ -18,25 +24,6 @@ if not gpu.available():
     pytest.skip("numba-cuda sees no GPU and NUMBA_ENABLE_CUDASIM is not set", allow_module_level=True)
 
 GPU = ["gpu:0"]
-
-
-def rows(shape, dtype=np.float32, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
-
-
-def softmax(x):
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def layernorm(x, gamma, beta):
-    mean = x.mean(axis=-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + 1e-5) * gamma + beta
-
-
-def gelu(x):
-    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
 
 
 def with_nan(x):

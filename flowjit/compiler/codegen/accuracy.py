@@ -215,14 +215,19 @@ def main(argv=None) -> int:
     text = table(measure(args.points, functions=functions))
     print(text)
     if args.write:
-        with open(args.write) as stream:
-            document = stream.read()
-        start, end = "<!-- accuracy table -->", "<!-- end accuracy table -->"
-        before, rest = document.split(start, 1)
-        _, after = rest.split(end, 1)
-        with open(args.write, "w") as stream:
-            stream.write(f"{before}{start}\n{text}\n{end}{after}")
+        write_table(args.write, "accuracy table", text)
     return 0
+
+
+def write_table(path: str, name: str, text: str) -> None:
+    """Replace what lies between ``<!-- NAME -->`` and ``<!-- end NAME -->`` in ``path`` by ``text``."""
+    with open(path) as stream:
+        document = stream.read()
+    start, end = f"<!-- {name} -->", f"<!-- end {name} -->"
+    before, rest = document.split(start, 1)
+    _, after = rest.split(end, 1)
+    with open(path, "w") as stream:
+        stream.write(f"{before}{start}\n{text}\n{end}{after}")
 
 
 if __name__ == "__main__":

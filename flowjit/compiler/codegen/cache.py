@@ -38,7 +38,7 @@ import llvmlite.binding as llvm
 import numba
 from numba import njit
 
-from flowjit.compiler.codegen.kernel import PARALLEL, SERIAL, KernelSource
+from flowjit.compiler.codegen.writer import PARALLEL, SERIAL, KernelSource
 from flowjit.compiler.codegen.numba_cache import LOCK_TIMEOUT_S, KernelFunctionCache, directory_lock
 from flowjit.files import is_temporary, write_atomically
 from flowjit.counters import STATS

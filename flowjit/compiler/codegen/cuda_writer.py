@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from flowjit.compiler.codegen.scalar import CodegenError, cast, compute_dtype
+from flowjit.compiler.codegen.scalar import CodegenError
 from flowjit.compiler.codegen.writer import INDENT, KernelSource, KernelWriter, _identifier, _identity
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
+from flowjit.compiler.ir.ops.lowering import cast
 from flowjit.compiler.ir.ops.reduction import ARG_REDUCTIONS, accumulator_dtype
 from flowjit.compiler.ir.plan import KernelKind
 from flowjit.compiler.ir.reduce_rows import full_values, levels
+from flowjit.compiler.ir.types import compute_dtype
 
 BLOCK = 128                 # threads of a reduce kernel's block at most (a power of two)
 

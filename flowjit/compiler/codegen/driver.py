@@ -31,13 +31,14 @@ import numpy as np
 from flowjit.compiler.codegen.backend import Backend
 from flowjit.compiler.codegen.check_numerics import checker
 from flowjit.compiler.codegen.kernel import KernelSource
-from flowjit.compiler.codegen.scalar import CodegenError, compute_dtype
+from flowjit.compiler.codegen.scalar import CodegenError
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.misc import variable_of
 from flowjit.compiler.ir.ops.shape import python_slices
 from flowjit.compiler.ir.plan import KernelKind
 from flowjit.compiler.ir.printer import format_node
+from flowjit.compiler.ir.types import compute_dtype
 from flowjit.counters import STATS
 
 PARALLEL_MIN_ELEMENTS = 1 << 18

@@ -22,7 +22,7 @@ backend's target; library calls go through ``fj`` (codegen/library.py), imported
 from __future__ import annotations
 
 from flowjit.compiler.codegen.reduce import ReduceWriter
-from flowjit.compiler.codegen.writer import PARALLEL, SERIAL, KernelSource, KernelWriter  # noqa: F401
+from flowjit.compiler.codegen.writer import KernelSource, KernelWriter
 from flowjit.compiler.ir.graph import Node
 from flowjit.compiler.ir.plan import KernelKind
 

@@ -160,7 +160,10 @@ L1, L2, L3, L4, L5, L6, L7, L8, L9, L10, L11 = _atanh_series(11)
 
 
 @njit(**INLINE)
-def log_f64(x):
+def log_reduce(x):
+    """x > 0 finite -> (e, log m) with x = m 2**e, m in [sqrt(1/2), sqrt(2)): denormals are
+    scaled first, log m = f - s (f - R(s**2)) with f = m - 1, s = f / (2 + f), R the atanh
+    series; any other x gives values the callers replace."""
     denormal = x < 2.2250738585072014e-308
     scaled = x * 18014398509481984.0 if denormal else x     # 2**54
     bits = float64_bits(scaled)
@@ -174,7 +177,13 @@ def log_f64(x):
     z = s * s
     R = z * (L1 + z * (L2 + z * (L3 + z * (L4 + z * (L5 + z * (L6 + z * (L7 + z * (L8 + z * (
         L9 + z * (L10 + z * L11))))))))))
-    result = e * LN2_HI + ((f - s * (f - R)) + e * LN2_LO)
+    return e, f - s * (f - R)
+
+
+@njit(**INLINE)
+def log_f64(x):
+    e, log_m = log_reduce(x)
+    result = e * LN2_HI + (log_m + e * LN2_LO)
     result = -np.inf if x == 0.0 else result
     result = np.nan if x < 0.0 else result
     result = x if x == np.inf else result
@@ -494,7 +503,8 @@ def _reduce_f64(a):
 
 
 @njit(**INLINE)
-def _sin_cos_f64(x, cosine_wanted):
+def _quadrant_sin_cos_f64(x):
+    """|x| = quadrant pi/2 + r: (quadrant, sin r, cos r); sin, cos and tan pick from them."""
     a = abs(x)
     quadrant, r, r_lo = _reduce_f64(min(a, 1.7976931348623157e308))
     small = a < 0.7853981633974483
@@ -502,6 +512,12 @@ def _sin_cos_f64(x, cosine_wanted):
     r = a if small else r
     r_lo = 0.0 if small else r_lo
     sine, cosine = _sin_cos_kernel(r, r_lo)
+    return quadrant, sine, cosine
+
+
+@njit(**INLINE)
+def _sin_cos_f64(x, cosine_wanted):
+    quadrant, sine, cosine = _quadrant_sin_cos_f64(x)
     return _by_quadrant(quadrant + cosine_wanted, sine, cosine)
 
 
@@ -551,13 +567,20 @@ def _sin_cos_kernel_short(r):
 
 
 @njit(**INLINE)
-def _sin_cos_f32(x, cosine_wanted):
+def _quadrant_sin_cos_f32(x):
+    """|x| = quadrant pi/2 + r: (quadrant, sin r, cos r), r and both in float64."""
     a = abs(x)
     quadrant, r = _reduce_f32(min(a, np.float32(3.4028234663852886e38)))
     small = a < np.float32(0.7853981)
     quadrant = 0 if small else quadrant
     r = np.float64(a) if small else r
     sine, cosine = _sin_cos_kernel_short(r)
+    return quadrant, sine, cosine
+
+
+@njit(**INLINE)
+def _sin_cos_f32(x, cosine_wanted):
+    quadrant, sine, cosine = _quadrant_sin_cos_f32(x)
     return _by_quadrant(quadrant + cosine_wanted, sine, cosine)
 
 

@@ -31,9 +31,9 @@ from fractions import Fraction
 import numpy as np
 from numba import njit
 
-from flowjit.compiler.codegen.mathlib import (E0, E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11, INLINE, L1, L2,
-                                              L3, L4, L5, L6, L7, L8, L9, L10, L11, LN2_HI, LN2_LO, LOG2E, SQRT2,
-                                              bits_float64, exp_f64, float32_bits, float64_bits)
+from flowjit.compiler.codegen.mathlib import (E0, E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11, INLINE, LN2_HI,
+                                              LN2_LO, LOG2E, SQRT2, bits_float64, exp_f64, float32_bits,
+                                              float64_bits, log_reduce)
 
 LN2 = 0.6931471805599453
 
@@ -119,26 +119,6 @@ def log1p_f32(x):
 
 
 @njit(**INLINE)
-def _log_reduce(x):
-    """x > 0 finite -> (e, log m) with x = m 2**e, m in [sqrt(1/2), sqrt(2)) (mathlib.log_f64's
-    reduction and series); any other x gives values the callers replace."""
-    denormal = x < 2.2250738585072014e-308
-    scaled = x * 18014398509481984.0 if denormal else x     # 2**54
-    bits = float64_bits(scaled)
-    exponent = ((bits >> 52) & 0x7FF) - 1023 - (54 if denormal else 0)
-    m = bits_float64((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000)
-    big = m > SQRT2
-    m = m * 0.5 if big else m
-    e = np.float64(exponent + (1 if big else 0))
-    f = m - 1.0
-    s = f / (2.0 + f)
-    z = s * s
-    R = z * (L1 + z * (L2 + z * (L3 + z * (L4 + z * (L5 + z * (L6 + z * (L7 + z * (L8 + z * (
-        L9 + z * (L10 + z * L11))))))))))
-    return e, f - s * (f - R)
-
-
-@njit(**INLINE)
 def _log_specials(x, result):
     """log's results at 0, negatives, inf and NaN."""
     result = -np.inf if x == 0.0 else result
@@ -149,7 +129,7 @@ def _log_specials(x, result):
 
 @njit(**INLINE)
 def _log_f64(x):
-    e, log_m = _log_reduce(x)
+    e, log_m = log_reduce(x)
     return _log_specials(x, e * LN2_HI + (log_m + e * LN2_LO))
 
 
@@ -163,7 +143,7 @@ LOG10_2_LO = float(LOG10_2 - Fraction(LOG10_2_HI))
 
 @njit(**INLINE)
 def log2_f64(x):
-    e, log_m = _log_reduce(x)
+    e, log_m = log_reduce(x)
     return _log_specials(x, e + log_m * INV_LN2)
 
 
@@ -174,7 +154,7 @@ def log2_f32(x):
 
 @njit(**INLINE)
 def log10_f64(x):
-    e, log_m = _log_reduce(x)
+    e, log_m = log_reduce(x)
     return _log_specials(x, e * LOG10_2_HI + (log_m * INV_LN10 + e * LOG10_2_LO))
 
 
@@ -286,16 +266,11 @@ def _is_integer(b):
 
 
 @njit(**INLINE)
-def pow_f64(a, b):
+def _pow_special(result, a, b, negative):
+    """pow(a, b) from ``result`` = exp(b log|a|) (float64 a and b; ``negative``: a's sign bit),
+    with pow's special values where |a| is 0, 1 or inf, b is 0 or inf, or either is NaN."""
     magnitude = abs(a)
     usable = magnitude > 0.0 and magnitude < np.inf and abs(b) < np.inf
-    log_hi, log_lo = _log_double(magnitude if usable else 2.0)
-    y, y_lo = _two_product(b if usable else 0.0, log_hi)
-    y_lo = y_lo + (b if usable else 0.0) * log_lo
-    clamped = min(max(y, -746.0), 710.0)
-    k = np.rint(clamped * LOG2E)
-    r = ((clamped - k * LN2_HI) - k * LN2_LO) + (y_lo if clamped == y else 0.0)
-    result = _times_power_of_two(_exp_polynomial(r), k)
     # zeros and infinities of a, infinite b: 0 or inf (1 for |a| = 1 and b infinite)
     large = (magnitude == np.inf) == (b > 0.0) if (magnitude == 0.0 or magnitude == np.inf) else \
         (magnitude > 1.0) == (b > 0.0)
@@ -305,10 +280,23 @@ def pow_f64(a, b):
     # the sign of a negative base: odd integer exponents keep it; other finite ones give NaN
     integer = _is_integer(b)
     odd = integer and not _is_integer(0.5 * b)
-    result = -result if (float64_bits(a) < 0 and odd) else result
+    result = -result if (negative and odd) else result
     result = np.nan if (a < 0.0 and magnitude < np.inf and not integer) else result
     result = a + b if (a != a or b != b) else result
     return 1.0 if (b == 0.0 or a == 1.0) else result
+
+
+@njit(**INLINE)
+def pow_f64(a, b):
+    magnitude = abs(a)
+    usable = magnitude > 0.0 and magnitude < np.inf and abs(b) < np.inf
+    log_hi, log_lo = _log_double(magnitude if usable else 2.0)
+    y, y_lo = _two_product(b if usable else 0.0, log_hi)
+    y_lo = y_lo + (b if usable else 0.0) * log_lo
+    clamped = min(max(y, -746.0), 710.0)
+    k = np.rint(clamped * LOG2E)
+    r = ((clamped - k * LN2_HI) - k * LN2_LO) + (y_lo if clamped == y else 0.0)
+    return _pow_special(_times_power_of_two(_exp_polynomial(r), k), a, b, float64_bits(a) < 0)
 
 
 @njit(**INLINE)
@@ -318,15 +306,4 @@ def pow_f32(a, b):
     magnitude = abs(a64)
     usable = magnitude > 0.0 and magnitude < np.inf and abs(b64) < np.inf
     y = (b64 if usable else 0.0) * _log_f64(magnitude if usable else 2.0)
-    result = exp_f64(y)
-    large = (magnitude == np.inf) == (b64 > 0.0) if (magnitude == 0.0 or magnitude == np.inf) else \
-        (magnitude > 1.0) == (b64 > 0.0)
-    edge = np.inf if large else 0.0
-    edge = 1.0 if magnitude == 1.0 else edge
-    result = result if usable else edge
-    integer = _is_integer(b64)
-    odd = integer and not _is_integer(0.5 * b64)
-    result = -result if (float32_bits(a) < 0 and odd) else result
-    result = np.nan if (a64 < 0.0 and magnitude < np.inf and not integer) else result
-    result = a64 + b64 if (a64 != a64 or b64 != b64) else result
-    return np.float32(1.0 if (b64 == 0.0 or a64 == 1.0) else result)
+    return np.float32(_pow_special(exp_f64(y), a64, b64, float32_bits(a) < 0))

@@ -23,8 +23,8 @@ import math
 import numpy as np
 from numba import njit
 
-from flowjit.compiler.codegen.mathlib import (INLINE, _reduce_f32, _reduce_f64, _sin_cos_kernel, _sin_cos_kernel_short,
-                                              float32_bits, float64_bits)
+from flowjit.compiler.codegen.mathlib import (INLINE, _quadrant_sin_cos_f32, _quadrant_sin_cos_f64, float32_bits,
+                                              float64_bits)
 
 PIO2_HI, PIO2_LO = 1.5707963267948966, 6.123233995736766e-17
 PI_HI, PI_LO = 3.141592653589793, 1.2246467991473532e-16
@@ -47,13 +47,7 @@ P0, P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, P12 = ASIN_F64
 
 @njit(**INLINE)
 def tan_f64(x):
-    a = abs(x)
-    quadrant, r, r_lo = _reduce_f64(min(a, 1.7976931348623157e308))
-    small = a < 0.7853981633974483
-    quadrant = 0 if small else quadrant
-    r = a if small else r
-    r_lo = 0.0 if small else r_lo
-    sine, cosine = _sin_cos_kernel(r, r_lo)
+    quadrant, sine, cosine = _quadrant_sin_cos_f64(x)
     result = -cosine / sine if quadrant & 1 else sine / cosine
     result = -result if float64_bits(x) < 0 else result      # tan is odd; tan(-0.0) = -0.0
     return np.nan if x - x != 0.0 else result                 # inf and NaN
@@ -61,12 +55,7 @@ def tan_f64(x):
 
 @njit(**INLINE)
 def tan_f32(x):
-    a = abs(x)
-    quadrant, r = _reduce_f32(min(a, np.float32(3.4028234663852886e38)))
-    small = a < np.float32(0.7853981)
-    quadrant = 0 if small else quadrant
-    r = np.float64(a) if small else r
-    sine, cosine = _sin_cos_kernel_short(r)
+    quadrant, sine, cosine = _quadrant_sin_cos_f32(x)
     result = np.float32(-cosine / sine if quadrant & 1 else sine / cosine)
     result = -result if float32_bits(x) < 0 else result
     return np.float32(np.nan) if x - x != np.float32(0.0) else result

@@ -17,14 +17,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from flowjit.compiler.codegen.scalar import CodegenError, cast, compute_dtype, constructor, literal
+from flowjit.compiler.codegen.scalar import CodegenError
 from flowjit.compiler.codegen.writer import KernelWriter, _identifier, _identity
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
+from flowjit.compiler.ir.ops.lowering import cast, constructor, literal
 from flowjit.compiler.ir.ops.reduction import ARG_REDUCTIONS, accumulator_dtype, lane_dtype
 from flowjit.compiler.ir.plan import ReduceStrategy
 from flowjit.compiler.ir.reduce_rows import full_values, levels
+from flowjit.compiler.ir.types import compute_dtype
 
 ROW_CHUNK = 64                  # rows per parallel task in reduce kernels
 LANES = 64                      # independent accumulators in a reduction (a power of two)

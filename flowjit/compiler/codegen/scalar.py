@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flowjit.compiler.ir.ops.lowering import ScalarContext, cast, constructor, literal  # noqa: F401  (re-exported)
+from flowjit.compiler.ir.ops.lowering import ScalarContext, cast, constructor
 from flowjit.compiler.ir.types import TensorType, compute_dtype
 from flowjit.errors import FlowjitError
 

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flowjit.compiler.codegen.scalar import CodegenError, constructor, expression, literal
+from flowjit.compiler.codegen.scalar import CodegenError, expression
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import OpKind, routine_ops
-from flowjit.compiler.ir.printer import format_node
+from flowjit.compiler.ir.ops.lowering import constructor, literal
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan
+from flowjit.compiler.ir.printer import format_node
 
 INDENT = "    "
 SERIAL, PARALLEL = "kernel", "kernel_parallel"      # the two functions of every kernel module
