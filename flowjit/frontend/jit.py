@@ -133,6 +133,11 @@ class Jitted:
         except TypeError as error:
             raise ArgumentError(f"{_graph_name(self.fun)}{self.signature}: {_binding_problem(self.signature, kwargs, error)}",
                                 user_location()) from None
+        # Defaults take part in the signature (a default array is an input like any other), but
+        # the function is called with what the caller gave plus traced values only: a builtin's
+        # or ufunc's signature lists placeholder defaults (``dtype=None, signature=None``) that
+        # it refuses when passed explicitly.
+        given = frozenset(bound.arguments)
         bound.apply_defaults()
         dynamic, static = {}, []
         for name, value in bound.arguments.items():
@@ -173,7 +178,7 @@ class Jitted:
                 raise type(error)(error.message, user_location()) from None
             types.append(TensorType(np.shape(array), dtype))
         signature = (treedef, tuple(static_leaves), tuple(static), tuple(types))
-        return bound, leaves, paths, treedef, arrays, array_paths, types, signature
+        return bound, given, leaves, paths, treedef, arrays, array_paths, types, signature
 
     # -- tracing ---------------------------------------------------------------------------------
     def trace(self, *args, **kwargs) -> TracedProgram:
@@ -181,7 +186,7 @@ class Jitted:
 
     def _prepare(self, args: tuple, kwargs: dict) -> tuple[TracedProgram, list]:
         """Flatten the arguments once: the program for their signature, and their arrays."""
-        bound, leaves, paths, treedef, arrays, array_paths, types, signature = self._flatten_args(args, kwargs)
+        bound, given, leaves, paths, treedef, arrays, array_paths, types, signature = self._flatten_args(args, kwargs)
         cached = self._traces.get(signature)
         if cached is not None:
             return cached, arrays
@@ -196,6 +201,10 @@ class Jitted:
             for name, value in signature[2]:
                 call_args[name] = value
             bound.arguments.update(call_args)
+            for name in list(bound.arguments):
+                if name not in given and not any(isinstance(leaf, Tracer)
+                                                 for leaf in pytree.flatten(bound.arguments[name])[0]):
+                    del bound.arguments[name]
             try:
                 result = self.fun(*bound.args, **bound.kwargs)
             except Exception as error:

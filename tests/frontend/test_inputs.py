@@ -241,3 +241,27 @@ def test_cli_names_a_wrong_argument_name(tmp_path, flag, message):
     done = subprocess.run([sys.executable, "-m", "flowjit.cli", "dump", f"{program}:f", *flag],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and done.stderr == message
+
+
+@pytest.mark.parametrize("function, arity", [
+    (np.matmul, 2), (np.dot, 2), (np.add, 2), (np.maximum, 2), (np.exp, 1), (np.tanh, 1),
+    (np.sum, 1), (np.mean, 1), (np.transpose, 1)])
+def test_numpy_functions_and_ufuncs_themselves_can_be_jitted(function, arity):
+    """A ufunc's or numpy function's signature lists placeholder defaults (dtype=None,
+    signature=None, keepdims=<no value>) that it refuses when passed: only what the caller gave
+    is passed on, while the defaults still key the trace."""
+    a = np.arange(12.0).reshape(3, 4) / 7
+    args = (a, a.T if function in (np.matmul, np.dot) else a)[:arity]
+    np.testing.assert_allclose(flowjit.jit(function)(*args), function(*args), rtol=1e-12)
+
+
+def test_defaults_the_caller_leaves_out_keep_their_meaning():
+    def scaled(x, y=np.full(3, 2.0), *, scale=3.0):
+        return x * y * scale
+
+    x = np.arange(6.0).reshape(2, 3)
+    jitted = flowjit.jit(scaled)
+    np.testing.assert_array_equal(jitted(x), scaled(x))
+    np.testing.assert_array_equal(jitted(x, scale=0.5), scaled(x, scale=0.5))
+    np.testing.assert_array_equal(jitted(x, np.ones(3)), scaled(x, np.ones(3)))
+    np.testing.assert_array_equal(flowjit.jit(np.sum, static_argnames="axis")(x, axis=1), x.sum(axis=1))
