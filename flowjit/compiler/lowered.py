@@ -278,13 +278,24 @@ class Lowered:
                                      lambda node: Executable(single_node_graph(node), self.backend_for(node.device),
                                                              buffers, check))
 
+    @cached_property
+    def variable_guard(self):
+        """The variable locks each call holds (``runtime/variables.py``): for writing the
+        variables the program assigns, for reading the ones it only reads."""
+        from flowjit.compiler.ir.ops.misc import variable_of
+        from flowjit.runtime.variables import VariableGuard
+        written = {variable_of(node) for node in self.graph.nodes if node.op is ops.assign_variable}
+        return VariableGuard(self.variable_buffers, written, f"a call of @{self.graph.name}",
+                             self.options.variable_timeout_s)
+
     def compile(self):
-        """A callable taking the flat input arrays and returning the flat outputs."""
+        """A callable taking the flat input arrays and returning the flat outputs; each call
+        holds the locks of the variables it uses (``variable_guard``)."""
         if self.options.backend == "interpreter":
             from flowjit.runtime.interpreter import interpret
             from flowjit.runtime.state import State
             graph, state = self.optimized, State(buffers=self.variable_buffers)
-            return lambda *arrays: interpret(graph, *arrays, state=state, check_types=False)
+            return self.variable_guard.wrap(lambda *arrays: interpret(graph, *arrays, state=state, check_types=False))
         if self.options.backend != "kernels":
             raise ValueError(f"unknown backend '{self.options.backend}' (backends: kernels, interpreter)")
-        return self.executable
+        return self.variable_guard.wrap(self.executable)
