@@ -15,6 +15,9 @@ in any order of variables never deadlock (``runtime/variables.py`` says how).  O
 jitted function each operation on a variable is atomic too: ``v.assign_add(x)`` reads and
 writes under the variable's lock, and every read takes a copy under it.
 
+In graph mode (``with graph.as_default():``) a variable may also be made while the graph is
+built, as in TensorFlow 1; its reads and assigns go into the graph, run by ``Session.run``.
+
 A function finds the variables it uses by tracing: a closure, a global, an attribute of
 an object, a pytree of variables passed as an argument (each traces by identity: another
 variable is another trace), none declared by hand.
@@ -32,6 +35,7 @@ import numpy as np
 from flowjit.compiler.ir.types import check_dtype
 from flowjit.errors import OpTypeError, ShapeError, TraceError, TracerConversionError, user_location
 from flowjit.frontend.control import Operation
+from flowjit.frontend.graph_mode import default_graph
 from flowjit.frontend.tracer import Tracer, current_trace, is_variable, placement_scope
 from flowjit.runtime import variables as storage
 
@@ -54,7 +58,7 @@ class Variable:
     def __init__(self, initial_value, name: str | None = None, device: str | None = None, trainable: bool = True,
                  dtype=None):
         location = user_location()
-        if current_trace() is not None:
+        if current_trace() is not None and default_graph() is None:     # (a graph being built may make them)
             raise TraceError("flowjit.Variable(...) inside a jitted function: create variables once, outside, "
                              "and use them inside (a closure, a global, an attribute or an argument)", location)
         if isinstance(initial_value, Tracer):
