@@ -547,3 +547,60 @@ def test_updates_outside_jitted_functions_are_atomic_across_threads():
     run_threads(adds(a, b), adds(a, b), adds(b, a))
     assert a.numpy().min() == a.numpy().max() == 30.0
     assert b.numpy().min() == b.numpy().max() == 15.0
+
+
+# -- a variable on one device read by kernels on another -----------------------------------------
+def read_copies(lowered) -> tuple[int, int, int]:
+    """(reads, sends of a read, copies the reads make) of a two-device program."""
+    executable = lowered.executable
+    graphs = lowered.stage_graphs("fused")
+    reads = [node for graph in graphs for node in graph.nodes if node.op is ir.ops.read_variable]
+    sends = [node for graph in graphs for node in graph.nodes if node.op is ir.ops.send
+             and node.inputs[0].producer in reads]
+    copies = sum(executable.kernels[(part, node.name)].driver_source.count(".copy()")
+                 for part, graph in enumerate(graphs) for node in graph.nodes if node in reads)
+    return len(reads), len(sends), copies
+
+
+@pytest.mark.parametrize("device", TWO)
+def test_a_variable_read_by_another_device_is_sent_once_and_copied_only_when_it_must(device):
+    other = "cpu:0" if device == "cpu:1" else "cpu:1"
+    w = flowjit.Variable(np.linspace(-1, 1, 16).reshape(4, 4), name="far", device=device)
+    x = np.linspace(0, 1, 12).reshape(3, 4)
+
+    @flowjit.jit(devices=TWO)
+    def uses(x):
+        with flowjit.device(other):
+            y = np.tanh(x @ w) + w.sum()
+            z = w * 2
+        return y, z
+
+    # one read, one send, one recv shared by three kernels; no copy: nothing writes w, w is no result
+    assert read_copies(uses.lower(x)) == (1, 1, 0)
+    wv = w.numpy()
+    for _ in range(2):
+        y, z = uses(x)
+        np.testing.assert_allclose(y, np.tanh(x @ wv) + wv.sum(), rtol=1e-12)
+        np.testing.assert_array_equal(z, wv * 2)
+
+    @flowjit.jit(devices=TWO)
+    def returns(x):
+        with flowjit.device(other):
+            y = x @ w
+        return y, w.T                            # the value itself leaves the call: a copy
+
+    assert read_copies(returns.lower(x)) == (1, 1, 1)
+    y, view = returns(x)
+    view[...] = 0
+    np.testing.assert_array_equal(w.numpy(), wv)
+
+    @flowjit.jit(devices=TWO)
+    def writes(x):
+        with flowjit.device(other):
+            y = x @ w
+        w.assign(w * 0.5)                        # the other device may still read the old value: a copy
+        return y
+
+    assert read_copies(writes.lower(x)) == (1, 1, 1)
+    np.testing.assert_allclose(writes(x), x @ wv, rtol=1e-12)
+    np.testing.assert_allclose(writes(x), x @ (wv * 0.5), rtol=1e-12)
