@@ -309,11 +309,12 @@ def test_reads_and_writes_of_one_variable_are_colocated_by_placement():
         assert len(devices) == 1
 
 
-def test_checkpoints_save_and_restore_variables(tmp_path):
+@pytest.mark.parametrize("mode", MODES)
+def test_checkpoints_save_and_restore_variables(tmp_path, mode):
     w = flowjit.Variable(np.arange(6, dtype=np.float32).reshape(2, 3), name="ckpt_w")
     step = flowjit.Variable(np.int64(7), name="ckpt_step")
 
-    @flowjit.jit
+    @flowjit.jit(**MODES[mode])
     def train(g):
         w.assign_sub(g)
         step.assign_add(1)
@@ -604,3 +605,55 @@ def test_a_variable_read_by_another_device_is_sent_once_and_copied_only_when_it_
     assert read_copies(writes.lower(x)) == (1, 1, 1)
     np.testing.assert_allclose(writes(x), x @ wv, rtol=1e-12)
     np.testing.assert_allclose(writes(x), x @ (wv * 0.5), rtol=1e-12)
+
+
+ON_TWO_DEVICES = {"fused": {"devices": TWO}, "unfused": {"devices": TWO, "fuse": False},
+                  "interpreter": {"devices": TWO, "backend": "interpreter"}}
+
+
+@pytest.mark.parametrize("device", TWO)
+@pytest.mark.parametrize("mode", ON_TWO_DEVICES)
+def test_state_on_either_device_while_the_arithmetic_runs_on_the_other(mode, device):
+    """The counter, the moving average and program order, with the variables on ``device`` and
+    the batch's mean and the reads' uses on the other: numpy's results exactly."""
+    other = "cpu:0" if device == "cpu:1" else "cpu:1"
+    average = flowjit.Variable(np.zeros(5), name="far_average", device=device)
+    counter = flowjit.Variable(np.int64(0), name="far_counter", device=device)
+    v = flowjit.Variable(np.arange(4.0), name="far_v", device=device)
+    decay = 0.9
+
+    @flowjit.jit(fma=False, **ON_TWO_DEVICES[mode])
+    def update(batch, x):
+        with flowjit.device(other):
+            mean = batch.mean(axis=0)
+        average.assign(decay * average + (1 - decay) * mean)
+        counter.assign_add(1)
+        with flowjit.device(other):
+            before = v * 1.0                  # the old value, used after the assign
+        v.assign(v + x)
+        with flowjit.device(other):
+            after = v * 1.0                   # the new one
+        return counter.value(), average, before, after
+
+    rng = np.random.default_rng(2)
+    want_average, want_v = np.zeros(5), np.arange(4.0)
+    for call in range(1, 16):
+        batch = rng.integers(-50, 50, (8, 5)).astype(np.float64)
+        x = np.full(4, float(call))
+        count, got_average, before, after = update(batch, x)
+        want_average = decay * want_average + (1 - decay) * batch.mean(axis=0)
+        assert count == call
+        np.testing.assert_array_equal(got_average, want_average)
+        np.testing.assert_array_equal(before, want_v)
+        want_v = want_v + x
+        np.testing.assert_array_equal(after, want_v)
+    np.testing.assert_array_equal(average.numpy(), want_average)
+    np.testing.assert_array_equal(v.numpy(), want_v)
+    assert counter.numpy() == 15
+    if mode != "interpreter":
+        graphs = update.lower(batch, x).stage_graphs("partitioned")
+        for graph in graphs:
+            for node in graph.nodes:
+                if node.op in (ir.ops.read_variable, ir.ops.assign_variable):
+                    assert node.device.endswith(device), node
+        assert any(node.op is ir.ops.send for graph in graphs for node in graph.nodes)
