@@ -233,3 +233,10 @@ def locked(buffer: VariableBuffer, write: bool, what: str, timeout: float = DEFA
     """The guard of one variable, for an operation outside compiled programs (an eager
     assign, a copy of the value): ``with locked(buffer, write, what): ...``."""
     return VariableGuard({buffer.name: buffer}, [buffer.name] if write else [], what, timeout)
+
+
+def storage_of(variable) -> VariableBuffer | None:
+    """The buffer behind a ``flowjit.Variable`` (None for any other object): for the runtime's
+    own readers and writers of many variables at once, such as checkpoints."""
+    buffer = getattr(variable, "_buffer", None)
+    return buffer if isinstance(buffer, VariableBuffer) else None

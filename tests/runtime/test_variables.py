@@ -374,9 +374,22 @@ JOIN_S = 60          # every join has a deadline: a deadlock fails the test inst
 
 
 def run_threads(*targets):
-    """Run each target in its own thread; errors raised there are raised here."""
-    import threading
+    """Run each target in its own thread, which take turns often (races show up); errors raised
+    there are raised here."""
+    import sys
     errors = []
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        _run_threads(targets, errors)
+    finally:
+        sys.setswitchinterval(interval)
+    if errors:
+        raise errors[0]
+
+
+def _run_threads(targets, errors):
+    import threading
 
     def wrapped(target):
         try:
@@ -389,8 +402,6 @@ def run_threads(*targets):
     for thread in threads:
         thread.join(JOIN_S)
     assert not any(thread.is_alive() for thread in threads), f"threads still running after {JOIN_S} s: deadlock"
-    if errors:
-        raise errors[0]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -657,3 +668,36 @@ def test_state_on_either_device_while_the_arithmetic_runs_on_the_other(mode, dev
                 if node.op in (ir.ops.read_variable, ir.ops.assign_variable):
                     assert node.device.endswith(device), node
         assert any(node.op is ir.ops.send for graph in graphs for node in graph.nodes)
+
+
+def test_a_checkpoint_saved_while_another_thread_trains_holds_one_step(tmp_path):
+    """Each step adds 1 to every variable; a save copies them under their locks, all held at
+    once, so every checkpoint holds one step's values (copying one variable after another
+    would let steps run in between)."""
+    variables = [flowjit.Variable(np.zeros(1 << 16, np.float32), name=f"snap_{index}") for index in range(16)]
+
+    @flowjit.jit
+    def step():
+        for variable in variables:
+            variable.assign_add(np.float32(1))
+        return variables[0][:1]
+
+    step()
+    checkpoint = flowjit.Checkpoint(variables, keep=None)
+    saved = []
+
+    def train():
+        for _ in range(300):
+            step()
+
+    def save():
+        for index in range(10):
+            saved.append(checkpoint.save(tmp_path, index))
+
+    run_threads(train, save)
+    for path in saved:
+        values = np.stack(list(flowjit.runtime.checkpoint.read_checkpoint(path).values()))
+        assert values.min() == values.max(), (path, np.unique(values))
+    checkpoint.restore(saved[0])
+    first = flowjit.runtime.checkpoint.read_checkpoint(saved[0])[variables[0].name][0]
+    assert all(variable.numpy().max() == variable.numpy().min() == first for variable in variables)
