@@ -217,14 +217,13 @@ def _shape_of(program_pool_shapes, index):
 
 
 def _state_step(draw, kind: str, shapes: list, variables: list, assigns: int):
-    """A step on variables, or None when none fits; may add a variable (at most 3)."""
+    """A step on variables, or None when none fits; may add a variable (at most 3).  Before
+    any variable exists a read or a control step becomes an assign, which makes one."""
+    if kind in ("read", "control") and not variables:
+        kind = "assign"
     if kind == "read":
-        if not variables:
-            return None
         return ("read", "read", (), (draw(st.integers(0, len(variables) - 1)),))
     if kind == "control":
-        if not variables:
-            return None
         return ("control", "control", (draw(st.integers(0, assigns)),), (draw(st.integers(0, len(variables) - 1)),))
     operand = len(shapes) - 1 - draw(st.integers(0, len(shapes) - 1))       # recent values first
     value = shapes[operand]
@@ -280,6 +279,7 @@ def random_programs(draw, max_steps: int = 10, state: bool = False, dtypes=None,
             if step is None:
                 continue
             steps.append(step)
+            kind = step[0]
             if kind in ("assign", "assign_add"):
                 assigns += 1
             elif kind == "read":

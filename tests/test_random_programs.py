@@ -60,3 +60,33 @@ def test_random_programs_with_variables_equal_numpy_compiled_and_interpreted(pro
             rtol = tolerance_for(wanted, args) * 4 if wanted.dtype.kind == "f" else 0.0
             assert final.dtype == wanted.dtype and close(final, wanted, rtol), \
                 f"{mode}: variable {variable.name}: {final!r} vs {wanted!r}\n{program.describe()}"
+
+
+def test_random_programs_with_variables_read_assign_and_wait_on_control_dependencies():
+    """What the test above draws: most programs use variables, many read, assign and wait on a
+    control dependency, and the two-device mode puts variables on either device."""
+    from collections import Counter
+
+    from hypothesis import HealthCheck
+    seen, devices = Counter(), Counter()
+
+    @settings(max_examples=80, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(random_programs(max_steps=10, state=True))
+    def collect(program):
+        kinds = {step[0] for step in program.steps}
+        seen["programs"] += 1
+        seen.update(kinds & {"read", "assign", "assign_add", "control"})
+        seen["read, assign and control"] += {"read", "control"} <= kinds and bool(kinds & {"assign", "assign_add"})
+        if program.variables and sum(devices.values()) < 200:
+            variables = program.make_variables(np.random.default_rng(1), flowjit.Variable)
+            jitted = flowjit.jit(program.bind(variables, flowjit.control_dependencies), **STATE_MODES["two devices"])
+            placed = jitted.lower(*program.make_args(np.random.default_rng(0))).placed
+            devices.update(node.device.rsplit("/", 1)[-1] for node in placed.nodes
+                           if node.op in (ir.ops.read_variable, ir.ops.assign_variable))
+
+    collect()
+    count = seen["programs"]
+    assert seen["read"] > count / 4 and seen["assign"] + seen["assign_add"] > count / 2
+    assert seen["control"] > count / 8 and seen["read, assign and control"] > count / 16, seen
+    assert devices["device:cpu:0"] > 0 and devices["device:cpu:1"] > 0, devices

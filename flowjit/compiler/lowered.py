@@ -74,6 +74,46 @@ def fuse_explained(graph: Graph, enabled: bool) -> tuple[Graph, list[str]]:
     return fused, notes
 
 
+def uncopied_reads(partitions: list[Graph]) -> set[str]:
+    """The variable reads (node names) of a partitioned program that may hand on the variable's
+    buffer itself, not a copy: no assign of the variable follows them, and their value reaches no
+    result, through views or across devices (a send hands the array itself to its recv).  A call
+    holds the variable's lock while it runs (``runtime/variables.py``), so nothing else writes it.
+    A read on one device used by kernels on another is then not copied at all."""
+    views = (ops.reshape, ops.transpose, ops.broadcast_to, ops.slice)
+    received = {node.attrs["key"]: node.output for graph in partitions for node in graph.nodes if node.op is ops.recv}
+    results = {value for graph in partitions for value in graph.outputs}
+    assigned = [{node.attrs["var"] for node in graph.nodes if node.op is ops.assign_variable} for graph in partitions]
+    reads = []
+    for part, graph in enumerate(partitions):
+        elsewhere = set().union(*(names for other, names in enumerate(assigned) if other != part))
+        later: set = set()
+        for node in reversed(graph.nodes):
+            if node.op is ops.assign_variable:
+                later.add(node.attrs["var"])
+            elif node.op is ops.read_variable and node.attrs["var"] not in later | elsewhere:
+                reads.append(node)
+    uses: dict = {}
+    for graph in partitions:
+        for node in graph.nodes:
+            for value in node.inputs:
+                uses.setdefault(value, []).append(node)
+    uncopied = set()
+    for read in reads:
+        aliases, frontier = {read.output}, [read.output]
+        while frontier:
+            value = frontier.pop()
+            for user in uses.get(value, ()):
+                follow = user.output if user.op in views else received.get(user.attrs["key"]) \
+                    if user.op is ops.send else None
+                if follow is not None and follow not in aliases:
+                    aliases.add(follow)
+                    frontier.append(follow)
+        if not aliases & results:
+            uncopied.add(read.name)
+    return uncopied
+
+
 class Lowered:
     """Handle on every stage of one trace.  ``as_text(stage)`` prints one of ``stages``.
 
@@ -274,17 +314,29 @@ class Lowered:
         from flowjit.runtime.executor import MultiDeviceExecutable
         partitioned = self.partitioned
         buffers, check = self.variable_buffers, self.options.check_numerics
+        aliased = frozenset(uncopied_reads(self.fused_partitions))
         return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs, self.devices,
                                      lambda node: Executable(single_node_graph(node), self.backend_for(node.device),
-                                                             buffers, check))
+                                                             buffers, check, aliased & {node.name}))
+
+    @cached_property
+    def variable_guard(self):
+        """The variable locks each call holds (``runtime/variables.py``): for writing the
+        variables the program assigns, for reading the ones it only reads."""
+        from flowjit.compiler.ir.ops.misc import variable_of
+        from flowjit.runtime.variables import VariableGuard
+        written = {variable_of(node) for node in self.graph.nodes if node.op is ops.assign_variable}
+        return VariableGuard(self.variable_buffers, written, f"a call of @{self.graph.name}",
+                             self.options.variable_timeout_s)
 
     def compile(self):
-        """A callable taking the flat input arrays and returning the flat outputs."""
+        """A callable taking the flat input arrays and returning the flat outputs; each call
+        holds the locks of the variables it uses (``variable_guard``)."""
         if self.options.backend == "interpreter":
             from flowjit.runtime.interpreter import interpret
             from flowjit.runtime.state import State
             graph, state = self.optimized, State(buffers=self.variable_buffers)
-            return lambda *arrays: interpret(graph, *arrays, state=state, check_types=False)
+            return self.variable_guard.wrap(lambda *arrays: interpret(graph, *arrays, state=state, check_types=False))
         if self.options.backend != "kernels":
             raise ValueError(f"unknown backend '{self.options.backend}' (backends: kernels, interpreter)")
-        return self.executable
+        return self.variable_guard.wrap(self.executable)

@@ -262,9 +262,11 @@ class Jitted:
         from flowjit.compiler.lowered import Lowered
         from flowjit.runtime.executor import chrome_trace, record_costs
         program, arrays = self._prepare(args, kwargs)
-        executable = Lowered(program, self.options, self.costs).multi_device_executable
-        executable(*arrays)                                  # first touch, thread start-up
-        outputs = executable(*arrays, profile=True)
+        lowered = Lowered(program, self.options, self.costs)
+        executable = lowered.multi_device_executable
+        run = lowered.variable_guard.wrap(executable)         # holds the variables' locks, as a call does
+        run(*arrays)                                          # first touch, thread start-up
+        outputs = run(*arrays, profile=True)
         call = executable.last_call
         record_costs(executable, call, self.costs)
         trace = chrome_trace(executable, call)

@@ -8,6 +8,16 @@ after the reads since), so a read after an assign sees the new value.  Outside a
 function the same calls act at once on the stored value, with numpy's semantics, and
 ``numpy()`` returns a copy.
 
+Threads: a call of a compiled program holds the locks of the variables it uses for the
+whole call -- for writing those it assigns, for reading the others -- so concurrent calls
+never lose an update or see a torn value, calls that only read run side by side, and calls
+in any order of variables never deadlock (``runtime/variables.py`` says how).  Outside a
+jitted function each operation on a variable is atomic too: ``v.assign_add(x)`` reads and
+writes under the variable's lock, and every read takes a copy under it.
+
+In graph mode (``with graph.as_default():``) a variable may also be made while the graph is
+built, as in TensorFlow 1; its reads and assigns go into the graph, run by ``Session.run``.
+
 A function finds the variables it uses by tracing: a closure, a global, an attribute of
 an object, a pytree of variables passed as an argument (each traces by identity: another
 variable is another trace), none declared by hand.
@@ -25,6 +35,7 @@ import numpy as np
 from flowjit.compiler.ir.types import check_dtype
 from flowjit.errors import OpTypeError, ShapeError, TraceError, TracerConversionError, user_location
 from flowjit.frontend.control import Operation
+from flowjit.frontend.graph_mode import default_graph
 from flowjit.frontend.tracer import Tracer, current_trace, is_variable, placement_scope
 from flowjit.runtime import variables as storage
 
@@ -47,7 +58,7 @@ class Variable:
     def __init__(self, initial_value, name: str | None = None, device: str | None = None, trainable: bool = True,
                  dtype=None):
         location = user_location()
-        if current_trace() is not None:
+        if current_trace() is not None and default_graph() is None:     # (a graph being built may make them)
             raise TraceError("flowjit.Variable(...) inside a jitted function: create variables once, outside, "
                              "and use them inside (a closure, a global, an attribute or an argument)", location)
         if isinstance(initial_value, Tracer):
@@ -84,15 +95,19 @@ class Variable:
 
     # -- reading ----------------------------------------------------------------------------------
     def _operand(self):
-        """What an expression on the variable sees: a traced read, or (outside a trace) the stored
-        array itself, for numpy calls that do not write into their operands."""
+        """What an expression on the variable sees: a traced read, or (outside a trace) a copy of
+        the stored array, taken under the variable's lock."""
         trace = current_trace()
-        return trace.read_variable(self) if trace is not None else self._buffer.value
+        return trace.read_variable(self) if trace is not None else self._copy()
+
+    def _copy(self) -> np.ndarray:
+        with storage.locked(self._buffer, False, f"a read of Variable '{self.name}'"):
+            return self._buffer.value.copy()
 
     def value(self):
         """The current value: a traced read inside a jitted function, else a copy."""
         trace = current_trace()
-        return trace.read_variable(self) if trace is not None else self._buffer.value.copy()
+        return trace.read_variable(self) if trace is not None else self._copy()
 
     read_value = value
 
@@ -103,7 +118,7 @@ class Variable:
                 f"Variable '{self.name}'.numpy() inside a jitted function: its value at this point of the "
                 f"call is not known while tracing; use the variable in array expressions (or v.value())",
                 user_location())
-        return self._buffer.value.copy()
+        return self._copy()
 
     def __array__(self, dtype=None, copy=None):
         if current_trace() is not None:
@@ -114,8 +129,8 @@ class Variable:
         if copy is False:
             raise ValueError(f"Variable '{self.name}': np.asarray(v, copy=False) would share the variable's "
                              f"buffer; variables change only through assign")
-        value = self._buffer.value
-        return value.astype(dtype) if dtype is not None else value.copy()
+        value = self._copy()
+        return value.astype(dtype, copy=False) if dtype is not None else value
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         out = kwargs.get("out", ())
@@ -140,7 +155,12 @@ class Variable:
         return getattr(trace.read_variable(self) if trace is not None else self.numpy(), name)
 
     def __getitem__(self, key):
-        return self._operand()[_operands(key)]
+        key = _operands(key)
+        if current_trace() is not None:
+            return self._operand()[key]
+        with storage.locked(self._buffer, False, f"a read of Variable '{self.name}'"):
+            item = self._buffer.value[key]
+            return item.copy() if isinstance(item, np.ndarray) else item
 
     def __len__(self) -> int:
         if not self.shape:
@@ -181,19 +201,30 @@ class Variable:
         return self._store(value, "assign", user_location())
 
     def assign_add(self, delta):
-        """``v.assign(v + delta)``, the result cast to ``v``'s dtype by numpy's same_kind rule."""
-        location = user_location()
-        return self._store(self._updated(np.add, delta, "assign_add", location), "assign_add", location,
-                           computed=True)
+        """``v.assign(v + delta)``, the result cast to ``v``'s dtype by numpy's same_kind rule;
+        outside a jitted function one atomic step."""
+        return self._update(np.add, delta, "assign_add", user_location())
 
     def assign_sub(self, delta):
-        """``v.assign(v - delta)``, the result cast to ``v``'s dtype by numpy's same_kind rule."""
-        location = user_location()
-        return self._store(self._updated(np.subtract, delta, "assign_sub", location), "assign_sub", location,
-                           computed=True)
+        """``v.assign(v - delta)``, the result cast to ``v``'s dtype by numpy's same_kind rule;
+        outside a jitted function one atomic step."""
+        return self._update(np.subtract, delta, "assign_sub", user_location())
 
-    def _updated(self, ufunc, delta, what: str, location):
-        result = ufunc(self._operand(), _operands(delta))
+    def _update(self, ufunc, delta, what: str, location):
+        trace = current_trace()
+        if trace is not None:
+            return self._store(self._updated(ufunc, trace.read_variable(self), _operands(delta), what, location),
+                               what, location, computed=True)
+        # Other variables in ``delta`` are read first, each under its own lock: this one's is
+        # taken alone, so two updates of variables from each other cannot deadlock.
+        delta = _operands(delta, keep=self)
+        with storage.locked(self._buffer, True, f"Variable '{self.name}'.{what}"):
+            current = self._buffer.value
+            result = self._updated(ufunc, current, _operands(delta, keep=self, own=current), what, location)
+            return self._store(result, what, location, computed=True, holding=True)
+
+    def _updated(self, ufunc, current, delta, what: str, location):
+        result = ufunc(current, delta)
         if result.dtype != self.dtype:
             if not np.can_cast(result.dtype, self.dtype, "same_kind"):
                 raise OpTypeError(f"Variable '{self.name}'.{what}: the result {_type_text(result.shape, result.dtype)}"
@@ -202,7 +233,9 @@ class Variable:
             result = result.astype(self.dtype)
         return result
 
-    def _store(self, value, what: str, location, computed: bool = False):
+    def _store(self, value, what: str, location, computed: bool = False, holding: bool = False):
+        """Check ``value`` fits and store it: traced, or now (``holding``: under the variable's
+        write lock already)."""
         trace = current_trace()
         value = _operands(value)
         if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
@@ -230,7 +263,11 @@ class Variable:
             if isinstance(value, Tracer):
                 raise TraceError(f"Variable '{self.name}'.{what}: a traced value used outside its jitted function",
                                  location)
-            np.copyto(self._buffer.value, value)
+            if holding:
+                np.copyto(self._buffer.value, value)
+            else:
+                with storage.locked(self._buffer, True, f"Variable '{self.name}'.{what}"):
+                    np.copyto(self._buffer.value, value)
             return self
         if isinstance(value, Tracer) and value._trace is not trace:
             raise TraceError(f"Variable '{self.name}'.{what}: a traced value escaped its jitted function",
@@ -239,16 +276,22 @@ class Variable:
         return Operation(trace, trace.assign_variable(self, tracer))
 
 
-def _operands(item):
+_KEEP = object()
+
+
+def _operands(item, keep=None, own=_KEEP):
     """``item`` with each Variable replaced by what an expression sees of it (nested lists,
-    tuples and dicts included)."""
+    tuples and dicts included); the variable ``keep`` is left as it is, or replaced by
+    ``own`` when given (its value, read under the lock its caller holds)."""
     if is_variable(item):
+        if item is keep:
+            return item if own is _KEEP else own
         return item._operand()
     if isinstance(item, (list, tuple)) and not hasattr(item, "_fields"):
-        converted = [_operands(x) for x in item]
+        converted = [_operands(x, keep, own) for x in item]
         return type(item)(converted) if any(n is not o for n, o in zip(converted, item)) else item
     if isinstance(item, dict):
-        return {key: _operands(value) for key, value in item.items()}
+        return {key: _operands(value, keep, own) for key, value in item.items()}
     return item
 
 

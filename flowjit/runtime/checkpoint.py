@@ -27,6 +27,7 @@ import numpy as np
 
 from flowjit.errors import CheckpointError
 from flowjit.runtime import checkpoint_files as files
+from flowjit.runtime.variables import VariableGuard, storage_of
 from flowjit.runtime.checkpoint_files import CheckpointEntry
 from flowjit.runtime.checkpoint_format import decode, encode, little_endian, read_header
 
@@ -67,6 +68,20 @@ def read_checkpoint(path) -> Restored:
         raise CheckpointError(f"{error.message}\n(the latest checkpoint of {directory}; its others, which a "
                               f"restore by path reads: {', '.join(older)})", error.path, error.variable) from None
     return Restored(arrays, header.step, path)
+
+
+def _buffers(slots: Mapping) -> dict:
+    """name -> buffer of the flowjit.Variables among ``slots``."""
+    buffers = (storage_of(value) for value in slots.values())
+    return {buffer.name: buffer for buffer in buffers if buffer is not None}
+
+
+def _current(value):
+    """A copy of a variable's value (its buffer's, when its lock is held), or the array itself."""
+    buffer = storage_of(value)
+    if buffer is not None:
+        return buffer.value.copy()
+    return value.numpy() if is_variable(value) else value
 
 
 class Checkpoint:
@@ -135,8 +150,11 @@ class Checkpoint:
         slots = self._slots()
         if not slots:
             raise CheckpointError(f"{directory}: nothing to save: the Checkpoint holds no variables", path=directory)
-        arrays = {name: little_endian(name, value.numpy() if is_variable(value) else value)
-                  for name, value in slots.items()}
+        # One snapshot: the flowjit.Variables are read under their locks, all held at once, so a
+        # call updating several of them in another thread is saved wholly before or wholly after.
+        buffers = _buffers(slots)
+        with VariableGuard(buffers, (), f"a checkpoint save into {directory}"):
+            arrays = {name: little_endian(name, _current(value)) for name, value in slots.items()}
         data = encode(arrays, step)              # everything that can fail does so before the disk is touched
         name = files.checkpoint_name(step)
         try:
@@ -177,9 +195,14 @@ class Checkpoint:
             lines = "".join(f"\n  {message}" for _, message in problems)
             raise CheckpointError(f"{restored.path}: does not match the variables, so nothing was restored:{lines}",
                                   path=restored.path, variable=problems[0][0])
-        for name, value in slots.items():
-            if is_variable(value):
-                value.assign(restored[name].copy())
+        buffers = _buffers(slots)
+        with VariableGuard(buffers, buffers, f"a checkpoint restore from {restored.path}"):   # all at once
+            for name, value in slots.items():
+                buffer = storage_of(value)
+                if buffer is not None:
+                    np.copyto(buffer.value, restored[name])
+                elif is_variable(value):
+                    value.assign(restored[name].copy())
         return restored
 
     def restore_latest(self, directory) -> Restored | None:

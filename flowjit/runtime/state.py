@@ -1,4 +1,4 @@
-"""Session state that outlives one run: variable values and random generators."""
+"""State that outlives one run of the interpreter: variable values."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from flowjit.errors import FlowjitError
 
 
 class State:
-    """Variables by name, and one random generator per seed.
+    """Variables by name.
 
     ``variables`` holds plain arrays (a state of its own); ``buffers`` maps names to the
     ``VariableBuffer``s of live ``flowjit.Variable``s, which the interpreter then reads and
@@ -21,7 +21,6 @@ class State:
                  buffers: Mapping[str, object] | None = None):
         self.variables: dict[str, np.ndarray] = dict(variables or {})
         self.buffers = dict(buffers or {})
-        self._generators: dict[int, np.random.Generator] = {}
 
     def read(self, name: str) -> np.ndarray:
         if name in self.buffers:
@@ -41,8 +40,3 @@ class State:
             np.copyto(buffer.value, value)
             return
         self.variables[name] = np.array(value, copy=True)
-
-    def generator(self, seed: int) -> np.random.Generator:
-        if seed not in self._generators:
-            self._generators[seed] = np.random.default_rng(seed)
-        return self._generators[seed]

@@ -9,32 +9,136 @@ a graph alone.  The registry holds buffers weakly: a variable nobody refers to a
 A buffer's ``value`` is an ndarray owned by the buffer alone: compiled programs write it
 in place, so nothing else may hold it (reads that outlive the next write copy it, and
 results never alias it).
+
+Threads.  Each buffer has a readers-writer lock (``VariableLock``).  A call of a compiled
+program holds the locks of every variable it uses for the whole call (``VariableGuard``):
+for writing those it assigns, for reading those it only reads.  So a call sees each of its
+variables as no other call changes it -- no update is lost, no value is torn -- calls that
+only read a variable run side by side, and calls that write one run one at a time, each
+as a whole (they are serializable).  Every call takes its locks in one fixed order (by
+variable name, unique in the process), so two calls that use variables in different
+orders never deadlock; a waiting writer stops new readers, so readers cannot starve an
+update.  A wait has a deadline (``variable_timeout_s``): past it the call fails naming the
+variable and who holds it, and runs nothing.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+import time
 import weakref
+from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
+from flowjit.config import CompileOptions
 from flowjit.errors import FlowjitError
+
+# How long a call (or an eager assign) waits for a variable another call holds.
+DEFAULT_TIMEOUT_S = CompileOptions.variable_timeout_s
 
 
 class VariableError(FlowjitError):
     """A variable that does not exist, or a value that does not fit one."""
 
 
-class VariableBuffer:
-    """The storage of one variable: its unique ``name`` and its ``value`` (an owned ndarray)."""
+class VariableLockTimeout(VariableError, TimeoutError):
+    """A call waited past its deadline for a variable another call holds."""
 
-    __slots__ = ("name", "value", "device", "__weakref__")
+
+class VariableLock:
+    """A readers-writer lock, writers preferred: many readers or one writer; once a writer
+    waits, new readers wait behind it.  Not reentrant (a call takes each lock once)."""
+
+    __slots__ = ("_mutex", "_changed", "_readers", "_writer", "_writer_thread", "_writers_waiting", "_waiters")
+
+    def __init__(self):
+        self._mutex = threading.Lock()
+        self._changed = threading.Condition(self._mutex)
+        self._readers = 0
+        self._writer = None                       # what holds it for writing (its ``what``), for messages
+        self._writer_thread = 0
+        self._writers_waiting = 0
+        self._waiters = 0
+
+    def try_acquire(self, write: bool, holder) -> bool:
+        """Take the lock if it is free now (for writing when ``write``); never waits."""
+        with self._mutex:
+            if write:
+                if self._writer is None and not self._readers:
+                    self._writer, self._writer_thread = holder, threading.get_ident()
+                    return True
+            elif self._writer is None and not self._writers_waiting:
+                self._readers += 1
+                return True
+            return False
+
+    def acquire(self, write: bool, deadline: float, holder) -> bool:
+        """Take the lock by ``deadline`` (``time.monotonic()``); False when it passed first."""
+        with self._mutex:
+            if write:
+                self._writers_waiting += 1
+                acquired = False
+                try:
+                    while self._writer is not None or self._readers:
+                        if not self._wait(deadline):
+                            return False
+                    acquired = True
+                finally:
+                    self._writers_waiting -= 1
+                    if not acquired and self._waiters:
+                        self._changed.notify_all()        # readers queued behind this writer go on
+                self._writer, self._writer_thread = holder, threading.get_ident()
+                return True
+            while self._writer is not None or self._writers_waiting:
+                if not self._wait(deadline):
+                    return False
+            self._readers += 1
+            return True
+
+    def _wait(self, deadline: float) -> bool:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        self._waiters += 1
+        try:
+            self._changed.wait(remaining)
+        finally:
+            self._waiters -= 1
+        return True
+
+    def release(self, write: bool) -> None:
+        with self._mutex:
+            if write:
+                self._writer = None
+            else:
+                self._readers -= 1
+            if self._waiters:
+                self._changed.notify_all()
+
+    def holders(self) -> str:
+        """Who holds it now, in words."""
+        with self._mutex:
+            if self._writer is not None:
+                thread = next((t.name for t in threading.enumerate() if t.ident == self._writer_thread), "?")
+                return f"held for writing by {getattr(self._writer, 'what', self._writer)} on thread '{thread}'"
+            if self._readers:
+                return f"held for reading by {self._readers} call(s)"
+            return "free now"
+
+
+class VariableBuffer:
+    """The storage of one variable: its unique ``name``, its ``value`` (an owned ndarray) and
+    its ``lock``."""
+
+    __slots__ = ("name", "value", "device", "lock", "__weakref__")
 
     def __init__(self, name: str, value: np.ndarray, device: str | None = None):
         self.name = name
         self.value = value
         self.device = device
+        self.lock = VariableLock()
 
     def __repr__(self) -> str:
         return f"<VariableBuffer '{self.name}' {self.value.dtype}{list(self.value.shape)}>"
@@ -76,3 +180,63 @@ def lookup(name: str, where: str = "") -> VariableBuffer:
 
 def live_names() -> list[str]:
     return sorted(_REGISTRY.keys())
+
+
+class VariableGuard:
+    """The locks one program holds for each call: for writing the variables it assigns, for
+    reading the others it reads, taken in name order (see the module docstring).
+
+    ``with guard:`` holds them; ``guard.wrap(run)`` is ``run`` called inside ``with guard``."""
+
+    __slots__ = ("order", "what", "timeout")
+
+    def __init__(self, buffers: Mapping[str, VariableBuffer], written: Iterable[str], what: str,
+                 timeout: float = DEFAULT_TIMEOUT_S):
+        written = set(written)
+        self.order = [(buffer.lock, name in written, buffer.name) for name, buffer in sorted(buffers.items())]
+        self.what, self.timeout = what, timeout
+
+    def __enter__(self) -> "VariableGuard":
+        deadline = None
+        for index, (lock, write, name) in enumerate(self.order):
+            if lock.try_acquire(write, self):
+                continue
+            if deadline is None:                      # the first wait starts the clock
+                deadline = time.monotonic() + self.timeout
+            if not lock.acquire(write, deadline, self):
+                for taken, taken_write, _ in reversed(self.order[:index]):
+                    taken.release(taken_write)
+                raise VariableLockTimeout(
+                    f"{self.what} waited {self.timeout:g} s to {'write' if write else 'read'} variable '{name}', "
+                    f"{lock.holders()}; nothing ran (a call holds the variables it uses for its whole run; "
+                    f"jit(variable_timeout_s=...) sets the wait)")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for lock, write, _ in reversed(self.order):
+            lock.release(write)
+
+    def wrap(self, run: Callable) -> Callable:
+        """``run`` with the locks held for each call; with no variables, ``run`` itself."""
+        if not self.order:
+            return run
+
+        def guarded(*arrays, **options):
+            with self:
+                return run(*arrays, **options)
+        guarded.guard = self
+        guarded.unguarded = run
+        return guarded
+
+
+def locked(buffer: VariableBuffer, write: bool, what: str, timeout: float = DEFAULT_TIMEOUT_S) -> VariableGuard:
+    """The guard of one variable, for an operation outside compiled programs (an eager
+    assign, a copy of the value): ``with locked(buffer, write, what): ...``."""
+    return VariableGuard({buffer.name: buffer}, [buffer.name] if write else [], what, timeout)
+
+
+def storage_of(variable) -> VariableBuffer | None:
+    """The buffer behind a ``flowjit.Variable`` (None for any other object): for the runtime's
+    own readers and writers of many variables at once, such as checkpoints."""
+    buffer = getattr(variable, "_buffer", None)
+    return buffer if isinstance(buffer, VariableBuffer) else None

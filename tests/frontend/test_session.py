@@ -223,3 +223,109 @@ def test_graph_building_errors():
         sess.run(s, both)
     same = {y: np.arange(3.0, dtype=np.float32), q: np.arange(3.0, dtype=np.float32)}
     np.testing.assert_array_equal(sess.run(s, same), np.concatenate([same[y], same[q]]).reshape(-1, 1))
+
+
+# -- state: variables read and assigned in a graph, run by Session.run ------------------------------
+def _stateful_graph(device):
+    """v and steps live on ``device`` and on the other one; reads before and after an assign."""
+    other = "cpu:0" if device.endswith("1") else "cpu:1"
+    g = flowjit.Graph("stateful")
+    with g.as_default():
+        v = flowjit.Variable(np.zeros(3, np.float32), name="v", device=device)     # made while building
+        steps = flowjit.Variable(np.int64(0), name="steps", device=other)
+        x = flowjit.placeholder((3,), np.float32, name="x")
+        before = v * 1
+        up = v.assign_add(x)
+        after = v * 2
+        tick = steps.assign_add(1)
+    return g, v, steps, x, before, up, after, tick
+
+
+@pytest.mark.parametrize("device", TWO)
+@pytest.mark.parametrize("options", PATHS, ids=PATH_IDS)
+def test_fetching_operations_runs_them_in_program_order_and_state_persists(options, device):
+    g, v, steps, x, before, up, after, tick = _stateful_graph(device)
+    ones = np.ones(3, np.float32)
+    sess = flowjit.Session(g, **options)
+    assert sess.run(up, {x: ones}) is None                    # an operation's result is None...
+    np.testing.assert_array_equal(v.numpy(), ones)            # ...and it ran
+    assert steps.numpy() == 0                                 # tick was not fetched: pruned, not run
+    # one run, fetches in any order: the read before the assign sees the old value, after it the new
+    for fetches in ([before, up, after], [after, up, before]):
+        got = dict(zip(("a", "b", "c"), sess.run(fetches, {x: ones})))
+        old, new = v.numpy() - 1, v.numpy()
+        values = {id(before): old, id(after): new * 2}
+        for name, fetch in zip(("a", "b", "c"), fetches):
+            if fetch is up:
+                assert got[name] is None
+            else:
+                np.testing.assert_array_equal(got[name], values[id(fetch)])
+    np.testing.assert_array_equal(v.numpy(), 3 * ones)
+    np.testing.assert_array_equal(sess.run(before), 3 * ones)           # needs no assign, no feed
+    np.testing.assert_array_equal(v.numpy(), 3 * ones)
+    np.testing.assert_array_equal(sess.run(after, {x: ones}), 8 * ones)  # a read after the assign runs it
+    # a Variable fetched: its value once the run's operations on it are done; targets run for effect
+    got = sess.run({"v": v, "op": up.name, "steps": steps}, {"x:0": 2 * ones}, targets=[tick])
+    assert got["op"] is None and got["steps"] == 1
+    np.testing.assert_array_equal(got["v"], 6 * ones)
+    assert sess.run(None, {x: ones}, targets=[up, tick.name]) is None
+    assert steps.numpy() == 2
+    np.testing.assert_array_equal(v.numpy(), 7 * ones)
+    np.testing.assert_array_equal(sess.run(v), 7 * ones)                  # no operation: just the value
+
+
+def test_pruning_keeps_the_assigns_a_fetch_needs_and_drops_the_others():
+    g, v, steps, x, before, up, after, tick = _stateful_graph("cpu:1")
+    sess = flowjit.Session(g, devices=TWO)
+    ones = np.ones(3, np.float32)
+
+    def assigns(fetches, feeds=None, targets=None):
+        graph = sess.lower(fetches, feeds, targets=targets).graph
+        return sorted(node.attrs["var"] for node in graph.nodes if node.op is flowjit.ir.ops.assign_variable)
+
+    assert assigns(before) == []
+    assert assigns(up, {x: ones}) == [v.name]
+    assert assigns(after, {x: ones}) == [v.name]
+    assert assigns(steps, targets=[tick]) == [steps.name]
+    assert assigns([before, tick]) == [steps.name]
+    assert [v.name for v in sess.lower(tick).graph.inputs] == []          # x is not needed
+    with pytest.raises(flowjit.SessionError, match=r"test_session.py:\d+: operation 'assign_variable' "
+                                                   r"\(assign_variable\) needs placeholder 'x' \(f32\[3\]\), which "
+                                                   r"is not fed"):
+        sess.run(None, targets=[up])
+    with pytest.raises(flowjit.SessionError, match="target 0 'x:0' is a placeholder, not an operation"):
+        sess.run(before, {x: ones}, targets=[x])
+    with pytest.raises(flowjit.SessionError, match="a target 0 is an operation .* not int"):
+        sess.run(before, targets=[3])
+    with pytest.raises(flowjit.SessionError, match="nothing to fetch"):
+        sess.run(None)
+
+
+def test_runs_from_two_threads_lose_no_update():
+    import threading
+    g, v, steps, x, before, up, after, tick = _stateful_graph("cpu:0")
+    with g.as_default():
+        big = flowjit.placeholder((60, 60), np.float64, name="big")
+        slow = (big @ big).sum()                    # BLAS between the read and the write
+        new = steps + 1 + (slow * 0).astype(np.int64)
+        store = steps.assign(new)
+    sess = flowjit.Session(g, devices=TWO)
+    feeds = {big: np.ones((60, 60))}
+    sess.run(store, feeds)
+    errors = []
+
+    def runs():
+        try:
+            for _ in range(30):
+                sess.run([store, up], {**feeds, x: np.ones(3, np.float32)})
+        except BaseException as error:          # noqa: B036  (re-raised below)
+            errors.append(error)
+    threads = [threading.Thread(target=runs, daemon=True) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in threads) and not errors, errors
+    # each run adds 2: `new` reads steps after tick (built before it), so it runs tick first
+    assert steps.numpy() == 2 + 2 * 60
+    np.testing.assert_array_equal(v.numpy(), np.full(3, 60, np.float32))

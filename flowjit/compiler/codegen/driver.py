@@ -76,11 +76,14 @@ def storage_shape(value: Value) -> tuple[int, ...]:
 
 class DriverBuilder:
     def __init__(self, graph: Graph, backend: Backend, variables: Mapping | None = None,
-                 check_numerics: bool = False):
+                 check_numerics: bool = False, aliased_reads: frozenset = frozenset()):
         self.graph = graph
         self.backend = backend
         self.variables = dict(variables or {})      # name -> its buffer (an object with ``.value``)
         self.check_numerics = check_numerics
+        # Reads (node names) whose outputs may alias the buffer although they leave this graph:
+        # the caller knows nothing writes the variable while they live and they reach no result.
+        self.aliased_reads = aliased_reads
         self.variable_names: dict[str, str] = {}
         self.lines: list[str] = []
         self.names: dict[Value, str] = {}
@@ -150,7 +153,8 @@ class DriverBuilder:
             for index in indices:
                 value = nodes[index].output
                 write = next_write(variable, index)
-                if value in self.escapes or value.dtype == np.float16 or (
+                escapes = value in self.escapes and nodes[index].name not in self.aliased_reads
+                if escapes or value.dtype == np.float16 or (
                         write is not None and self.last_use.get(value, -1) > write):
                     self.copied_reads.add(value)
         self.in_place: dict[Value, str] = {}
@@ -385,8 +389,8 @@ class Executable:
     """A compiled program: call it with the graph's input arrays, get its outputs."""
 
     def __init__(self, graph: Graph, backend: Backend, variables: Mapping | None = None,
-                 check_numerics: bool = False):
-        builder = DriverBuilder(graph, backend, variables, check_numerics)
+                 check_numerics: bool = False, aliased_reads: frozenset = frozenset()):
+        builder = DriverBuilder(graph, backend, variables, check_numerics, aliased_reads)
         self.driver, self.driver_source = builder.build()
         self.driver_filename, self.node_lines = builder.filename, builder.node_lines
         self.kernel_sources = builder.sources

@@ -21,7 +21,7 @@ class InterpreterError(FlowjitError):
 def evaluate(graph: Graph, arrays, state=None, check_types: bool = True) -> list[np.ndarray]:
     """Run ``graph`` on ``arrays`` (one per graph input); return the outputs as a list.
 
-    ``state`` (variables and random generators: runtime.state.State) is handed to ops that
+    ``state`` (the variables: runtime.state.State) is handed to ops that
     keep state between runs; a graph with such ops needs one."""
     if len(arrays) != len(graph.inputs):
         raise InterpreterError(f"graph @{graph.name} takes {len(graph.inputs)} inputs, got {len(arrays)}")

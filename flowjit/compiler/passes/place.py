@@ -31,9 +31,9 @@ from flowjit.compiler.ir.ops.misc import variable_of
 from flowjit.errors import FlowjitError
 from flowjit.devices import DeviceSet, DeviceSpec, canonical
 
-# Ops without a kernel for a device type.  flowjit's random numbers and variables live
-# in host memory (numpy generators, the variable store), so they run on CPUs only.
-NO_KERNEL = {"gpu": {"random_uniform", "random_normal", "read_variable", "assign_variable"}}
+# Ops without a kernel for a device type.  Variables live in host memory (the variable
+# store), so their reads and writes run on CPUs only.
+NO_KERNEL = {"gpu": {"read_variable", "assign_variable"}}
 
 
 class PlacementError(FlowjitError):

@@ -1,4 +1,7 @@
-"""Constants, matmul, and the stateful ops (variables, assignment, random numbers)."""
+"""Constants, matmul, and the stateful ops (a variable's reads and writes).
+
+Random numbers are stateless (``ops/random.py``: counter-based, a pure function of a key),
+so the only state an op touches is a variable's."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import functools
 
 import numpy as np
 
-from flowjit.compiler.ir.ops.base import AttrKind, Op, OpKind, attr, register, required
+from flowjit.compiler.ir.ops.base import AttrKind, Op, OpKind, register, required
 from flowjit.compiler.ir.ops.shape import transpose
 from flowjit.compiler.ir.types import TensorType, check_dtype
 from flowjit.errors import OpTypeError, ShapeError
@@ -71,7 +74,7 @@ matmul = register(Op("matmul", OpKind.MATMUL, 2, _matmul_rule,
                      lambda arrays, attrs: [np.matmul(*arrays)], doc="numpy.matmul", gradient=_matmul_grad))
 
 
-# -- stateful ops: the interpreter's ``state`` holds variables and random generators -----------
+# -- stateful ops: the interpreter's ``state`` holds the variables -----------------------------
 def _variable_rule(types, attrs):
     return [TensorType(attrs["shape"], attrs["dtype"])]
 
@@ -83,16 +86,6 @@ def _read_variable(arrays, attrs, state):
 def _assign_variable(arrays, attrs, state):
     state.write(attrs["var"], arrays[0])
     return []
-
-
-def _random(kind):
-    def run(arrays, attrs, state):
-        generator = state.generator(attrs["seed"])
-        shape, dtype = attrs["shape"], attrs["dtype"]
-        if kind == "uniform":
-            return [generator.random(shape).astype(dtype)]
-        return [generator.standard_normal(shape).astype(dtype)]
-    return run
 
 
 def _stateless_reference(arrays, attrs):
@@ -125,11 +118,3 @@ VARIABLE_OPS = (read_variable, assign_variable)
 def variable_of(node) -> str | None:
     """The name of the variable ``node`` reads or writes, or None for any other node."""
     return node.attrs["var"] if node.op in VARIABLE_OPS else None
-
-
-_random_attrs = {"shape": required(AttrKind.INTS), "dtype": attr(AttrKind.DTYPE, np.dtype("float64")),
-                 "seed": attr(AttrKind.INT, 0)}
-random_uniform = _stateful("random_uniform", 0, _variable_rule, _random("uniform"), _random_attrs,
-                           "uniform samples in [0, 1); each run draws new ones")
-random_normal = _stateful("random_normal", 0, _variable_rule, _random("normal"), _random_attrs,
-                          "standard normal samples; each run draws new ones")
