@@ -263,3 +263,86 @@ def test_random_programs_match_finite_differences(program):
         grads = flowjit.jit(flowjit.grad(loss, argnums=argnums), backend="interpreter")(*args)
     for argnum, analytic in zip(argnums, grads):
         _smooth_agreement(loss, args, argnum, analytic)
+
+
+# -- variables as differentiation targets ---------------------------------------------------------------
+def _variables(prefix, **values):
+    return {key: flowjit.Variable(value, name=f"{prefix}_{key}") for key, value in values.items()}
+
+
+def _mixed_loss(params, x):
+    hidden = np.tanh(x @ params["w"] + params["b"])
+    return np.sum(hidden ** 2 * params["scale"])
+
+
+@pytest.mark.parametrize("path", ["outside_jit", "fused", "unfused", "interpreter"])
+def test_variables_and_arrays_as_targets_match_finite_differences(path):
+    """A pytree mixing variables and arrays: gradients come back as arrays in its structure."""
+    rng = np.random.default_rng(11)
+    w, b, scale, x = rng.standard_normal((3, 2)), rng.standard_normal(2), rng.uniform(0.5, 1, 2), A.T
+    params = {**_variables(f"grad_{path}", w=w, b=b), "scale": scale}
+    if path == "outside_jit":
+        grads = flowjit.grad(_mixed_loss)(params, x)
+    else:
+        options = {"fused": {}, "unfused": {"fuse": False}, "interpreter": {"backend": "interpreter"}}[path]
+        grads = flowjit.jit(lambda params, x: flowjit.grad(_mixed_loss)(params, x), **options)(params, x)
+    assert set(grads) == {"w", "b", "scale"} and all(type(g) is np.ndarray for g in grads.values())
+    plain = {"w": w, "b": b, "scale": scale}
+    for key in plain:
+        def along(value, key=key):
+            return _mixed_loss({**plain, key: value}, x)
+        np.testing.assert_allclose(grads[key], numeric_gradient(along, [plain[key]], 0), rtol=RTOL, atol=ATOL,
+                                   err_msg=f"{path}: {key}")
+    np.testing.assert_array_equal(params["w"].numpy(), w)        # reading for a gradient writes nothing
+
+
+def test_reads_of_a_target_variable_through_a_closure_are_differentiated_too():
+    """The loss reads ``b`` as its argument and again through a closure: both uses count, as
+    TensorFlow's gradient of a variable sees every read."""
+    b = flowjit.Variable(ROW.copy(), name="grad_closure_b")
+
+    def loss(bias):
+        return np.sum(np.sin(A + bias) * b)          # `bias` is b, and b is read through the closure
+    got = flowjit.grad(loss)(b)
+    np.testing.assert_allclose(got, numeric_gradient(lambda v: np.sum(np.sin(A + v) * v), [ROW], 0),
+                               rtol=RTOL, atol=ATOL)
+    # A variable not differentiated stays a constant of the differentiation.
+    c = flowjit.Variable(ROW.copy(), name="grad_closure_c")
+    np.testing.assert_allclose(flowjit.grad(lambda v: np.sum(v * c))(ROW * 2), np.broadcast_to(ROW, (4,)))
+
+
+def test_an_sgd_step_on_variables_inside_jit_updates_them_in_place():
+    rng = np.random.default_rng(5)
+    w0, x, y = rng.standard_normal((4, 2)), rng.standard_normal((8, 4)), rng.standard_normal((8, 2))
+    w = flowjit.Variable(w0, name="grad_sgd_w")
+
+    def loss(w, x, y):
+        return np.mean((x @ w - y) ** 2)
+
+    @flowjit.jit
+    def step(x, y):
+        value, g = flowjit.value_and_grad(loss)(w, x, y)
+        w.assign_sub(0.1 * g)
+        return value
+    want = w0.copy()
+    for _ in range(3):
+        value = step(x, y)
+        np.testing.assert_allclose(value, loss(want, x, y), rtol=1e-12)
+        want = want - 0.1 * (2 / y.size) * x.T @ (x @ want - y)
+        np.testing.assert_allclose(w.numpy(), want, rtol=1e-12)
+
+
+def test_variable_targets_errors():
+    counter = flowjit.Variable(np.arange(3), name="grad_integer_variable")
+    with pytest.raises(GradientError, match=r"argument 0 is i64\[3\]; only floating-point"):
+        flowjit.grad(lambda v: np.sum(v * 1.5))(counter)
+    v = flowjit.Variable(ROW.copy(), name="grad_scoped_read")
+
+    def loss(value):
+        with flowjit.control_dependencies([value]):
+            again = v * 2
+        return np.sum(value * again)
+    with pytest.raises(GradientError, match=r"Variable 'grad_scoped_read' is differentiated, but the result also "
+                                            r"depends on a read of it made inside a control_dependencies scope"
+                                            r".*test_gradients.py"):
+        flowjit.grad(loss)(v)
