@@ -88,9 +88,10 @@ class Builder:
         if tuple(value.shape) == shape:
             return value
         lead = value.type.rank - len(shape)
-        axes = tuple(range(lead)) + tuple(lead + axis for axis, size in enumerate(shape)
-                                          if size == 1 and value.shape[lead + axis] != 1)
-        summed = self(ops.sum, [value], {"axes": axes, "keepdims": True}) if axes else value
+        kept = tuple(lead + axis for axis, size in enumerate(shape) if size == 1 and value.shape[lead + axis] != 1)
+        if not kept:        # only leading axes: summed away directly, no reshape between kernels
+            return self(ops.sum, [value], {"axes": tuple(range(lead)), "keepdims": False})
+        summed = self(ops.sum, [value], {"axes": tuple(range(lead)) + kept, "keepdims": True})
         return self.reshape(summed, shape)
 
     def zeros(self, value: Value) -> Value:
