@@ -346,3 +346,69 @@ def test_variable_targets_errors():
                                             r"depends on a read of it made inside a control_dependencies scope"
                                             r".*test_gradients.py"):
         flowjit.grad(loss)(v)
+
+
+# -- flowjit.gradients (graph mode, TensorFlow's form) and `flowjit dump --grad` -------------------------
+def test_graph_mode_gradients_match_finite_differences_and_tensorflows_conventions():
+    rng = np.random.default_rng(4)
+    xb, wb, weights = rng.standard_normal((5, 4)), rng.standard_normal((4, 3)), rng.standard_normal((5, 3))
+    g = flowjit.Graph()
+    with g.as_default():
+        x = flowjit.placeholder((None, 4), np.float64, name="x")
+        w = flowjit.placeholder((4, 3), np.float64, name="w")
+        z = flowjit.placeholder((2,), np.float64, name="z")
+        y = np.tanh(x @ w)
+        loss = (y ** 2).sum()
+        gw, gx, gz = flowjit.gradients(loss, [w, x, z])               # z: no path, None (as TensorFlow)
+        both = flowjit.gradients([y, loss], "w:0")                    # several ys: their sum; a name
+        seed = flowjit.placeholder((None, 3), np.float64, name="seed")
+        weighted = flowjit.gradients(y, w, grad_ys=seed)              # a non-scalar y, weighted
+    assert gz is None and len(both) == 1
+    got = flowjit.Session(g).run([gw, gx, both[0], weighted[0]], {x: xb, w: wb, "seed": weights})
+
+    def f(expression):
+        return lambda w, x: expression(np.tanh(x @ w))
+    want = [numeric_gradient(f(lambda y: (y ** 2).sum()), [wb, xb], 0),
+            numeric_gradient(f(lambda y: (y ** 2).sum()), [wb, xb], 1),
+            numeric_gradient(f(lambda y: y.sum() + (y ** 2).sum()), [wb, xb], 0),
+            numeric_gradient(f(lambda y: (y * weights).sum()), [wb, xb], 0)]
+    for name, a, b in zip(["dloss/dw", "dloss/dx", "d(y, loss)/dw", "weighted"], got, want):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=name)
+
+
+def test_graph_mode_gradients_errors():
+    g = flowjit.Graph()
+    with g.as_default():
+        x = flowjit.placeholder((3,), np.float64, name="x")
+        n = flowjit.placeholder((3,), np.int64, name="n")
+        y = (x * 2).sum()
+        with pytest.raises(GradientError, match=r"grad_y f64\[2\] does not match its y f64\[\]"):
+            flowjit.gradients(y, x, grad_ys=np.ones(2))
+        with pytest.raises(GradientError, match=r"x 'n:0' is i64\[3\]; only floating-point.*test_gradients.py"):
+            flowjit.gradients(y, n)
+        with pytest.raises(GradientError, match=r"no tensor named 'nothing:0'"):
+            flowjit.gradients(y, "nothing:0")
+    other = flowjit.Graph()
+    with other.as_default():
+        elsewhere = flowjit.placeholder((3,), np.float64, name="x")
+    with pytest.raises(GradientError, match=r"different graphs"):
+        flowjit.gradients(y, elsewhere)
+
+
+def test_dump_grad_shows_the_gradient_graph(tmp_path):
+    import subprocess
+    import sys
+    source = tmp_path / "model.py"
+    source.write_text("import numpy as np\n\n\ndef loss(w, x):\n    return np.mean(np.tanh(x @ w) ** 2)\n")
+    command = [sys.executable, "-m", "flowjit.cli", "dump", f"{source}:loss", "--arg", "w=f32[4,2]",
+               "--arg", "x=f32[8,4]"]
+    result = subprocess.run(command + ["--grad", "--stage", "optimized"], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert text.startswith("graph @loss(%w: f32[4,2], %x: f32[8,4]) -> (f32[], f32[4,2])")
+    assert text.count(" = matmul ") == 2 and "transpose %x" in text       # the forward one, and dloss/dw = x.T @ ...
+    both = subprocess.run(command + ["--grad", "0,1"], capture_output=True, text=True, timeout=300)
+    assert both.returncode == 0 and "-> (f32[], f32[4,2], f32[8,4])" in both.stdout, both.stderr
+    bad = subprocess.run(command + ["--grad", "2"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "--grad 2: argument 2 is not given" in bad.stderr

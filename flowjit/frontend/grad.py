@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from flowjit.compiler.ir import ops
-from flowjit.compiler.ir.gradients import GradientError, gradients
+from flowjit.compiler.ir.gradients import GradientError, backward, gradients
 from flowjit.errors import user_location
 from flowjit.frontend import pytree
 from flowjit.frontend.tracer import Tracer, current_trace, is_variable
@@ -93,6 +93,74 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
         (value, aux), gradient = both(*args, **kwargs) if has_aux else ((None, None), both(*args, **kwargs)[1])
         return (gradient, aux) if has_aux else gradient
     return wrapped
+
+
+def tensor_gradients(ys, xs, grad_ys=None) -> list:
+    """``flowjit.gradients``: TensorFlow's ``tf.gradients`` for graph mode (and inside ``jit``).
+
+    Adds to the graph of ``ys`` the tensors d(sum over ys of sum(y * grad_y))/dx for each x of
+    ``xs`` (``grad_ys`` ones by default) and returns them, in the order of ``xs``; None for an
+    x that no y depends on, as TensorFlow.  ``ys`` and ``xs`` are a tensor or a list of them
+    (or ``node:port`` names of the default graph); ``grad_ys`` one tensor or array per y.
+    A y need not be a scalar."""
+    location = user_location()
+    single_y = not isinstance(ys, (list, tuple))
+    ys = [ys] if single_y else list(ys)
+    xs = [xs] if not isinstance(xs, (list, tuple)) else list(xs)
+    if not ys or not xs:
+        raise GradientError("flowjit.gradients(ys, xs): give at least one y and one x", location)
+    trace = _common_trace(ys + xs, location)
+    ys, xs = [_tensor(trace, item, "ys", location) for item in ys], [_tensor(trace, item, "xs", location) for item in xs]
+    if grad_ys is None:
+        seeds = [None] * len(ys)
+    else:
+        grad_ys = [grad_ys] if single_y and not isinstance(grad_ys, (list, tuple)) else list(grad_ys)
+        if len(grad_ys) != len(ys):
+            raise GradientError(f"flowjit.gradients: {len(grad_ys)} grad_ys for {len(ys)} ys", location)
+        seeds = []
+        for y, seed in zip(ys, grad_ys):
+            if seed is None:
+                seeds.append(None)
+                continue
+            seed = seed if isinstance(seed, Tracer) else trace.constant(np.asarray(seed, dtype=y.dtype))
+            if seed.shape != y.shape or seed.dtype != y.dtype:
+                hint = (" (a y with ? dimensions takes a tensor of the graph as its grad_y, e.g. a placeholder)"
+                        if "?" in str(y._value.type) else "")
+                raise GradientError(f"flowjit.gradients: grad_y {seed._value.type} does not match its y "
+                                    f"{y._value.type} ('{y.name}'){hint}", location)
+            seeds.append(seed._value)
+    for x in xs:
+        if x.dtype.kind not in "fc":
+            raise GradientError(f"flowjit.gradients: x '{x.name}' is {x._value.type}; only floating-point "
+                                f"tensors have gradients", location)
+    found = backward(trace.graph, [y._value for y in ys], [x._value for x in xs], seeds, loc=location)
+    return [Tracer(trace, value) if value is not None else None for value in found]
+
+
+def _common_trace(items, location):
+    traces = {id(item._trace): item._trace for item in items if isinstance(item, Tracer)}
+    if len(traces) > 1:
+        raise GradientError("flowjit.gradients: ys and xs belong to different graphs", location)
+    if traces:
+        return next(iter(traces.values()))
+    trace = current_trace()
+    if trace is None:
+        raise GradientError("flowjit.gradients: give tensors, or call it inside `with graph.as_default():` to "
+                            "name them", location)
+    return trace
+
+
+def _tensor(trace, item, what: str, location) -> Tracer:
+    if isinstance(item, Tracer):
+        return item
+    if isinstance(item, str):
+        try:
+            return Tracer(trace, trace.graph.tensor_named(item))
+        except KeyError:
+            raise GradientError(f"flowjit.gradients: graph @{trace.graph.name} has no tensor named '{item}'",
+                                location) from None
+    raise GradientError(f"flowjit.gradients: {what} must hold tensors of the graph (or their names), not "
+                        f"{type(item).__name__}", location)
 
 
 def _name(fun) -> str:
