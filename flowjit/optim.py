@@ -20,7 +20,8 @@ the step count), so a checkpoint of the parameters and the optimiser restores tr
 exactly.  Slots are made by ``init(params)``, or on the first ``apply`` (also while tracing).
 
 Hyperparameters are Python numbers (constants of the compiled step), except ``lr``: a 0-d
-float ``flowjit.Variable`` (given, or made from the number given as ``{name}/lr``), which a
+float ``flowjit.Variable`` (given, or made from the number given as ``{name}/lr``, in the
+parameters' dtype when they share one), which a
 schedule assigns between steps without retracing, a checkpoint saves, and every parameter's
 update reads, so fusion runs the updates of equally shaped parameters as one kernel.
 Scalars that depend on the step count (Adam's bias corrections) are computed in float64, as
@@ -57,13 +58,18 @@ class Optimizer:
     # -- state --------------------------------------------------------------------------------------
     def init(self, params) -> None:
         """Make the step count and each parameter's slot variables (zeros), once."""
+        parameters = self._parameters(params)
         with outside_trace():
             if self.step_count is None:
                 self.name = _unique_prefix(self.name)
                 self.step_count = Variable(np.int64(0), name=f"{self.name}/step")
                 if not is_variable(self.lr):
-                    self.lr = Variable(np.float64(self.lr), name=f"{self.name}/lr")
-            for param in self._parameters(params):
+                    # In the parameters' dtype when they share one (no cast per step; torch too
+                    # rounds lr to it), else float64.
+                    dtypes = {param.dtype for param in parameters}
+                    dtype = dtypes.pop() if len(dtypes) == 1 else np.float64
+                    self.lr = Variable(np.asarray(self.lr, dtype), name=f"{self.name}/lr")
+            for param in parameters:
                 if param.name not in self._slots:
                     slots = {slot: Variable(np.zeros(param.shape, param.dtype), name=f"{self.name}/{param.name}/{slot}",
                                             device=param.device, trainable=False)
