@@ -11,7 +11,7 @@ from flowjit.errors import (ArgumentError, CheckpointError, FlowjitError, Intern
                             NumericsError, OpTypeError, ShapeError, TraceError, TracerConversionError, UnsupportedAttributeError,
                             UnsupportedDTypeError, UnsupportedFunctionError, UnsupportedInputError,
                             UnsupportedOperatorError)
-from flowjit.frontend.grad import grad, value_and_grad
+from flowjit.frontend.grad import grad, tensor_gradients as gradients, value_and_grad
 from flowjit.frontend.jit import Jitted, ShapeDtype, jit
 from flowjit.frontend.tracer import colocate_with, device
 from flowjit.frontend.control import Operation, control_dependencies
@@ -24,6 +24,7 @@ from flowjit.compiler.passes.specialize import SpecializeError  # noqa: E402
 from flowjit.devices import Device, DeviceSet, current_devices, set_devices
 from flowjit.runtime.interpreter import interpret
 from flowjit.runtime.checkpoint import Checkpoint, CheckpointPolicy
+from flowjit import optim, train  # noqa: E402  (flowjit.optim.SGD, flowjit.train.loop)
 
 __version__ = "0.1.0"
 
@@ -33,9 +34,9 @@ def stats() -> dict:
     from flowjit.counters import STATS
     return STATS.snapshot()
 
-__all__ = ["Graph", "placeholder", "Session", "SessionError", "SpecializeError", "random", "stats", "jit", "grad", "value_and_grad", "device", "colocate_with", "Device", "DeviceSet", "set_devices", "current_devices", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",
+__all__ = ["Graph", "placeholder", "Session", "SessionError", "SpecializeError", "random", "stats", "jit", "grad", "value_and_grad", "gradients", "device", "colocate_with", "Device", "DeviceSet", "set_devices", "current_devices", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",
            "TraceError", "ShapeError", "TracerConversionError", "UnsupportedFunctionError",
            "ArgumentError", "OpTypeError", "UnsupportedDTypeError", "UnsupportedAttributeError",
            "UnsupportedOperatorError", "UnsupportedInputError", "InternalError", "supported_functions",
            "Checkpoint", "CheckpointPolicy", "CheckpointError", "KernelCacheWarning", "Variable",
-           "control_dependencies", "Operation", "NumericsError"]
+           "control_dependencies", "Operation", "NumericsError", "optim", "train"]

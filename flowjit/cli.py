@@ -87,6 +87,33 @@ def _jitted(function, statics, options):
     return jit(function, static_argnames=tuple(statics), options=options)
 
 
+def _with_gradient(function, argnums_text: str, positional, keywords, statics):
+    """``--grad 0,1``: the function as ``flowjit.value_and_grad(function, argnums)``, its
+    arguments given by position so that the differentiated ones can be found."""
+    import inspect
+    from flowjit.frontend.grad import value_and_grad
+    from flowjit.frontend.jit import Jitted
+    if isinstance(function, Jitted):
+        function = function.fun
+    try:
+        argnums = tuple(int(part) for part in argnums_text.split(","))
+    except ValueError:
+        raise CliError(f"--grad {argnums_text}: expected argument positions, e.g. 0 or 0,1") from None
+    signature = inspect.signature(function)
+    try:
+        bound = signature.bind_partial(*positional, **{k: v for k, v in keywords.items() if k not in statics})
+    except TypeError as error:
+        raise CliError(f"--grad: {error}") from None
+    count = len(bound.args)
+    for number in argnums:
+        if not -count <= number < count:
+            raise CliError(f"--grad {argnums_text}: argument {number} is not given (give the first {number + 1} "
+                           f"arguments with --arg)")
+    static_keywords = {k: v for k, v in keywords.items() if k in statics}
+    return value_and_grad(function, argnums if len(argnums) > 1 else argnums[0]), list(bound.args), \
+        {**bound.kwargs, **static_keywords}
+
+
 def command_dump(args) -> int:
     from flowjit.compiler.ir.export import to_dot, to_json
     from flowjit.config import options_from_env
@@ -94,6 +121,8 @@ def command_dump(args) -> int:
     statics = [spec.partition("=")[0] for spec in args.static]
     options = options_from_env().replace(**_pipeline_options(args))
     positional, keywords = parse_arguments(function, args.arg, args.static)
+    if args.grad is not None:
+        function, positional, keywords = _with_gradient(function, args.grad, positional, keywords, statics)
     lowered = _jitted(function, statics, options).lower(*positional, **keywords)
     if args.stage is None:
         args.stage = "fused" if args.explain_fusion else "traced"
@@ -328,6 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--parallel", action="store_true",
                       help="with --stage kernels: also show each kernel's parallel variant (its outer loop "
                            "under prange, for large inputs), as a diff against the serial one")
+    dump.add_argument("--grad", nargs="?", const="0", metavar="ARGNUMS",
+                      help="show value_and_grad of the function (a scalar loss) with respect to these arguments "
+                           "(positions, default 0): the forward graph extended backwards")
     dump.add_argument("--explain-fusion", action="store_true",
                       help="after the fused IR (or the kernels), say for each edge between kernels why it was "
                            "not fused, in the names that IR prints")

@@ -263,3 +263,152 @@ def test_random_programs_match_finite_differences(program):
         grads = flowjit.jit(flowjit.grad(loss, argnums=argnums), backend="interpreter")(*args)
     for argnum, analytic in zip(argnums, grads):
         _smooth_agreement(loss, args, argnum, analytic)
+
+
+# -- variables as differentiation targets ---------------------------------------------------------------
+def _variables(prefix, **values):
+    return {key: flowjit.Variable(value, name=f"{prefix}_{key}") for key, value in values.items()}
+
+
+def _mixed_loss(params, x):
+    hidden = np.tanh(x @ params["w"] + params["b"])
+    return np.sum(hidden ** 2 * params["scale"])
+
+
+@pytest.mark.parametrize("path", ["outside_jit", "fused", "unfused", "interpreter"])
+def test_variables_and_arrays_as_targets_match_finite_differences(path):
+    """A pytree mixing variables and arrays: gradients come back as arrays in its structure."""
+    rng = np.random.default_rng(11)
+    w, b, scale, x = rng.standard_normal((3, 2)), rng.standard_normal(2), rng.uniform(0.5, 1, 2), A.T
+    params = {**_variables(f"grad_{path}", w=w, b=b), "scale": scale}
+    if path == "outside_jit":
+        grads = flowjit.grad(_mixed_loss)(params, x)
+    else:
+        options = {"fused": {}, "unfused": {"fuse": False}, "interpreter": {"backend": "interpreter"}}[path]
+        grads = flowjit.jit(lambda params, x: flowjit.grad(_mixed_loss)(params, x), **options)(params, x)
+    assert set(grads) == {"w", "b", "scale"} and all(type(g) is np.ndarray for g in grads.values())
+    plain = {"w": w, "b": b, "scale": scale}
+    for key in plain:
+        def along(value, key=key):
+            return _mixed_loss({**plain, key: value}, x)
+        np.testing.assert_allclose(grads[key], numeric_gradient(along, [plain[key]], 0), rtol=RTOL, atol=ATOL,
+                                   err_msg=f"{path}: {key}")
+    np.testing.assert_array_equal(params["w"].numpy(), w)        # reading for a gradient writes nothing
+
+
+def test_reads_of_a_target_variable_through_a_closure_are_differentiated_too():
+    """The loss reads ``b`` as its argument and again through a closure: both uses count, as
+    TensorFlow's gradient of a variable sees every read."""
+    b = flowjit.Variable(ROW.copy(), name="grad_closure_b")
+
+    def loss(bias):
+        return np.sum(np.sin(A + bias) * b)          # `bias` is b, and b is read through the closure
+    got = flowjit.grad(loss)(b)
+    np.testing.assert_allclose(got, numeric_gradient(lambda v: np.sum(np.sin(A + v) * v), [ROW], 0),
+                               rtol=RTOL, atol=ATOL)
+    # A variable not differentiated stays a constant of the differentiation.
+    c = flowjit.Variable(ROW.copy(), name="grad_closure_c")
+    np.testing.assert_allclose(flowjit.grad(lambda v: np.sum(v * c))(ROW * 2), np.broadcast_to(ROW, (4,)))
+
+
+def test_an_sgd_step_on_variables_inside_jit_updates_them_in_place():
+    rng = np.random.default_rng(5)
+    w0, x, y = rng.standard_normal((4, 2)), rng.standard_normal((8, 4)), rng.standard_normal((8, 2))
+    w = flowjit.Variable(w0, name="grad_sgd_w")
+
+    def loss(w, x, y):
+        return np.mean((x @ w - y) ** 2)
+
+    @flowjit.jit
+    def step(x, y):
+        value, g = flowjit.value_and_grad(loss)(w, x, y)
+        w.assign_sub(0.1 * g)
+        return value
+    want = w0.copy()
+    for _ in range(3):
+        value = step(x, y)
+        np.testing.assert_allclose(value, loss(want, x, y), rtol=1e-12)
+        want = want - 0.1 * (2 / y.size) * x.T @ (x @ want - y)
+        np.testing.assert_allclose(w.numpy(), want, rtol=1e-12)
+
+
+def test_variable_targets_errors():
+    counter = flowjit.Variable(np.arange(3), name="grad_integer_variable")
+    with pytest.raises(GradientError, match=r"argument 0 is i64\[3\]; only floating-point"):
+        flowjit.grad(lambda v: np.sum(v * 1.5))(counter)
+    v = flowjit.Variable(ROW.copy(), name="grad_scoped_read")
+
+    def loss(value):
+        with flowjit.control_dependencies([value]):
+            again = v * 2
+        return np.sum(value * again)
+    with pytest.raises(GradientError, match=r"Variable 'grad_scoped_read' is differentiated, but the result also "
+                                            r"depends on a read of it made inside a control_dependencies scope"
+                                            r".*test_gradients.py"):
+        flowjit.grad(loss)(v)
+
+
+# -- flowjit.gradients (graph mode, TensorFlow's form) and `flowjit dump --grad` -------------------------
+def test_graph_mode_gradients_match_finite_differences_and_tensorflows_conventions():
+    rng = np.random.default_rng(4)
+    xb, wb, weights = rng.standard_normal((5, 4)), rng.standard_normal((4, 3)), rng.standard_normal((5, 3))
+    g = flowjit.Graph()
+    with g.as_default():
+        x = flowjit.placeholder((None, 4), np.float64, name="x")
+        w = flowjit.placeholder((4, 3), np.float64, name="w")
+        z = flowjit.placeholder((2,), np.float64, name="z")
+        y = np.tanh(x @ w)
+        loss = (y ** 2).sum()
+        gw, gx, gz = flowjit.gradients(loss, [w, x, z])               # z: no path, None (as TensorFlow)
+        both = flowjit.gradients([y, loss], "w:0")                    # several ys: their sum; a name
+        seed = flowjit.placeholder((None, 3), np.float64, name="seed")
+        weighted = flowjit.gradients(y, w, grad_ys=seed)              # a non-scalar y, weighted
+    assert gz is None and len(both) == 1
+    got = flowjit.Session(g).run([gw, gx, both[0], weighted[0]], {x: xb, w: wb, "seed": weights})
+
+    def f(expression):
+        return lambda w, x: expression(np.tanh(x @ w))
+    want = [numeric_gradient(f(lambda y: (y ** 2).sum()), [wb, xb], 0),
+            numeric_gradient(f(lambda y: (y ** 2).sum()), [wb, xb], 1),
+            numeric_gradient(f(lambda y: y.sum() + (y ** 2).sum()), [wb, xb], 0),
+            numeric_gradient(f(lambda y: (y * weights).sum()), [wb, xb], 0)]
+    for name, a, b in zip(["dloss/dw", "dloss/dx", "d(y, loss)/dw", "weighted"], got, want):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=name)
+
+
+def test_graph_mode_gradients_errors():
+    g = flowjit.Graph()
+    with g.as_default():
+        x = flowjit.placeholder((3,), np.float64, name="x")
+        n = flowjit.placeholder((3,), np.int64, name="n")
+        y = (x * 2).sum()
+        with pytest.raises(GradientError, match=r"grad_y f64\[2\] does not match its y f64\[\]"):
+            flowjit.gradients(y, x, grad_ys=np.ones(2))
+        with pytest.raises(GradientError, match=r"x 'n:0' is i64\[3\]; only floating-point.*test_gradients.py"):
+            flowjit.gradients(y, n)
+        with pytest.raises(GradientError, match=r"no tensor named 'nothing:0'"):
+            flowjit.gradients(y, "nothing:0")
+    other = flowjit.Graph()
+    with other.as_default():
+        elsewhere = flowjit.placeholder((3,), np.float64, name="x")
+    with pytest.raises(GradientError, match=r"different graphs"):
+        flowjit.gradients(y, elsewhere)
+
+
+def test_dump_grad_shows_the_gradient_graph(tmp_path):
+    import subprocess
+    import sys
+    source = tmp_path / "model.py"
+    source.write_text("import numpy as np\n\n\ndef loss(w, x):\n    return np.mean(np.tanh(x @ w) ** 2)\n")
+    command = [sys.executable, "-m", "flowjit.cli", "dump", f"{source}:loss", "--arg", "w=f32[4,2]",
+               "--arg", "x=f32[8,4]"]
+    result = subprocess.run(command + ["--grad", "--stage", "optimized"], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert text.startswith("graph @loss(%w: f32[4,2], %x: f32[8,4]) -> (f32[], f32[4,2])")
+    assert text.count(" = matmul ") == 2 and "transpose %x" in text       # the forward one, and dloss/dw = x.T @ ...
+    both = subprocess.run(command + ["--grad", "0,1"], capture_output=True, text=True, timeout=300)
+    assert both.returncode == 0 and "-> (f32[], f32[4,2], f32[8,4])" in both.stdout, both.stderr
+    bad = subprocess.run(command + ["--grad", "2"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "--grad 2: argument 2 is not given" in bad.stderr

@@ -8,6 +8,7 @@
     compiler.lowered   the compiler driver: trace -> passes -> codegen -> runtime (and
                        compiler.listing, which prints its kernels stage)
     frontend           tracing, jit, the numpy API
+    optim, train       optimisers and the training loop (on variables, grad and checkpoints)
     flowjit            the public package
     cli                the command line, and the bench harness (tools on the public package)
 
@@ -22,7 +23,7 @@ import flowjit
 ROOT = pathlib.Path(flowjit.__file__).parent
 
 SHARED = {"errors", "counters", "config", "devices", "machine", "files", "gpu"}
-ORDER = ["shared", "ir", "passes", "codegen", "runtime", "lowered", "frontend", "package", "cli"]
+ORDER = ["shared", "ir", "passes", "codegen", "runtime", "lowered", "frontend", "training", "package", "cli"]
 
 
 def layer(module: str) -> str:
@@ -39,6 +40,8 @@ def layer(module: str) -> str:
         return parts[1]
     if parts[0] == "bench" or parts[0].startswith("cli_"):
         return "cli"
+    if parts[0] in ("optim", "train"):
+        return "training"
     return parts[0]
 
 

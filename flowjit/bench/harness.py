@@ -34,6 +34,7 @@ from flowjit.bench.report import format_table, plot
 from flowjit.bench.workloads import WORKLOADS, JaxOps, NumpyOps, TorchOps
 
 MODES = ("numpy", "unfused", "fused", "numexpr", "jax", "torch")
+EXTRA_MODES = ("torch_eager",)            # accepted by --modes, not run by default
 SIZES = {"1M": 1 << 20, "16M": 1 << 24, "64K": 1 << 16, "4K": 1 << 12, "4M": 1 << 22}
 
 
@@ -91,6 +92,13 @@ def check(result, expected, dtype: str | None = None) -> str | None:
 
 # -- modes: each returns a callable over the numpy arguments ------------------------------------------
 def make_callable(mode: str, workload, args):
+    if workload.callables is not None:          # a workload with state makes its own
+        return workload.callables(mode, args)
+    if mode == "torch_eager":
+        ops = TorchOps()
+        import torch
+        tensors = [torch.from_numpy(a) for a in args]
+        return lambda: workload.function(ops, *tensors)
     if mode == "numpy":
         ops = NumpyOps()
         return lambda: workload.function(ops, *args)
@@ -131,7 +139,7 @@ def missing_module(module: str) -> str | None:
 
 def available(mode: str) -> str | None:
     """None if the mode can run here, else why not."""
-    module = {"numexpr": "numexpr", "jax": "jax", "torch": "torch"}.get(mode)
+    module = {"numexpr": "numexpr", "jax": "jax", "torch": "torch", "torch_eager": "torch"}.get(mode)
     return missing_module(module) if module else None
 
 
@@ -344,12 +352,14 @@ def run_workload(report: dict, workload, sizes, modes, repeat: int, rng, progres
             continue
         try:
             args = workload.make(SIZES[size], rng)
-            result = np.asarray(workload.function(NumpyOps(), *args))
+            result = workload.function(NumpyOps(), *args)
+            result = tuple(np.asarray(leaf) for leaf in result) if isinstance(result, tuple) else np.asarray(result)
         except Exception as error:                 # the numpy reference failed: no mode can be checked
             detail = f"the numpy reference failed: {type(error).__name__}: {error}"[:200]
             report["rows"].extend(Row(workload.name, label, mode, "error", detail).__dict__ for mode in modes)
             continue
-        expected = result.astype(np.float64)
+        expected = tuple(leaf.astype(np.float64) for leaf in result) if isinstance(result, tuple) else \
+            result.astype(np.float64)
         if workload.elementwise:
             report["bounds_s"][f"{workload.name}@{label}"] = bytes_moved(args, result) / report["bandwidth_bytes_per_s"]
         cells, cell_rows = [], []
@@ -458,7 +468,9 @@ def main(argv=None) -> int:
                         help="comma-separated, among those listed below (default: all)")
     parser.add_argument("--sizes", help=f"elements per workload, comma-separated among {', '.join(SIZES)} "
                                         f"(default: 1M,16M)")
-    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated among {', '.join(MODES)}")
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help=f"comma-separated among {', '.join(MODES + EXTRA_MODES)} (default: all but "
+                             f"{', '.join(EXTRA_MODES)})")
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per cell, median reported (>= 7); "
                         "the modes of a workload take turns, one call each per round")
     parser.add_argument("--compile-repeat", type=int, default=3,
@@ -472,8 +484,8 @@ def main(argv=None) -> int:
         if name not in WORKLOADS:
             parser.error(f"unknown workload '{name}' (workloads: {', '.join(WORKLOADS)})")
     for mode in modes:
-        if mode not in MODES:
-            parser.error(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
+        if mode not in MODES + EXTRA_MODES:
+            parser.error(f"unknown mode '{mode}' (modes: {', '.join(MODES + EXTRA_MODES)})")
     for size in sizes:
         if size not in SIZES:
             parser.error(f"unknown size '{size}' (sizes: {', '.join(SIZES)})")

@@ -118,6 +118,128 @@ def mlp_small(xp, x, w1, b1, w2, b2):
     return xp.tanh(x @ w1 + b1) @ w2 + b2
 
 
+# -- train_mlp: one SGD step of a 784 -> 1024 -> 1024 -> 10 ReLU network, softmax cross-entropy --------------
+TRAIN_SIZES, TRAIN_BATCH, TRAIN_LR = (784, 1024, 1024, 10), 256, 0.01
+
+
+def train_mlp_make(n, rng) -> tuple:
+    """The batch, its one-hot labels and the initial parameters (w1, b1, w2, b2, w3, b3)."""
+    x = rng.standard_normal((TRAIN_BATCH, TRAIN_SIZES[0])).astype(np.float32)
+    onehot = np.eye(TRAIN_SIZES[-1], dtype=np.float32)[rng.integers(0, TRAIN_SIZES[-1], TRAIN_BATCH)]
+    params = []
+    for fan_in, fan_out in zip(TRAIN_SIZES[:-1], TRAIN_SIZES[1:]):
+        params.append((rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).astype(np.float32))
+        params.append((rng.standard_normal(fan_out) * 0.1).astype(np.float32))
+    return (x, onehot, *params)
+
+
+def train_mlp_loss(params, x, onehot):
+    """The mean softmax cross-entropy of the network's logits (numpy, traced by flowjit)."""
+    h = x
+    for index in range(0, len(params), 2):
+        h = h @ params[index] + params[index + 1]
+        if index + 2 < len(params):
+            h = np.maximum(h, 0)
+    shifted = h - h.max(axis=1, keepdims=True)
+    log_probabilities = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return -np.mean(np.sum(onehot * log_probabilities, axis=1))
+
+
+def train_mlp_numpy_step(params: list, x, onehot, lr=TRAIN_LR):
+    """Hand-written backprop and SGD, updating ``params`` in place; returns the loss."""
+    activations = [x]
+    for index in range(0, len(params), 2):
+        h = activations[-1] @ params[index]
+        h += params[index + 1]
+        if index + 2 < len(params):
+            np.maximum(h, 0, out=h)
+        activations.append(h)
+    logits = activations.pop()
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probabilities = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    loss = -np.mean(np.sum(onehot * log_probabilities, axis=1))
+    delta = (np.exp(log_probabilities) - onehot) / np.float32(len(x))
+    for index in range(len(params) - 2, -1, -2):
+        below = activations[index // 2]
+        grad_w, grad_b = below.T @ delta, delta.sum(axis=0)
+        if index:
+            delta = (delta @ params[index].T) * (below > 0)
+        params[index] -= np.float32(lr) * grad_w
+        params[index + 1] -= np.float32(lr) * grad_b
+    return loss
+
+
+def train_mlp_reference(xp, x, onehot, *params):
+    """One step from the initial parameters: the loss and the updated parameters."""
+    params = [p.copy() for p in params]
+    loss = train_mlp_numpy_step(params, x, onehot)
+    return (np.asarray(loss), *params)
+
+
+def train_mlp_callables(mode: str, args):
+    """One training step per call for ``mode``, each from its own copy of the initial parameters;
+    a call returns (loss, *parameters) without copying them (the check converts them)."""
+    x, onehot, *initial = args
+    if mode == "numpy":
+        params = [p.copy() for p in initial]
+        return lambda: (train_mlp_numpy_step(params, x, onehot), *params)
+    if mode in ("fused", "unfused"):
+        import flowjit
+        from flowjit import optim
+        params = [flowjit.Variable(p, name=f"train_mlp/{mode}/p{i}") for i, p in enumerate(initial)]
+        optimizer = optim.SGD(TRAIN_LR, name=f"train_mlp/{mode}/sgd")
+        step = flowjit.jit(lambda x, onehot: optimizer.minimize(train_mlp_loss, params, x, onehot),
+                           fuse=mode == "fused")
+        return lambda: (step(x, onehot), *params)
+    if mode == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        def loss(params, x, onehot):
+            h = x
+            for index in range(0, len(params), 2):
+                h = h @ params[index] + params[index + 1]
+                if index + 2 < len(params):
+                    h = jnp.maximum(h, 0)
+            return -jnp.mean(jnp.sum(onehot * jax.nn.log_softmax(h, axis=1), axis=1))
+
+        def sgd(params, x, onehot):
+            value, grads = jax.value_and_grad(loss)(params, x, onehot)
+            return value, [p - TRAIN_LR * g for p, g in zip(params, grads)]
+        step = jax.jit(sgd, donate_argnums=0)
+        state = {"params": [jax.device_put(p.copy()) for p in initial]}
+        device_x, device_onehot = jax.device_put(x), jax.device_put(onehot)
+
+        def call():
+            value, state["params"] = step(state["params"], device_x, device_onehot)
+            jax.block_until_ready(state["params"])
+            return (value, *state["params"])
+        return call
+    if mode in ("torch", "torch_eager"):
+        import torch
+        tensors = [torch.from_numpy(p.copy()).requires_grad_() for p in initial]
+        tx, tonehot = torch.from_numpy(x), torch.from_numpy(onehot)
+
+        def loss(params, x, onehot):
+            h = x
+            for index in range(0, len(params), 2):
+                h = h @ params[index] + params[index + 1]
+                if index + 2 < len(params):
+                    h = torch.relu(h)
+            return -(onehot * torch.log_softmax(h, dim=1)).sum(dim=1).mean()
+        forward = torch.compile(loss) if mode == "torch" else loss
+        optimizer = torch.optim.SGD(tensors, lr=TRAIN_LR)
+
+        def call():
+            optimizer.zero_grad(set_to_none=True)
+            value = forward(tensors, tx, tonehot)
+            value.backward()
+            optimizer.step()
+            return (value.detach(), *tensors)
+        return call
+    raise LookupError(f"train_mlp has no {mode} version")
+
+
 @dataclass(frozen=True)
 class Workload:
     name: str
@@ -129,6 +251,8 @@ class Workload:
     sized: bool = True         # False: fixed shapes whatever the size (mlp)
     requires: tuple[str, ...] = ()   # modules the numpy version imports (erf: scipy); missing: skipped
     about: str = ""                  # one line for `flowjit bench --help`
+    # A workload with state (a training step) makes each mode's callable itself: (mode, args) -> callable
+    callables: Callable | None = None
 
 
 def _rows(n, rng, width=1024):
@@ -164,4 +288,8 @@ WORKLOADS = {
         (rng.standard_normal((128, 10)) / 11).astype(np.float32), rng.standard_normal(10).astype(np.float32)),
         "float32", False, sized=False,
         about="tanh(x @ w1 + b1) @ w2 + b2, 64x784 -> 128 -> 10, float32: small matmuls and their epilogues"),
+    "train_mlp": Workload("train_mlp", train_mlp_reference, train_mlp_make, "float32", False, sized=False,
+                          callables=train_mlp_callables,
+                          about="one SGD step (forward, backward, update) of a 784 -> 1024 -> 1024 -> 10 ReLU "
+                                "network, softmax cross-entropy, batch 256, float32; numpy is hand-written backprop"),
 }

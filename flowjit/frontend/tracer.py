@@ -220,6 +220,19 @@ def tracing(graph: Graph | TraceContext):
         stack.pop()
 
 
+@contextmanager
+def outside_trace():
+    """Suspend every trace of this thread: for creating state a trace then uses (an
+    optimiser's slot variables, made on the first trace that needs them)."""
+    stack = _local.__dict__.setdefault("stack", [])
+    saved = stack[:]
+    stack.clear()
+    try:
+        yield
+    finally:
+        stack[:] = saved
+
+
 def weak_constant(trace: TraceContext, scalar, others: list) -> "Tracer":
     """A Python scalar takes its dtype from the traced operands (numpy 2's NEP 50 rule)."""
     dtypes = [item.dtype for item in others if isinstance(item, Tracer)]

@@ -88,9 +88,10 @@ class Builder:
         if tuple(value.shape) == shape:
             return value
         lead = value.type.rank - len(shape)
-        axes = tuple(range(lead)) + tuple(lead + axis for axis, size in enumerate(shape)
-                                          if size == 1 and value.shape[lead + axis] != 1)
-        summed = self(ops.sum, [value], {"axes": axes, "keepdims": True}) if axes else value
+        kept = tuple(lead + axis for axis, size in enumerate(shape) if size == 1 and value.shape[lead + axis] != 1)
+        if not kept:        # only leading axes: summed away directly, no reshape between kernels
+            return self(ops.sum, [value], {"axes": tuple(range(lead)), "keepdims": False})
+        summed = self(ops.sum, [value], {"axes": tuple(range(lead)) + kept, "keepdims": True})
         return self.reshape(summed, shape)
 
     def zeros(self, value: Value) -> Value:
@@ -107,20 +108,33 @@ def gradients(graph: Graph, y: Value, xs: list[Value], grad_y: Value | None = No
               loc: Location | None = None) -> list[Value]:
     """dy/dx for each x (summed over y's elements weighted by ``grad_y``, ones by default),
     added to ``graph``; an x that y does not depend on gets zeros."""
+    found = backward(graph, [y], xs, [grad_y], loc)
     b = Builder(graph, loc)
+    return [gradient if gradient is not None else b.zeros(x) for x, gradient in zip(xs, found)]
+
+
+def backward(graph: Graph, ys: list[Value], xs: list[Value], grad_ys: list[Value | None] | None = None,
+             loc: Location | None = None) -> list[Value | None]:
+    """The sum over ``ys`` of d(y . grad_y)/dx for each x (``grad_y`` ones by default), added to
+    ``graph``; None for an x that no y depends on (TensorFlow's ``tf.gradients``)."""
+    b = Builder(graph, loc)
+    grad_ys = list(grad_ys) if grad_ys is not None else [None] * len(ys)
     forward = list(graph.nodes)
     depends = set(xs)                       # values that depend on some x
     for node in forward:
         if any(value in depends for value in node.inputs):
             depends.update(node.outputs)
-    needed = {y}                            # values y depends on
+    needed = set(ys)                        # values some y depends on
     for node in reversed(forward):
         if any(value in needed for value in node.outputs):
             needed.update(node.inputs)
-    if not differentiable(y):
-        raise GradientError(f"cannot differentiate {y.type} (%{y.name}): only floating-point results have "
-                            f"gradients", loc)
-    adjoint: dict[Value, Value] = {y: grad_y if grad_y is not None else b.broadcast(b.like(1, y), y.shape)}
+    adjoint: dict[Value, Value] = {}
+    for y, grad_y in zip(ys, grad_ys):
+        if not differentiable(y):
+            raise GradientError(f"cannot differentiate {y.type} (%{y.name}): only floating-point results have "
+                                f"gradients", loc)
+        seed = grad_y if grad_y is not None else b.broadcast(b.like(1, y), y.shape)
+        adjoint[y] = seed if y not in adjoint else b.add(adjoint[y], seed)
     for node in reversed(forward):
         if not any(value in adjoint for value in node.outputs):
             continue
@@ -139,4 +153,4 @@ def gradients(graph: Graph, y: Value, xs: list[Value], grad_y: Value | None = No
             contribution = b.cast(b.sum_to(contribution, value.shape), value.dtype)
             adjoint[value] = contribution if value not in adjoint else b.add(adjoint[value], contribution)
     b.loc = loc
-    return [adjoint[x] if x in adjoint else b.zeros(x) for x in xs]
+    return [adjoint.get(x) for x in xs]
