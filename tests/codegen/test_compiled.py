@@ -232,6 +232,36 @@ def test_reductions_over_outer_axes_vectorise_in_both_variants():
         assert not re.search(r"\bvgather", assembly), function
 
 
+def _column_statistics(x, w):
+    centred = x - x.mean(axis=0)
+    return centred / x.std(axis=0), (x - w) ** 2, ((x - w) ** 2).sum(axis=0) + w, x.var(axis=0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_outer_axis_reductions_store_their_full_shaped_values_in_the_same_pass(dtype):
+    """z-scores over axis 0: the variance's kernel also returns the centred values it reduces.
+    It reduces blocks of columns and stores those values in the same loop, through slices
+    (a row plan walked each column, striding the whole table: zscore ran 14x slower); widths
+    around the block of 1024, a three-dimensional input, NaN."""
+    from flowjit.compiler.ir.plan import KernelKind, ReduceStrategy
+    from flowjit.compiler.ir import ops
+    rng = np.random.default_rng(19)
+    jitted = flowjit.jit(_column_statistics)
+    for shape in ((1, 3), (5, 64), (37, 1030), (4, 6, 130)):
+        x = rng.standard_normal(shape).astype(dtype)
+        w = rng.standard_normal(shape[-1]).astype(dtype)
+        if x.shape[0] > 1:
+            x[1, 2] = np.nan
+        plans = [n.attrs["plan"] for n in jitted.lower(x, w).fused.nodes if n.op is ops.fused]
+        reduce_plans = [p for p in plans if p.kind is KernelKind.REDUCE]
+        if x.shape[0] > 1:                  # one row: the reduced axis is 1 wide, a plain row plan
+            assert reduce_plans and all(p.strategy is ReduceStrategy.COLUMNS for p in reduce_plans), plans
+            assert any(row.store for p in reduce_plans for row in p.passes), plans
+        with np.errstate(all="ignore"):
+            assert_matches_interpreter(jitted, (x, w), f"{shape}")
+            assert_matches_interpreter(flowjit.jit(_column_statistics, fuse=False), (x, w), f"unfused {shape}")
+
+
 def test_trailing_reduced_axes_are_read_as_one_row():
     """x.sum() of a matrix and x.sum(axis=(1, 2)) of a cube are written as row reductions
     over the merged trailing axes (no scratch copy of the input); inputs broadcast over all
