@@ -71,6 +71,12 @@ def user_location(extra_skip: int = 0) -> Location | None:
     return None if frame is None else Location(frame.f_code.co_filename, frame.f_lineno)
 
 
+def user_frame(extra_skip: int = 0):
+    """The frame ``user_location`` names (the caller's innermost frame outside flowjit and
+    numpy), or None."""
+    return _outer_frame(sys._getframe(1 + extra_skip), _SKIPPED_PREFIXES)[0]
+
+
 def user_stacklevel() -> int:
     """The ``stacklevel`` that makes a warning the caller raises point at the user's code: the
     innermost frame outside flowjit, numpy, numba and the standard library (functools' wrappers);

@@ -67,9 +67,40 @@ def apply_ufunc(trace: TraceContext, ufunc, method: str, inputs: tuple, kwargs: 
     if op is None or method != "__call__":
         from flowjit.frontend.unsupported import ufunc_error
         raise ufunc_error(ufunc, method)
+    out = kwargs.pop("out", None)
+    if out is not None:
+        return _call_into(trace, ufunc, method, inputs, kwargs, out)
     dtype = kwargs.pop("dtype", None)
     _reject_kwargs(name, kwargs)
     return _call_ufunc(trace, ufunc, op, name, list(inputs), dtype)
+
+
+def _call_into(trace: TraceContext, ufunc, method: str, inputs: tuple, kwargs: dict, out):
+    """``ufunc(..., out=x)``, as ``x += y`` calls it on a numpy array: numpy writes the result
+    into x.  A traced x is rebound (tracer.write_in_place); a numpy array the function made is
+    replaced by the traced result where Python rebinds its only name (tracer.write_into_local_array)."""
+    from flowjit.frontend.tracer import write_in_place, write_into_local_array
+    targets = out if isinstance(out, tuple) else (out,)
+    name = f"np.{ufunc.__name__}"
+    if len(targets) != 1 or targets[0] is None:
+        raise UnsupportedFunctionError(f"{name}: out= must name one array", user_location())
+    (target,) = targets
+    where = f"{name}(..., out=x) on {target._value.type if isinstance(target, Tracer) else _numpy_type(target)}"
+    instead = f"x = {name}(...)"
+
+    def compute():
+        return apply_ufunc(trace, ufunc, method, inputs, dict(kwargs))
+    if isinstance(target, Tracer):
+        return write_in_place(target, compute, where, instead)
+    if not isinstance(target, np.ndarray):
+        raise UnsupportedFunctionError(f"{name}: out= must be an array, not {type(target).__name__}",
+                                       user_location())
+    return write_into_local_array(target, _as_tracer(trace, compute()), where, instead)
+
+
+def _numpy_type(array: np.ndarray) -> str:
+    from flowjit.compiler.ir.types import TensorType
+    return str(TensorType(array.shape, check_dtype(array.dtype)))
 
 
 def divmod_(x1, x2, out=None, **kwargs):
@@ -451,9 +482,11 @@ def _full_like(fill):
         trace = _trace_of(a)
         dtype = check_dtype(dtype if dtype is not None else a.dtype)
         shape = a.shape if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
+        # A new array, writable in place (``total = np.zeros_like(x); total += y``), though it is
+        # traced as a broadcast scalar, never materialised.
         if isinstance(value, Tracer):
-            return broadcast_to(astype(value, dtype), shape)
-        return broadcast_to(trace.constant(np.asarray(value).astype(dtype)), shape)
+            return broadcast_to(astype(value, dtype), shape)._copy()
+        return broadcast_to(trace.constant(np.asarray(value).astype(dtype)), shape)._copy()
     return like
 
 

@@ -7,6 +7,8 @@ to ``__array_function__``, so one table (``numpy_api``) serves all three.
 
 from __future__ import annotations
 
+import dis
+import gc
 import threading
 import types
 from contextlib import contextmanager
@@ -19,7 +21,7 @@ from flowjit.compiler.ir.ops.base import Op
 from flowjit.compiler.ir.types import check_dtype
 from flowjit.frontend.inputs import operand_problem
 from flowjit.errors import (OpTypeError, ShapeError, TraceError, TracerConversionError, UnsupportedInputError,
-                            UnsupportedOperatorError, user_location)
+                            UnsupportedOperatorError, user_frame, user_location)
 
 _local = threading.local()
 _VIEW_OPS = (ops.slice, ops.reshape, ops.transpose, ops.broadcast_to)    # numpy returns views for these
@@ -462,26 +464,79 @@ def _install_inplace_operators():
         binary = getattr(Tracer, f"__{name[1:]}__")
 
         def inplace(self, other, binary=binary, symbol=symbol):
-            location = user_location()
             where = f"x {symbol}= y on {self._value.type}"
-            problem = _inplace_write_problem(self)
-            if problem is not None:
-                raise UnsupportedOperatorError(f"{where}: numpy would write the result {problem}; flowjit "
-                                               f"never writes into arrays: write x = x {symbol} y", location)
-            result = binary(self, other)
-            if result.shape != self.shape:
-                raise ShapeError(f"{where}: the result {result._value.type} does not fit into x (numpy writes "
-                                 f"the result into x, so it must keep x's shape); write x = x {symbol} y",
-                                 location)
-            if result.dtype != self.dtype:
-                if not np.can_cast(result.dtype, self.dtype, "same_kind"):
-                    raise OpTypeError(f"{where}: the result's dtype {result.dtype} cannot be cast to x's dtype "
-                                      f"{self.dtype} by numpy's same_kind rule for in-place operators; write "
-                                      f"x = x {symbol} y for a {result.dtype} result", location)
-                result = result.astype(self.dtype)
-            self._value = result._value
-            return self
+            return write_in_place(self, lambda: binary(self, other), where, f"x = x {symbol} y")
         setattr(Tracer, f"__{name}__", inplace)
+
+
+def write_in_place(target: Tracer, compute, where: str, instead: str) -> Tracer:
+    """numpy's write of ``compute()`` into the traced array ``target`` (``x += y``,
+    ``np.add(x, y, out=x)``): ``target`` is rebound to the result, cast to its dtype by the
+    same_kind rule; a write numpy would make elsewhere, or that changes x's shape, is refused."""
+    location = user_location()
+    problem = _inplace_write_problem(target)
+    if problem is not None:
+        raise UnsupportedOperatorError(f"{where}: numpy would write the result {problem}; flowjit "
+                                       f"never writes into arrays: write {instead}", location)
+    result = compute()
+    if result.shape != target.shape:
+        raise ShapeError(f"{where}: the result {result._value.type} does not fit into x (numpy writes "
+                         f"the result into x, so it must keep x's shape); write {instead}", location)
+    if result.dtype != target.dtype:
+        if not np.can_cast(result.dtype, target.dtype, "same_kind"):
+            raise OpTypeError(f"{where}: the result's dtype {result.dtype} cannot be cast to x's dtype "
+                              f"{target.dtype} by numpy's same_kind rule for in-place operators; write "
+                              f"{instead} for a {result.dtype} result", location)
+        result = result.astype(target.dtype)
+    target._value = result._value
+    return target
+
+
+def write_into_local_array(array: np.ndarray, result: Tracer, where: str, instead: str) -> Tracer:
+    """``x += traced`` where x is a plain numpy array the traced function made itself
+    (``count = np.zeros(n, np.int32)``): numpy writes into x, and Python binds the name to what
+    ``+=`` returns, so the name comes back bound to a new traced array holding the result, as
+    numpy's own x would hold it.  That is numpy's outcome only when nothing else sees x: the
+    statement must be an augmented assignment (an explicit ``out=`` call rebinds nothing) and x
+    must be held by no other name, container or object (a global, a closure's, an attribute, a
+    list), as gc's referrers and the statement's frame tell; anything else is refused."""
+    location = user_location()
+    frame = user_frame()
+    instruction = None if frame is None else next(
+        (i for i in dis.get_instructions(frame.f_code) if i.offset == frame.f_lasti), None)
+    if instruction is not None and instruction.opname == "BINARY_OP" and instruction.argrepr.endswith("="):
+        symbol = instruction.argrepr[:-1]
+        where, instead = f"x {symbol}= y on {where.rsplit(' on ', 1)[1]} (a numpy array)", f"x = x {symbol} y"
+    refusal = (f"{where}: numpy would write the result into that numpy array, {{}}; flowjit never writes "
+               f"into arrays: write {instead}")
+    if instruction is None or instruction.opname != "BINARY_OP" or not instruction.argrepr.endswith("="):
+        raise UnsupportedOperatorError(refusal.format("and names bound to it would not see a traced result"),
+                                       location)
+    # (plain loops: a comprehension naming ``array`` would hold it in a cell, a referrer itself)
+    local = frame.f_locals                  # (3.11 keeps this snapshot on the frame: not a sharer)
+    shared = False
+    for referrer in gc.get_referrers(array):
+        shared = shared or not (isinstance(referrer, tuple) or referrer is frame or referrer is local)
+    names = 0
+    for name in frame.f_code.co_varnames:
+        names += local.get(name) is array
+    for value in local.values():
+        if isinstance(value, (tuple, list, dict, set)):
+            for item in (value.values() if isinstance(value, dict) else value):
+                shared = shared or item is array
+    if shared or names != 1 or array.base is not None:
+        raise UnsupportedOperatorError(refusal.format("which other names, containers or views also see"),
+                                       location)
+    if result.shape != array.shape:
+        raise ShapeError(f"{where}: the result {result._value.type} does not fit into x (numpy writes the "
+                         f"result into x, so it must keep x's shape); write {instead}", location)
+    if result.dtype != array.dtype:
+        if not np.can_cast(result.dtype, array.dtype, "same_kind"):
+            raise OpTypeError(f"{where}: the result's dtype {result.dtype} cannot be cast to x's dtype "
+                              f"{array.dtype} by numpy's same_kind rule for in-place operators; write "
+                              f"{instead} for a {result.dtype} result", location)
+        result = result.astype(array.dtype)
+    return result._copy()
 
 
 def _inplace_write_problem(tracer: Tracer) -> str | None:

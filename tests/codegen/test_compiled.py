@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 
 import flowjit
+from flowjit.compiler.ir import ops
 from helpers import assert_same_result, close, packed, tolerance_for
 from programs import PROGRAMS
 from random_programs import random_programs
@@ -230,6 +231,60 @@ def test_reductions_over_outer_axes_vectorise_in_both_variants():
         assembly = "".join(kernel.inspect_asm().values())
         assert packed(assembly, "add", np.float32), function
         assert not re.search(r"\bvgather", assembly), function
+
+
+def _column_statistics(x, w):
+    centred = x - x.mean(axis=0)
+    return centred / x.std(axis=0), (x - w) ** 2, ((x - w) ** 2).sum(axis=0) + w, x.var(axis=0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_outer_axis_reductions_store_their_full_shaped_values_in_the_same_pass(dtype):
+    """z-scores over axis 0: the variance's kernel also returns the centred values it reduces.
+    It reduces blocks of columns and stores those values in the same loop, through slices
+    (a row plan walked each column, striding the whole table: zscore ran 14x slower); widths
+    around the block of 1024, a three-dimensional input, NaN."""
+    from flowjit.compiler.ir.plan import KernelKind, ReduceStrategy
+    from flowjit.compiler.ir import ops
+    rng = np.random.default_rng(19)
+    jitted = flowjit.jit(_column_statistics)
+    for shape in ((1, 3), (5, 64), (37, 1030), (4, 6, 130)):
+        x = rng.standard_normal(shape).astype(dtype)
+        w = rng.standard_normal(shape[-1]).astype(dtype)
+        if x.shape[0] > 1:
+            x[1, 2] = np.nan
+        plans = [n.attrs["plan"] for n in jitted.lower(x, w).fused.nodes if n.op is ops.fused]
+        reduce_plans = [p for p in plans if p.kind is KernelKind.REDUCE]
+        if x.shape[0] > 1:                  # one row: the reduced axis is 1 wide, a plain row plan
+            assert reduce_plans and all(p.strategy is ReduceStrategy.COLUMNS for p in reduce_plans), plans
+            assert any(row.store for p in reduce_plans for row in p.passes), plans
+        with np.errstate(all="ignore"):
+            assert_matches_interpreter(jitted, (x, w), f"{shape}")
+            assert_matches_interpreter(flowjit.jit(_column_statistics, fuse=False), (x, w), f"unfused {shape}")
+
+
+def _stencil_mean_square(u, w):
+    lap = u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2] - 4 * u[1:-1, 1:-1]
+    return lap, np.mean(lap ** 2), (u.T * w).sum(), (u[1:] * 2).sum()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_reductions_of_strided_views_over_every_axis_read_them_in_place(dtype):
+    """A Laplacian's mean square reduces strided interior slices over both axes: merging the
+    axes into one row put a reshape on each slice, and numpy's reshape of a strided view is
+    a copy (five copies of the grid).  Such kernels keep their axes; a slice along the first
+    axis only stays contiguous and is still merged."""
+    rng = np.random.default_rng(23)
+    jitted = flowjit.jit(_stencil_mean_square)
+    for n in (4, 9, 40):
+        u = rng.standard_normal((n, n)).astype(dtype)
+        w = rng.standard_normal(n).astype(dtype)
+        fused = jitted.lower(u, w).fused
+        reshaped = [n.inputs[0].producer.op.name for n in fused.nodes
+                    if n.op is ops.reshape and n.inputs[0].producer is not None
+                    and n.inputs[0].producer.op is not ops.fused]
+        assert reshaped == ["slice"], fused                                  # u[1:] only
+        assert_matches_interpreter(jitted, (u, w), f"{n}x{n}")
 
 
 def test_trailing_reduced_axes_are_read_as_one_row():

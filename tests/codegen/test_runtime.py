@@ -330,3 +330,37 @@ def test_importing_flowjit_sets_the_wait_policy_first():
     script = "import os, flowjit; print(os.environ['OMP_WAIT_POLICY'])"
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.stdout.strip() == "PASSIVE" and not result.stderr, result.stderr
+
+
+def _concatenations(x, y):
+    features = np.concatenate([x, x ** 2, np.sin(x)], axis=1)           # kernel pieces along axis 1
+    rows = np.concatenate([np.exp(y), y * 3], axis=0)                    # along axis 0
+    polar = np.stack([np.sqrt(y * y + 1), np.arctan2(y, 2.0)], axis=-1)  # np.stack: reshaped pieces
+    shared = x * 2                                                       # used twice: copied
+    twice = np.concatenate([shared, shared], axis=0)
+    returned = np.cos(x)                                                 # a result as well: copied
+    return features @ np.ones((features.shape[1], 2), x.dtype), rows, polar, twice, returned, \
+        np.concatenate([returned, x], axis=1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_kernels_write_their_pieces_into_a_concatenation(dtype):
+    """A kernel output whose only use is a concatenation (or np.stack, through the reshape
+    that adds its axis) is written straight into its slice of the result; the concat copies
+    only the other pieces.  A piece used elsewhere or returned keeps its own buffer."""
+    rng = np.random.default_rng(31)
+    jitted, unfused = flowjit.jit(_concatenations), flowjit.jit(_concatenations, fuse=False)
+    for rows, columns in ((1, 1), (3, 5), (64, 7)):
+        x = rng.standard_normal((rows, columns)).astype(dtype)
+        y = rng.standard_normal((rows, columns)).astype(dtype)
+        expected = flowjit.interpret(jitted.lower(x, y).graph, x, y)
+        for function in (jitted, unfused):
+            for _ in range(2):                                           # buffers reused on the second call
+                for got, want in zip(function(x, y), expected):
+                    np.testing.assert_allclose(got, want, rtol=2e-6 if dtype == "float32" else 1e-12)
+        source = jitted.lower(x, y).executable.driver_source
+        lines = [line.strip() for line in source.splitlines() if not line.strip().startswith("#")]
+        in_place = [line for line in lines if "piece_view" in line]
+        assert len(in_place) == 6, source                  # x**2, sin; exp, y*3; both stacked pieces
+        concatenates = [line for line in lines if "np.concatenate(" in line]
+        assert len(concatenates) == 2, source              # shared twice, and the returned cos

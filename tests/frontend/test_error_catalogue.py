@@ -72,6 +72,28 @@ def add_under_view(x):
     return column
 
 
+def add_into_shared_numpy_array(x):
+    total = np.zeros(x.shape)
+    seen = total            # numpy's += would change both names; flowjit can rebind only one
+    total += x  # L-inumpy
+    return seen
+
+
+GLOBAL_TOTAL = np.zeros(3)
+
+
+def add_into_global_numpy_array(x):
+    global GLOBAL_TOTAL
+    GLOBAL_TOTAL += x  # L-iglobal
+    return GLOBAL_TOTAL
+
+
+def add_out_into_numpy_array(x):
+    total = np.zeros(x.shape)
+    np.add(total, x, out=total)  # L-iout
+    return total
+
+
 # (name, function, arguments, error class, builtin it also is, message, where: "call" or a line marker)
 CATALOGUE = [
     # -- arguments: reported at the call -------------------------------------------------------------
@@ -139,6 +161,15 @@ CATALOGUE = [
     ("*= under a view", add_under_view, (F64,), UnsupportedOperatorError, TypeError,
      "x *= y on f64[2,3]: numpy would write the result into an array that views of it (slices, reshapes, "
      "transposes) would see too; flowjit never writes into arrays: write x = x * y", "L-iviewed"),
+    ("+= into a numpy array another name sees", add_into_shared_numpy_array, (F64,), UnsupportedOperatorError,
+     TypeError, "x += y on f64[2,3] (a numpy array): numpy would write the result into that numpy array, which "
+     "other names, containers or views also see; flowjit never writes into arrays: write x = x + y", "L-inumpy"),
+    ("+= into a global numpy array", add_into_global_numpy_array, (np.ones(3),), UnsupportedOperatorError,
+     TypeError, "x += y on f64[3] (a numpy array): numpy would write the result into that numpy array, which "
+     "other names, containers or views also see; flowjit never writes into arrays: write x = x + y", "L-iglobal"),
+    ("out= into a numpy array", add_out_into_numpy_array, (F64,), UnsupportedOperatorError, TypeError,
+     "np.add(..., out=x) on f64[2,3]: numpy would write the result into that numpy array, and names bound to "
+     "it would not see a traced result; flowjit never writes into arrays: write x = np.add(...)", "L-iout"),
     ("escaped traced value, left", lambda y: ESCAPED[0] + y, (np.ones(2),), TraceError, Exception,  # L-esc1
      "a traced value escaped the jitted function that traced it (stored in a global, a list or an object) and "
      "was used after that function returned or inside another one: return it from that function instead of "

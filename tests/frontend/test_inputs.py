@@ -88,7 +88,37 @@ def accumulate_rows(x):
     return total
 
 
-@pytest.mark.parametrize("function", [alias_then_add, add_f64_into_f32, add_into_copy, accumulate_rows])
+def add_into_zeros_like(x):
+    total = np.zeros_like(x)            # a new array, though traced as a broadcast scalar
+    for k in range(3):
+        total += x * k
+    ones = np.ones_like(x, dtype=np.int32)
+    ones *= 3
+    filled = np.full_like(x, 2.0)
+    filled -= x
+    return total, ones, filled
+
+
+def count_into_numpy_zeros(x):
+    count = np.zeros(x.shape, dtype=np.int32)       # a numpy array the function made
+    for k in range(3):
+        count += x > k                               # numpy writes into it; the name is rebound
+    scaled = np.ones(x.shape)
+    scaled *= x
+    return count, scaled
+
+
+def out_into_traced(x):
+    y = x * 2
+    np.multiply(y, 3, out=y)
+    np.add(y, 1, out=(y,))
+    z = y                                            # one array: both names see the next write
+    np.subtract(z, 0.5, out=z)
+    return y, z
+
+
+@pytest.mark.parametrize("function", [alias_then_add, add_f64_into_f32, add_into_copy, accumulate_rows,
+                                      add_into_zeros_like, count_into_numpy_zeros, out_into_traced])
 def test_in_place_operators_follow_numpy(function):
     x = np.arange(6.0).reshape(3, 2)
     expected = function(x.copy())

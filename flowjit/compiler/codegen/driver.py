@@ -70,6 +70,14 @@ VIEWS = {ops.reshape: ("np.reshape", "shape"), ops.transpose: ("np.transpose", "
          ops.broadcast_to: ("np.broadcast_to", "shape")}
 
 
+def piece_view(array: np.ndarray, shape: tuple) -> np.ndarray:
+    """``array`` (a slice of a concatenation's result) seen with ``shape``: numpy's view, which
+    must not copy (a kernel writes through it)."""
+    view = array.view()
+    view.shape = shape
+    return view
+
+
 def storage_shape(value: Value) -> tuple[int, ...]:
     return value.shape if value.shape else (1,)
 
@@ -89,6 +97,7 @@ class DriverBuilder:
         self.names: dict[Value, str] = {}
         self.globals: dict = {"np": np}
         self.slot_specs: list[tuple] = []
+        self.taken: set[Value] = set()                # concat results whose buffer is taken
         self.sources: dict[str, str] = {}
         self.compiled: list = []
 
@@ -121,6 +130,44 @@ class DriverBuilder:
         for root in self.escapes:
             self.last_use[root] = end
         self.plan_variables()
+        self.plan_concatenations()
+
+    # -- concatenations: kernels write their pieces into the result ---------------------------------
+    def plan_concatenations(self) -> None:
+        """Which kernel outputs are written straight into their slice of a concatenation's
+        result (``np.concatenate([x, x**2, np.sin(x)], axis=1)``, ``np.stack``'s pieces with
+        their new axis): the concat then copies only its other pieces.  A piece qualifies when
+        a loop or reduce kernel computes it and the concat is its only use (directly, or
+        through the one reshape that adds the stacked axis), and it is no variable's buffer;
+        the result's buffer is taken when its first such piece is computed."""
+        consumers: dict[Value, list] = {}
+        for node in self.graph.nodes:
+            for value in node.inputs:
+                consumers.setdefault(value, []).append(node)
+        for value in self.graph.outputs:
+            consumers.setdefault(value, []).append(None)
+        self.piece_of: dict[Value, tuple[Value, tuple]] = {}    # kernel output -> (concat result, slice)
+        self.in_result: set[Value] = set()                        # concat inputs already in place
+        for node in self.graph.nodes:
+            if node.op is not ops.concat or node.output.dtype == np.float16:
+                continue
+            axis, start = node.attrs["axis"], 0
+            for value in node.inputs:
+                stop = start + value.shape[axis]
+                where = (slice(None),) * axis + (slice(start, stop),)
+                start = stop
+                source = value
+                if value.producer is not None and value.producer.op is ops.reshape:
+                    source = value.producer.inputs[0]
+                    if consumers.get(source) != [value.producer]:
+                        continue
+                producer = source.producer
+                if (producer is None or producer.op is not ops.fused or value.dtype != node.output.dtype
+                        or producer.attrs["plan"].kind is KernelKind.MATMUL or not source.shape
+                        or consumers.get(value) != [node] or source in self.in_place or source in self.piece_of):
+                    continue
+                self.piece_of[source] = (node.output, where)
+                self.in_result.add(value)
 
     # -- variables: reads alias the buffer until its next write; writes in place ---------------------
     def plan_variables(self) -> None:
@@ -302,8 +349,16 @@ class DriverBuilder:
                                                              # compiled module is shared with another
         outputs = []
         for value in kernel.outputs:
-            buffer = self.buffer(value, free_slots, slot_of)
-            self.emit(f"{self.name(value)} = {buffer}")
+            if value in self.piece_of:          # its slice of a concatenation's result
+                result, where = self.piece_of[value]
+                if result not in self.taken:
+                    self.taken.add(result)
+                    self.emit(f"{self.name(result)} = {self.buffer(result, free_slots, slot_of)}")
+                # (a view with the kernel's shape, or an error: never a copy it would write into)
+                self.emit(f"{self.name(value)} = {self.global_('piece_view', piece_view)}("
+                          f"{self.name(result)}[{self.global_('piece', where)}], {tuple(value.shape)})")
+            else:
+                self.emit(f"{self.name(value)} = {self.buffer(value, free_slots, slot_of)}")
             outputs.append(self.name(value))
         size = max([int(np.prod(v.shape, dtype=np.int64)) for v in kernel.inputs + kernel.outputs] + [0])
         parallel = kernel.parallel and size >= PARALLEL_MIN_ELEMENTS
@@ -338,6 +393,14 @@ class DriverBuilder:
             self.emit(f"{out} = {function}({args[0]}, {tuple(attrs[attr])})")
         elif op is ops.slice:
             self.emit(f"{out} = {args[0]}[{self.global_('slices', python_slices(attrs))}]")
+        elif op is ops.concat and node.output in self.taken:     # some pieces are written already
+            start = 0
+            for value, arg in zip(node.inputs, args):
+                stop = start + value.shape[attrs["axis"]]
+                if value not in self.in_result:
+                    where = (slice(None),) * attrs["axis"] + (slice(start, stop),)
+                    self.emit(f"{out}[{self.global_('piece', where)}] = {arg}")
+                start = stop
         elif op is ops.concat:
             self.emit(f"{out} = np.concatenate(({', '.join(args)},), axis={attrs['axis']})")
         elif op is ops.matmul and self.backend.matmul is None:

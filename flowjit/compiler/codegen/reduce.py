@@ -236,8 +236,10 @@ class ReduceWriter(KernelWriter):
         a row into them (the innermost loop vectorises across outputs), then the results
         and whatever the kernel computes from them.  float32 sums accumulate 16 rows in
         float32 at a time, then pass into float64 ones, as row reductions do.  Only for kernels whose reductions all
-        read the inputs' values (one pass) and that return nothing full-shaped; the fuser
-        keeps full-shaped consumers of such reductions out (fuse.py).
+        read values known before any reduction (one pass); full-shaped outputs (the plan's
+        stores, all computed before the reductions) are written in the same loop, through
+        slices as the loads are.  The fuser keeps full-shaped consumers of such reductions
+        out (fuse.py).
         """
         start = len(self.lines)
         self.constants(1)
@@ -281,6 +283,9 @@ class ReduceWriter(KernelWriter):
             element = self.names.get(source) or self.load(source, _identity(source.shape))
             self.emit(inner + 1, f"x = {cast(element, source.dtype, lane[node])}")
             self.emit(inner + 1, f"{slot[node]} = {combine(slot[node], 'x')}")
+        stored = [value for value in outputs if value.name in self.plan.passes[0].store]
+        for value in stored:                  # full-shaped outputs, through slices as the loads
+            self.emit(inner + 1, f"{self.load(value, self.embed[value])} = {self.var(value)}")
         self.slicing = None
         self.insert_slices(slices_at, inner)
         if narrowed:
@@ -306,7 +311,8 @@ class ReduceWriter(KernelWriter):
             elif not any(e in reduced for e in self.embed[node.output] if e is not None):
                 self.compute(depth + 1, node)
         for value in outputs:
-            self.store(depth + 1, value)
+            if value not in stored:
+                self.store(depth + 1, value)
         return self.lines[start:]
 
     def accumulators(self, depth: int, node: Node, prefix: str, lane: np.dtype, dtype: np.dtype, start: str,

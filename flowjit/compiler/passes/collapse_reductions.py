@@ -15,7 +15,10 @@ what is compiled::
 
 The driver runs a reshape as numpy does: a view of a C-contiguous array (numpy copies any
 other); buffers a kernel writes are fresh C-contiguous arrays, so their reshapes are views.
-A kernel that does not qualify is left as it is.
+An input that is a strided view (the interior ``u[1:-1, 1:-1]`` of a stencil, a transpose)
+would be copied whole by that reshape -- five copies of the grid in a Laplacian's mean
+square -- so a kernel reading one is not merged.  A kernel that does not qualify is left as
+it is.
 """
 
 from __future__ import annotations
@@ -46,6 +49,30 @@ def merged_shape(value: Value, domain: tuple, reduced: list[int], embed: dict) -
     return None
 
 
+def strided_view(value: Value) -> bool:
+    """Whether ``value`` is a view that is not C-contiguous when what it views is (kernel
+    outputs and, as numpy's own reshape assumes, arguments): a transpose, a broadcast, or a
+    slice that restricts an axis after its first one longer than 1, or steps."""
+    producer = value.producer
+    if producer is None or producer.op is ops.reshape:
+        return False                            # (a reshape of a strided view is numpy's copy)
+    if producer.op in (ops.transpose, ops.broadcast_to):
+        return True
+    if producer.op is not ops.slice:
+        return False
+    source, shape = producer.inputs[0].shape, value.shape
+    attrs = producer.attrs
+    long_axes = [axis for axis, size in enumerate(shape) if size > 1]
+    if not long_axes:
+        return strided_view(producer.inputs[0])
+    first = long_axes[0]
+    if attrs["steps"][first] != 1:
+        return True
+    if any(shape[axis] != source[axis] or attrs["steps"][axis] != 1 for axis in range(first + 1, len(shape))):
+        return True
+    return strided_view(producer.inputs[0])
+
+
 def merged_embedding(embedding: tuple, merged: tuple, rank: int, axis: int) -> tuple:
     """A value's embedding in the merged domain: its trailing dimensions become one, along the
     merged axis (or broadcast); a value with only kept dimensions keeps its embedding."""
@@ -67,6 +94,8 @@ def collapse_trailing_reduction(node: Node) -> tuple[Graph, KernelPlan, list, li
     rank = len(domain)
     if len(reduced) < 2 or reduced != list(range(rank - len(reduced), rank)):
         return None
+    if any(strided_view(value) for value in node.inputs):
+        return None                             # its reshape would copy it
     embed = {value: plan.embedding(value.name) for inner in body.nodes for value in inner.outputs}
     values = list(body.inputs) + [value for n in body.nodes for value in n.outputs]
     shapes = {value: merged_shape(value, domain, reduced, embed) for value in values}

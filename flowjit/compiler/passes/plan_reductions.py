@@ -16,7 +16,9 @@ For every fused reduce kernel whose plan has no strategy yet:
 - **scratch**: what such a later read needs, and what a later pass needs from an earlier
   one, is written to a per-row scratch array by the pass that first computes it;
 - **strategy**: ``columns`` when the innermost axis is kept and one pass of plain
-  reductions returns nothing full-shaped (blocks of adjacent outputs); ``parts`` when the
+  reductions does it all (blocks of adjacent outputs; a full-shaped output, such as the
+  centred ``x - x.mean(axis=0)`` a variance reduces and z-scores divide, is stored by that
+  pass: a row plan would stride down columns); ``parts`` when the
   whole domain is one row reduced in one pass (parallel parts); else ``rows``.
 """
 
@@ -43,10 +45,13 @@ def plan_rows(body: Graph, plan: KernelPlan) -> KernelPlan:
     full = full_values(body, plan)
     full_outputs = [v for v in body.outputs if v in full]
     count = max(list(pass_of.values()) + [level[v] for v in full_outputs] + [0]) + 1
-    if (kept and kept[-1] == len(plan.domain) - 1 and count == 1 and not full_outputs
+    if (kept and kept[-1] == len(plan.domain) - 1 and count == 1
             and not any(n.op in ARG_REDUCTIONS for n in reductions)):
+        # One pass: every full-shaped output is known before any reduction (level 0), so the
+        # pass that adds row stretches into the outputs' block also stores them.
         return plan.replace(strategy=ReduceStrategy.COLUMNS,
-                            passes=(RowPass(reduce=[n.output.name for n in reductions]),))
+                            passes=(RowPass(reduce=[n.output.name for n in reductions],
+                                            store=[v.name for v in full_outputs]),))
     single = len(reduced) == 1
     folded = {n for n in reductions if single and n.op not in ARG_REDUCTIONS
               and lane_dtype(n).itemsize <= compute_dtype(n.inputs[0].dtype).itemsize}

@@ -150,6 +150,20 @@ def broadcast_scalar(node: Node, rw: Rewriter) -> Value | None:
     return rw.emit(ops.broadcast_to, [inner], {"shape": shape})
 
 
+def uniform_constant(node: Node, rw: Rewriter) -> Value | None:
+    """constant of one repeated value (np.zeros(shape), np.ones, np.full) -> broadcast_to(scalar)
+    (bitwise equal elements: -0.0 and 0.0 differ, NaNs of one payload are one value)"""
+    array = node.attrs["value"]
+    if array.ndim == 0 or array.size < 2:
+        return None
+    flat = np.ascontiguousarray(array).reshape(-1)
+    bits = flat.view(np.dtype(f"u{flat.dtype.itemsize}")) if flat.dtype.kind in "fc" else flat
+    if not bool(np.all(bits == bits[0])):
+        return None
+    scalar = rw.emit(ops.constant, [], {"value": flat[:1].reshape(())})
+    return rw.emit(ops.broadcast_to, [scalar], {"shape": array.shape})
+
+
 # -- fastmath rules ---------------------------------------------------------------------------------
 def _zeros(node: Node, rw: Rewriter) -> Value:
     zero = rw.emit(ops.constant, [], {"value": np.zeros((), node.output.dtype)})
@@ -185,7 +199,7 @@ EXACT_RULES: dict = {
     ops.add: [add_zero], ops.sub: [sub_zero], ops.mul: [mul_one], ops.div: [div_one],
     ops.pow: [pow_one, pow_two], ops.neg: [neg_neg], ops.transpose: [transpose_transpose, no_op_shape],
     ops.reshape: [reshape_reshape, no_op_shape], ops.broadcast_to: [no_op_shape],
-    ops.slice: [no_op_shape], ops.cast: [no_op_shape],
+    ops.slice: [no_op_shape], ops.cast: [no_op_shape], ops.constant: [uniform_constant],
 }
 FASTMATH_RULES: dict = {ops.mul: [mul_zero], ops.sub: [sub_self], ops.div: [div_constant]}
 
