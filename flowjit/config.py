@@ -31,6 +31,7 @@ class CompileOptions:
     lossy_transfers: bool = False           # float32 crosses devices as its upper 16 bits (§5.5)
     schedule_recvs: bool = True             # hold each recv until shortly before its first use (§5.2)
     check_numerics: bool = False            # check every kernel's outputs for NaN/Inf (FLOWJIT_CHECK_NUMERICS=1)
+    step_timeout: float | None = 300.0      # seconds a multi-device or cluster step may take (None: no deadline)
 
     def __post_init__(self):
         if self.devices is not None:

@@ -276,7 +276,8 @@ class Lowered:
         buffers, check = self.variable_buffers, self.options.check_numerics
         return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs, self.devices,
                                      lambda node: Executable(single_node_graph(node), self.backend_for(node.device),
-                                                             buffers, check))
+                                                             buffers, check),
+                                     step_timeout=self.options.step_timeout)
 
     def compile(self):
         """A callable taking the flat input arrays and returning the flat outputs."""
