@@ -24,6 +24,7 @@ from flowjit.compiler.passes.specialize import SpecializeError  # noqa: E402
 from flowjit.devices import Device, DeviceSet, current_devices, set_devices
 from flowjit.runtime.interpreter import interpret
 from flowjit.runtime.checkpoint import Checkpoint, CheckpointPolicy
+from flowjit.runtime.cluster import Cluster, ClusterError
 
 __version__ = "0.1.0"
 
@@ -38,4 +39,4 @@ __all__ = ["Graph", "placeholder", "Session", "SessionError", "SpecializeError",
            "ArgumentError", "OpTypeError", "UnsupportedDTypeError", "UnsupportedAttributeError",
            "UnsupportedOperatorError", "UnsupportedInputError", "InternalError", "supported_functions",
            "Checkpoint", "CheckpointPolicy", "CheckpointError", "KernelCacheWarning", "Variable",
-           "control_dependencies", "Operation", "NumericsError"]
+           "control_dependencies", "Operation", "NumericsError", "Cluster", "ClusterError"]

@@ -180,12 +180,16 @@ class DeviceSet:
     """The devices a program may be placed on, in preference order (ties go to the first)."""
 
     devices: tuple[Device, ...] = field(default_factory=tuple)
+    cluster: object = None          # the flowjit.Cluster whose tasks own these devices (None: this process)
 
     @classmethod
     def of(cls, devices) -> "DeviceSet":
-        """From names (``"cpu:1"``), ``Device`` objects, or dicts of ``Device`` fields with a ``name``."""
+        """From names (``"cpu:1"``), ``Device`` objects, dicts of ``Device`` fields with a
+        ``name``, or a ``flowjit.Cluster`` (its tasks' devices)."""
         if isinstance(devices, DeviceSet):
             return devices
+        if isinstance(getattr(devices, "device_set", None), DeviceSet):
+            return devices.device_set
         if isinstance(devices, (str, Device, dict)):
             devices = [devices]
         made = []

@@ -125,6 +125,7 @@ class _Call:
         self.started = 0.0
         self.active: set[int] = set()                        # kernels and sends queued or running
         self.arrays: tuple = ()                              # the program's inputs
+        self.tag = None                                      # what the caller named the call (a step id)
 
     # -- running steps -------------------------------------------------------------
     def run(self, step: Step, worker: _Worker | None) -> None:
@@ -138,7 +139,7 @@ class _Call:
                 for slot, result in zip(step.outputs, results):
                     values[slot] = result
             elif step.remote:                                # a send to another process
-                self.executable.transport(step.key, values[step.inputs[0]])
+                self.executable.transport(self.tag, step.key, values[step.inputs[0]])
             else:                                            # send
                 self.deliver(step.key, values[step.inputs[0]])
         except BaseException as error:                       # noqa: B036  (re-raised in the caller)
@@ -286,12 +287,12 @@ class MultiDeviceExecutable:
     def __init__(self, partitions: list[Graph], inputs: list[list[int]], outputs: list[tuple[int, int]],
                  devices: DeviceSet, compile_node: Callable[[Node], Callable], *,
                  step_timeout: float | None = DEFAULT_STEP_TIMEOUT,
-                 transport: Callable[[str, object], None] | None = None):
+                 transport: Callable[[object, str, object], None] | None = None):
         """``compile_node`` turns one node of a partition into a callable taking its input
         arrays and returning its outputs (with a ``kernel_sources`` mapping): the compiler
         hands compiled code to the runtime, which never generates any itself.
-        ``step_timeout``: each call's deadline in seconds (None: none).  ``transport(key,
-        tensor)`` carries sends to devices of other processes; without one, every send must
+        ``step_timeout``: each call's deadline in seconds (None: none).  ``transport(tag,
+        key, tensor)`` carries sends to devices of other processes (``tag``: the call's); without one, every send must
         have its recv here."""
         self.devices = [devices[graph.attrs["device"]] for graph in partitions]
         for device in self.devices:
@@ -358,11 +359,12 @@ class MultiDeviceExecutable:
             sources.update(executable.kernel_sources)
         return sources
 
-    def begin(self, arrays, *, profile: bool = False, mailbox: dict | None = None) -> _Call:
+    def begin(self, arrays, *, profile: bool = False, mailbox: dict | None = None, tag=None) -> _Call:
         """Start a call on ``arrays`` (the program's inputs, by index) and return it; tensors
-        already received from other processes for it come in ``mailbox`` (key -> tensor)."""
+        already received from other processes for it come in ``mailbox`` (key -> tensor).
+        ``tag`` (a step id) is what the transport is given with each remote send."""
         call = _Call(self, profile)
-        call.arrays = arrays
+        call.arrays, call.tag = arrays, tag
         for slot, index in self.input_slots:
             call.values[slot] = arrays[index]
         for key, tensor in (mailbox or {}).items():
