@@ -159,22 +159,43 @@ class Cluster:
         with self._lock:
             self._actors.update(started)
         infos = self._get([actor.info.remote() for actor in started.values()], timeout,
-                          f"starting the tasks {', '.join(tasks)}")
+                          f"starting the tasks {', '.join(tasks)}", list(started))
         for task, info in zip(started, infos):
             self._info[task] = TaskInfo(task, **info)
         self._set_peers(timeout)
 
     def _set_peers(self, timeout: float = CALL_TIMEOUT) -> None:
         actors = self.actors()
-        self._get([actor.set_peers.remote(actors) for actor in actors.values()], timeout, "connecting the tasks")
+        self._get([actor.set_peers.remote(actors) for actor in actors.values()], timeout, "connecting the tasks",
+                  list(actors))
 
-    def _get(self, refs, timeout: float, what: str):
+    def _get(self, refs, timeout: float, what: str, tasks: list[str] | None = None):
+        """``ray.get`` with a deadline; a failure names the task it came from (``tasks``: the
+        task of each ref) and whether it died or raised."""
+        ray = self._ray
         try:
-            return self._ray.get(refs, timeout=timeout)
-        except self._ray.exceptions.GetTimeoutError:
+            return ray.get(refs, timeout=timeout)
+        except ray.exceptions.GetTimeoutError:
             raise ClusterError(f"{what} took longer than {timeout:g} s", kind="unavailable") from None
-        except self._ray.exceptions.RayError as error:
-            raise ClusterError(f"{what} failed: {error}", kind="unavailable") from error
+        except ray.exceptions.RayError as error:
+            task = kind = None
+            for index, ref in enumerate(refs if tasks is not None else []):
+                ready, _ = ray.wait([ref], timeout=0)
+                if ready:
+                    try:
+                        ray.get(ref, timeout=0)
+                    except ray.exceptions.RayError as failed:
+                        task, error = tasks[index], failed
+                        break
+            if isinstance(error, (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError)):
+                kind, happened = "died", "its process died"
+            else:
+                kind, happened = ("raised" if isinstance(error, ray.exceptions.RayTaskError) else "unavailable",
+                                  str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
+            info = self._info.get(task) if task else None
+            subject = f" on task {self.describe_task(task)}" if task else ""
+            raise ClusterError(f"{what} failed{subject}: {happened}", task=task, kind=kind,
+                               pid=info.pid if info else None, node=info.node if info else None) from error
 
     def actors(self) -> dict:
         """Task name -> its actor handle."""

@@ -74,7 +74,8 @@ class ClusterExecutable:
         refs = [actors[task].register.remote(self.program, self.plan[task]["texts"], self.plan[task]["inputs"],
                                              self.plan[task]["outputs"], self.compile_node, self.step_timeout)
                 for task in stale]
-        kernels = self.cluster._get(refs, CALL_TIMEOUT * 6, f"registering @{self.name} with {', '.join(stale)}")
+        kernels = self.cluster._get(refs, CALL_TIMEOUT * 6, f"registering @{self.name} with {', '.join(stale)}",
+                                    stale)
         for task, names in zip(stale, kernels):
             self.registered[task] = self.cluster.generation[task]
             self.kernels[task] = names
