@@ -1,15 +1,16 @@
-# Each target makes .venv (with the project and its test extra) when it is missing.
+# Each target makes .venv (with the project, its test extra and its distributed extra: Ray, for the
+# cluster tests) when it is missing.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench fuzz clean
+.PHONY: demo test bench fuzz chaos clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test,distributed]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -21,6 +22,11 @@ test: $(STAMP)
 
 fuzz: $(STAMP)
 	$(BIN)/python tests/fuzz.py --count $(or $(N),2000)
+
+# Cluster tasks killed at random points of a multi-step run: N kills (CI's suite makes 20).
+chaos: $(STAMP)
+	FLOWJIT_CHAOS_KILLS=$(or $(N),200) HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q \
+		tests/distributed/test_cluster.py -k killed_at_random_points -s
 
 bench: $(STAMP)
 	$(BIN)/flowjit bench --json bench-results.json --plot bench-results.png

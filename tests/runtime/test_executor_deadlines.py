@@ -118,7 +118,7 @@ def test_a_recv_whose_send_never_comes_times_out_instead_of_hanging():
     compiled = {name: kernel for (_, name), kernel in inner.kernels.items()}
     executable = MultiDeviceExecutable(partitions, [lowered.partitioned.inputs[index]], [(0, 0)], lowered.devices,
                                        lambda node: compiled[node.name], step_timeout=0.2,
-                                       transport=lambda key, tensor: None)
+                                       transport=lambda tag, key, tensor: None)
     x, y = _args()
     started = time.monotonic()
     with pytest.raises(StepTimeoutError, match=r"recv %recv_mul on /job:localhost/task:0/device:cpu:0 is waiting "
