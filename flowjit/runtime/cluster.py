@@ -69,8 +69,7 @@ def start_local_ray(num_cpus: int = 2, object_store_bytes: int = OBJECT_STORE_BY
     object store; task processes import the same flowjit as this one (its directory leads
     their PYTHONPATH: the Ray processes inherit this environment when they start)."""
     ray = import_ray(loopback=True)
-    import flowjit
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(flowjit.__file__)))
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     before = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, before]))
     try:
