@@ -8,7 +8,9 @@ gets back the outputs they produce; cross-task tensors go task to task under the
 rendezvous keys (``cluster_task``).  A task restarted since the last step is registered
 with again before the step.
 
-Faults: the step waits on every task with one deadline.  A task whose process died, or
+Faults: the step waits on every task with one deadline (``step_timeout``; the first step
+after a task registered, in which it compiles its kernels, gets ``FIRST_CALL_ALLOWANCE``
+more).  A task whose process died, or
 whose step raised, fails the step at once: every other task is told to abort it (so
 none stays blocked on a recv), and the error names the task, its devices and node, and
 what the task reported.  A step not done by its deadline asks each unfinished task what
@@ -26,7 +28,7 @@ import numpy as np
 from flowjit.compiler.ir.graph import Graph
 from flowjit.compiler.ir.printer import print_graph
 from flowjit.runtime.cluster import CALL_TIMEOUT, Cluster, ClusterError
-from flowjit.runtime.executor import DEFAULT_STEP_TIMEOUT
+from flowjit.runtime.executor import DEFAULT_STEP_TIMEOUT, FIRST_CALL_ALLOWANCE
 
 ABORT_GRACE = 1.0              # seconds the other tasks get to report an abort
 
@@ -63,14 +65,16 @@ class ClusterExecutable:
         self.steps = itertools.count()
         self.kernels: dict[str, list[str]] = {}
         self.register()
+        self.first = True
 
     # -- registration ------------------------------------------------------------------
-    def register(self) -> None:
-        """Register with every task whose actor changed since (all, the first time)."""
+    def register(self) -> bool:
+        """Register with every task whose actor changed since (all, the first time); whether
+        any task registered (its next step compiles its kernels)."""
         actors = self.cluster.actors()
         stale = [task for task in self.plan if self.registered.get(task) != self.cluster.generation[task]]
         if not stale:
-            return
+            return False
         refs = [actors[task].register.remote(self.program, self.plan[task]["texts"], self.plan[task]["inputs"],
                                              self.plan[task]["outputs"], self.compile_node, self.step_timeout)
                 for task in stale]
@@ -79,11 +83,16 @@ class ClusterExecutable:
         for task, names in zip(stale, kernels):
             self.registered[task] = self.cluster.generation[task]
             self.kernels[task] = names
+        return True
 
     # -- steps -------------------------------------------------------------------------
     def __call__(self, *arrays):
         ray = self.cluster._ray
-        self.register()
+        compiles = self.register() or self.first
+        self.first = False
+        timeout = self.step_timeout
+        if timeout is not None and compiles:
+            timeout += FIRST_CALL_ALLOWANCE
         step = next(self.steps)
         actors = self.cluster.actors()
         shared = {}                                      # an input several tasks read is put once
@@ -93,11 +102,11 @@ class ClusterExecutable:
                 shared[index] = ray.put(arrays[index])
         refs = {}
         for task, plan in self.plan.items():
-            feeds = {index: shared.get(index, arrays[index]) for index in plan["feeds"]}
-            ref = actors[task].run.remote(self.program, step, feeds, self.input_count,
-                                          None if self.step_timeout is None else self.step_timeout + 5.0)
+            feeds = [shared.get(index, arrays[index]) for index in plan["feeds"]]
+            ref = actors[task].run.remote(self.program, step, self.input_count,
+                                          None if timeout is None else timeout + 5.0, plan["feeds"], *feeds)
             refs[ref] = task
-        results = self._wait(step, refs, actors)
+        results = self._wait(step, refs, actors, timeout)
         outputs = []
         for task, position in self.output_places:
             value = arrays[position] if task is None else results[task][position]
@@ -106,16 +115,16 @@ class ClusterExecutable:
             outputs.append(value)
         return outputs
 
-    def _wait(self, step: int, refs: dict, actors: dict) -> dict[str, list]:
+    def _wait(self, step: int, refs: dict, actors: dict, timeout: float | None) -> dict[str, list]:
         ray = self.cluster._ray
-        deadline = None if self.step_timeout is None else time.monotonic() + self.step_timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
         pending = list(refs)
         results: dict[str, list] = {}
         while pending:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready, pending = ray.wait(pending, num_returns=1, timeout=remaining)
             if not ready:
-                self._hung(step, [refs[ref] for ref in pending], pending, actors)
+                self._hung(step, [refs[ref] for ref in pending], pending, actors, timeout)
             for ref in ready:
                 task = refs[ref]
                 try:
@@ -129,7 +138,7 @@ class ClusterExecutable:
                     self._failed(step, task, "raised", f"{type(cause).__name__}: {cause}", pending, actors,
                                  cause=cause)
                 except ray.exceptions.GetTimeoutError:
-                    self._hung(step, [task], [ref], actors)
+                    self._hung(step, [task], [ref], actors, timeout)
         return results
 
     def _abort(self, step: int, reason: str, actors: dict, pending: list) -> None:
@@ -149,7 +158,7 @@ class ClusterExecutable:
                              pid=info.pid if info else None, node=info.node if info else None)
         raise error from cause
 
-    def _hung(self, step: int, tasks: list[str], pending: list, actors: dict):
+    def _hung(self, step: int, tasks: list[str], pending: list, actors: dict, timeout: float):
         """The deadline passed with ``tasks`` unfinished: ask each what it waits for."""
         ray = self.cluster._ray
         asked = {actors[task].pending.remote(self.program, step): task for task in tasks}
@@ -169,7 +178,7 @@ class ClusterExecutable:
         for task in tasks:
             lines = reports.get(task)
             details.append(f"{task}: " + ("does not answer" if lines is None else "; ".join(lines) or "finishing"))
-        reason = (f"step {step} of @{self.name} did not finish within its deadline of {self.step_timeout:g} s; "
+        reason = (f"step {step} of @{self.name} did not finish within its deadline of {timeout:g} s; "
                   f"task {self.cluster.describe_task(culprit)} made no progress"
                   f"{' and does not answer' if culprit in silent else ''}. Still pending: " + " | ".join(details))
         answering = [ref for ref, task in zip(pending, tasks) if task not in silent]

@@ -77,9 +77,12 @@ class Task:
             self.programs.pop(program, None)
 
     # -- steps -------------------------------------------------------------------------
-    def run(self, program: str, step: int, feeds: dict[int, object], input_count: int,
-            timeout: float | None) -> list:
-        """Run this task's part of step ``step``; the outputs its partitions produce."""
+    def run(self, program: str, step: int, input_count: int, timeout: float | None, indices: list[int],
+            *values) -> list:
+        """Run this task's part of step ``step`` on the program inputs ``indices`` (``values``:
+        top-level arguments, so that Ray resolves those put in its object store); the outputs
+        its partitions produce."""
+        feeds = dict(zip(indices, values))
         with self.lock:
             executable = self.programs.get(program)
             if executable is None:

@@ -12,7 +12,8 @@ process share memory.
 
 An error in any step aborts the whole call: every device stops taking work from it,
 and the call raises ``ExecutionError`` naming the node, its device and the user's line.
-Every call has a deadline (``step_timeout``): a call that has not finished by then (a
+Every call has a deadline (``step_timeout``; the first call, which compiles the kernels,
+gets ``FIRST_CALL_ALLOWANCE`` more): a call that has not finished by then (a
 recv whose send never comes, a kernel that hangs) fails with ``StepTimeoutError``
 naming each recv still waiting (its key, both devices, the node) and each kernel still
 queued or running.  Each rendezvous key has exactly one send and one recv; the
@@ -50,6 +51,7 @@ class StepTimeoutError(ExecutionError, TimeoutError):
 
 
 DEFAULT_STEP_TIMEOUT = 300.0        # seconds; CompileOptions.step_timeout
+FIRST_CALL_ALLOWANCE = 600.0        # seconds added to the first call's deadline: its kernels compile then
 
 
 @dataclass
@@ -314,6 +316,7 @@ class MultiDeviceExecutable:
         self.slot_count = len(slot_of)
         self.step_timeout = step_timeout
         self.transport = transport
+        self.calls = 0
         here = {device.name for device in self.devices}
         step_of: dict[Node, Step] = {}
         self.kernels: dict = {}
@@ -377,8 +380,16 @@ class MultiDeviceExecutable:
             call.start(step)
         return call
 
+    def deadline(self) -> float | None:
+        """Seconds the next call may take: ``step_timeout``, with more for the first call."""
+        if self.step_timeout is None:
+            return None
+        return self.step_timeout + (FIRST_CALL_ALLOWANCE if self.calls == 0 else 0.0)
+
     def __call__(self, *arrays, profile: bool = False):
-        return self.begin(arrays, profile=profile).wait(self.step_timeout)
+        timeout = self.deadline()
+        self.calls += 1
+        return self.begin(arrays, profile=profile).wait(timeout)
 
 
 def chrome_trace(executable: MultiDeviceExecutable, call: _Call) -> dict:

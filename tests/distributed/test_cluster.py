@@ -110,6 +110,28 @@ def test_a_pinned_program_equals_one_process_and_the_interpreter(cluster, stats,
     _close(on_cluster(x2, y2), flowjit.jit(pipeline, backend="interpreter")(x2, y2))
 
 
+def test_a_large_input_read_by_every_task_is_put_once_and_read_from_the_object_store(cluster):
+    def spread(x):
+        with flowjit.device(WORKER0):
+            a = np.exp(x).sum(axis=1)
+        with flowjit.device(WORKER1):
+            b = (x * 2).max(axis=1)
+        with flowjit.device(PS):
+            return a + b + x.min(axis=1)
+    x = np.random.default_rng(2).uniform(-1, 1, (64, 512)).astype(np.float32)      # 128 KiB: put once
+    got = flowjit.jit(spread, devices=cluster)(x)
+    np.testing.assert_allclose(got, flowjit.jit(spread, backend="interpreter")(x), rtol=1e-5)
+    np.testing.assert_array_equal(got, flowjit.jit(spread, devices=LOCAL_NAMES)(x))
+
+
+def test_lossy_links_between_tasks_equal_lossy_links_in_one_process(cluster):
+    x, y = _args()
+    got = flowjit.jit(pipeline, devices=cluster, lossy_transfers=True)(x, y)
+    for actual, expected in zip(got, flowjit.jit(pipeline, devices=LOCAL_NAMES, lossy_transfers=True)(x, y)):
+        np.testing.assert_array_equal(actual, expected)
+    assert not np.array_equal(got[2], flowjit.jit(pipeline, devices=LOCAL_NAMES)(x, y)[2])   # it did truncate
+
+
 def test_cross_task_sends_keep_the_single_process_rendezvous_keys(cluster):
     x, y = _args()
     lowered = flowjit.jit(pipeline, devices=cluster).lower(x, y)
