@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python -m flowjit.bench.pipeline_scaling
 	$(BIN)/python -m flowjit.bench.reductions
 	$(BIN)/flowjit bench --compile-scaling
+	$(BIN)/python -m flowjit.bench.hosts --json bench-hosts.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info
