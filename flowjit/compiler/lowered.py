@@ -213,9 +213,9 @@ class Lowered:
         return [self.stage_graph(stage)]
 
     def kernel_sources(self) -> dict[str, str]:
-        """Kernel name -> the generated module source it compiles from.  Kernels for a GPU are
-        rendered without compiling them (no GPU needed)."""
-        if any(device.type == "gpu" for device in self.devices):
+        """Kernel name -> the generated module source it compiles from.  Kernels for a GPU, or
+        for a cluster's tasks, are rendered without compiling them here."""
+        if any(device.type == "gpu" for device in self.devices) or self.devices.cluster is not None:
             return {node.name: self.backend_for(graph.attrs.get("device")).render(node).source
                     for graph in self.stage_graphs("fused") for node in graph.nodes if has_kernel(node)}
         return dict(self.executable.kernel_sources)
@@ -275,7 +275,11 @@ class Lowered:
     def multi_device_executable(self):
         """The partitioned program on the multi-device executor (also what ``profile`` runs)."""
         from flowjit.compiler.codegen.driver import Executable, single_node_graph
+        from flowjit.runtime.cluster import ClusterError
         from flowjit.runtime.executor import MultiDeviceExecutable
+        if self.devices.cluster is not None:
+            raise ClusterError(f"@{self.graph.name} is placed on a cluster, whose tasks run it in their own processes; "
+                               f"profiling across tasks is not built yet (profile it on local devices)")
         partitioned = self.partitioned
         buffers, check = self.variable_buffers, self.options.check_numerics
         return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs, self.devices,

@@ -161,6 +161,18 @@ def test_corpus_programs_on_random_placements_across_tasks(cluster, name):
         np.testing.assert_allclose(actual, want, rtol=1e-5, atol=1e-6)
 
 
+def test_the_kernels_of_a_program_on_a_cluster_list_without_compiling_here_and_profile_is_refused(cluster):
+    x, y = _args()
+    jitted = flowjit.jit(pipeline, devices=cluster)
+    compiles = flowjit.stats()["kernel_compiles"]
+    text = jitted.lower(x, y).as_text("kernels")
+    assert "def kernel(" in text and "tanh" in text
+    assert flowjit.stats()["kernel_compiles"] == compiles
+    with pytest.raises(flowjit.ClusterError, match=r"@pipeline is placed on a cluster, .* profiling across tasks "
+                                                   r"is not built yet"):
+        jitted.profile(x, y)
+
+
 def test_programs_with_variables_are_refused_on_a_cluster(cluster):
     counter = flowjit.Variable(np.zeros(3, np.float32), name="hosts_counter")
 
