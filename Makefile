@@ -23,10 +23,11 @@ test: $(STAMP)
 fuzz: $(STAMP)
 	$(BIN)/python tests/fuzz.py --count $(or $(N),2000)
 
-# Cluster tasks killed at random points of a multi-step run: N kills (CI's suite makes 20).
+# Cluster tasks killed at random points of a multi-step run: N kills (CI's suite makes 20); and the
+# tasks on two separate raylets (the multi-host code path; ~20 s, so not in CI's suite).
 chaos: $(STAMP)
-	FLOWJIT_CHAOS_KILLS=$(or $(N),200) HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q \
-		tests/distributed/test_cluster.py -k killed_at_random_points -s
+	FLOWJIT_CHAOS_KILLS=$(or $(N),200) FLOWJIT_MULTINODE=1 HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q \
+		tests/distributed/test_cluster.py -k "killed_at_random_points or raylets" -s
 
 bench: $(STAMP)
 	$(BIN)/flowjit bench --json bench-results.json --plot bench-results.png

@@ -115,8 +115,17 @@ class Cluster:
     """Tasks as Ray actors; a device set for ``jit(devices=...)``."""
 
     def __init__(self, spec=None, *, address: str | None = None, cpu_devices: int = 1, threads: int = 1,
-                 start_timeout: float = START_TIMEOUT):
+                 resources: dict[str, dict[str, float]] | None = None, start_timeout: float = START_TIMEOUT):
+        """``resources``: Ray custom resources a task's actor needs, by job (``"worker"``) or
+        task (``"/job:worker/task:1"``, which wins): how tasks are placed on the nodes of a
+        Ray cluster that offer them (``ray start --resources '{"gpu_box": 1}'``)."""
         self.spec = parse_spec(spec)
+        self.tasks = [f"/job:{job}/task:{index}" for job, count in self.spec.items() for index in range(count)]
+        self.resources = dict(resources or {})
+        unknown = set(self.resources) - set(self.spec) - set(self.tasks)
+        if unknown:
+            raise ClusterError(f"resources name {', '.join(sorted(unknown))}, which is no job or task of the "
+                               f"cluster ({', '.join(self.tasks)})")
         ray = import_ray(loopback=address is None)
         self.cpu_devices, self.threads = cpu_devices, threads
         self._ray = ray
@@ -128,7 +137,6 @@ class Cluster:
             start_local_ray()
             self._started_ray = True
         self.id = uuid.uuid4().hex[:8]
-        self.tasks = [f"/job:{job}/task:{index}" for job, count in self.spec.items() for index in range(count)]
         self._lock = threading.Lock()
         self._actors: dict = {}
         self._info: dict[str, TaskInfo] = {}
@@ -152,13 +160,19 @@ class Cluster:
         remote = self._ray.remote(Task)
         started = {}
         for task in tasks:
-            started[task] = remote.options(num_cpus=0, max_concurrency=16, max_restarts=0,
+            job = task.split("/")[1].removeprefix("job:")
+            needs = self.resources.get(task, self.resources.get(job, {}))
+            started[task] = remote.options(num_cpus=0, max_concurrency=16, max_restarts=0, resources=needs or None,
                                            name=f"flowjit-{self.id}-{task.replace('/', '_')}").remote(
                 task, [device.name for device in self.devices_of(task)], [d.threads for d in self.devices_of(task)])
         with self._lock:
             self._actors.update(started)
+        needs = {task: self.resources.get(task, self.resources.get(task.split("/")[1][4:])) for task in tasks}
+        waits = "; ".join(f"{task} needs {wanted}" for task, wanted in needs.items() if wanted)
         infos = self._get([actor.info.remote() for actor in started.values()], timeout,
-                          f"starting the tasks {', '.join(tasks)}", list(started))
+                          f"starting the tasks {', '.join(tasks)}" + (f" (a task waits for a node that offers the "
+                                                                       f"resources it needs: {waits})" if waits else ""),
+                          list(started))
         for task, info in zip(started, infos):
             self._info[task] = TaskInfo(task, **info)
         self._set_peers(timeout)

@@ -315,3 +315,44 @@ def test_tasks_killed_at_random_points_end_in_a_clean_error_or_the_right_result(
     _close(jitted(*args), reference)
     assert errors == kills == CHAOS_KILLS
     print(f"{kills} kills in {time.monotonic() - started:.1f} s")
+
+
+# -- separate raylets: the multi-host code path ----------------------------------------------
+MULTINODE = r'''
+import os, sys
+import numpy as np
+import flowjit
+from ray.cluster_utils import Cluster as RayNodes
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+from test_cluster import pipeline, _args, LOCAL_NAMES
+
+nodes = RayNodes(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"node_a": 1},
+                 "include_dashboard": False, "object_store_memory": 80 << 20})
+nodes.add_node(num_cpus=1, resources={"node_b": 1}, object_store_memory=80 << 20)
+try:
+    with flowjit.Cluster({"ps": 1, "worker": 2}, address=nodes.address,
+                         resources={"worker": {"node_a": 0.1}, "/job:worker/task:1": {"node_b": 0.1}}) as cluster:
+        ids = {task: cluster.info(task).node_id for task in cluster.tasks}
+        assert ids["/job:worker/task:0"] != ids["/job:worker/task:1"], ids
+        x, y = _args()
+        got = flowjit.jit(pipeline, devices=cluster)(x, y)
+        for actual, expected in zip(got, flowjit.jit(pipeline, devices=LOCAL_NAMES)(x, y)):
+            np.testing.assert_array_equal(actual, expected)
+        print("nodes", len(set(ids.values())))
+finally:
+    nodes.shutdown()
+'''
+
+
+@pytest.mark.skipif(os.environ.get("FLOWJIT_MULTINODE") != "1",
+                    reason="separate raylets take ~20 s more: FLOWJIT_MULTINODE=1 (make chaos sets it)")
+def test_tasks_placed_by_resources_on_separate_raylets_equal_one_process(tmp_path):
+    import subprocess
+    import sys
+    script = tmp_path / "multinode.py"
+    script.write_text(MULTINODE)
+    environment = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    result = subprocess.run([sys.executable, str(script), __file__], capture_output=True, text=True, timeout=240,
+                            env=environment, cwd=os.path.dirname(__file__))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "nodes 2" in result.stdout

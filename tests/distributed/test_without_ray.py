@@ -28,3 +28,10 @@ def test_malformed_cluster_specs_are_refused_before_anything_starts(spec, messag
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(flowjit.ClusterError, match=message):
         flowjit.Cluster(spec)
+
+
+def test_resources_for_a_job_or_task_the_cluster_lacks_are_refused(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(flowjit.ClusterError, match=r"resources name /job:worker/task:2, ps, which is no job or task "
+                                                   r"of the cluster \(/job:worker/task:0, /job:worker/task:1\)"):
+        flowjit.Cluster({"worker": 2}, resources={"ps": {"a": 1}, "/job:worker/task:2": {"b": 1}})
