@@ -217,7 +217,7 @@ def test_a_killed_task_fails_the_step_within_2_s_naming_task_device_and_node(clu
     with pytest.raises(flowjit.ClusterError) as caught:
         jitted(*args)
     detected = time.monotonic() - killed["at"]
-    timer.join()
+    timer.join(5)
     assert detected < 2.0
     error = caught.value
     assert (error.task, error.kind, error.pid, error.node) == (WORKER1, "died", victim, "127.0.0.1")
@@ -304,7 +304,7 @@ def test_tasks_killed_at_random_points_end_in_a_clean_error_or_the_right_result(
                 failure = error
                 break
             _close(outputs, reference)
-        timer.join()
+        timer.join(5)
         assert failure is not None, "a killed task went unnoticed"
         assert (failure.task, failure.kind) == (victim, "died"), str(failure)
         assert time.monotonic() - killed["at"] < 2.0
