@@ -1,15 +1,16 @@
-# Each target makes .venv (with the project and its test extra) when it is missing.
+# Each target makes .venv (with the project, its test extra and its distributed extra: Ray, for the
+# cluster tests) when it is missing.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench fuzz clean
+.PHONY: demo test bench fuzz chaos clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test,distributed]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -22,12 +23,19 @@ test: $(STAMP)
 fuzz: $(STAMP)
 	$(BIN)/python tests/fuzz.py --count $(or $(N),2000)
 
+# Cluster tasks killed at random points of a multi-step run: N kills (CI's suite makes 20); and the
+# tasks on two separate raylets (the multi-host code path; ~20 s, so not in CI's suite).
+chaos: $(STAMP)
+	FLOWJIT_CHAOS_KILLS=$(or $(N),200) FLOWJIT_MULTINODE=1 HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q \
+		tests/distributed/test_cluster.py -k "killed_at_random_points or raylets" -s
+
 bench: $(STAMP)
 	$(BIN)/flowjit bench --json bench-results.json --plot bench-results.png
 	$(BIN)/flowjit bench --suite programs --json bench-programs.json
 	$(BIN)/python -m flowjit.bench.pipeline_scaling
 	$(BIN)/python -m flowjit.bench.reductions
 	$(BIN)/flowjit bench --compile-scaling
+	$(BIN)/python -m flowjit.bench.hosts --json bench-hosts.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -25,6 +25,7 @@ from flowjit.devices import Device, DeviceSet, current_devices, set_devices
 from flowjit.runtime.interpreter import interpret
 from flowjit.runtime.checkpoint import Checkpoint, CheckpointPolicy
 from flowjit import optim, train  # noqa: E402  (flowjit.optim.SGD, flowjit.train.loop)
+from flowjit.runtime.cluster import Cluster, ClusterError
 
 __version__ = "0.1.0"
 
@@ -39,4 +40,4 @@ __all__ = ["Graph", "placeholder", "Session", "SessionError", "SpecializeError",
            "ArgumentError", "OpTypeError", "UnsupportedDTypeError", "UnsupportedAttributeError",
            "UnsupportedOperatorError", "UnsupportedInputError", "InternalError", "supported_functions",
            "Checkpoint", "CheckpointPolicy", "CheckpointError", "KernelCacheWarning", "Variable",
-           "control_dependencies", "Operation", "NumericsError", "optim", "train"]
+           "control_dependencies", "Operation", "NumericsError", "optim", "train", "Cluster", "ClusterError"]

@@ -263,6 +263,11 @@ def command_devices(args) -> int:
     from flowjit.config import cache_directory
     from flowjit.devices import current_devices
     from flowjit.machine import cache_path, machine_figures
+    if args.cluster or args.address:
+        from flowjit.runtime.cluster import Cluster
+        with Cluster(args.cluster or {"worker": 1}, address=args.address) as cluster:
+            print(cluster.describe())
+        return 0
     devices = _device_set(args.devices) if args.devices else current_devices()
     directory = cache_directory("default")
     machine = machine_figures(directory)
@@ -391,6 +396,11 @@ def build_parser() -> argparse.ArgumentParser:
                                               "cost model places by: a CPU's measured on this machine once "
                                               "(about a second) and cached in the kernel cache directory.")
     devices.add_argument("--devices", metavar="D1,D2", help="describe this set instead, e.g. cpu:0,cpu:1,gpu:0")
+    devices.add_argument("--cluster", metavar="JOB=N,...", help="start these tasks (e.g. ps=1,worker=2) on a local "
+                                                                "Ray cluster, or on --address, list each task's "
+                                                                "process and devices, then stop them")
+    devices.add_argument("--address", metavar="RAY", help="the Ray cluster to start the --cluster tasks on "
+                                                          "(default: a local one, loopback only)")
     devices.set_defaults(handler=command_devices)
 
     profile = commands.add_parser(

@@ -32,6 +32,7 @@ class CompileOptions:
     schedule_recvs: bool = True             # hold each recv until shortly before its first use (§5.2)
     check_numerics: bool = False            # check every kernel's outputs for NaN/Inf (FLOWJIT_CHECK_NUMERICS=1)
     variable_timeout_s: float = 600.0       # how long a call waits for variables another call holds
+    step_timeout_s: float | None = 300.0      # seconds a multi-device or cluster step may take (None: no deadline)
 
     def __post_init__(self):
         if self.devices is not None:

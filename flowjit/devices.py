@@ -180,12 +180,16 @@ class DeviceSet:
     """The devices a program may be placed on, in preference order (ties go to the first)."""
 
     devices: tuple[Device, ...] = field(default_factory=tuple)
+    cluster: object = None          # the flowjit.Cluster whose tasks own these devices (None: this process)
 
     @classmethod
     def of(cls, devices) -> "DeviceSet":
-        """From names (``"cpu:1"``), ``Device`` objects, or dicts of ``Device`` fields with a ``name``."""
+        """From names (``"cpu:1"``), ``Device`` objects, dicts of ``Device`` fields with a
+        ``name``, or a ``flowjit.Cluster`` (its tasks' devices)."""
         if isinstance(devices, DeviceSet):
             return devices
+        if isinstance(getattr(devices, "device_set", None), DeviceSet):
+            return devices.device_set
         if isinstance(devices, (str, Device, dict)):
             devices = [devices]
         made = []
@@ -241,7 +245,8 @@ class DeviceSet:
         for device in self.devices:
             figures = device.figures(machine)
             mark = "*" if machine is not None and device.bandwidth is None else " "
-            lines.append(f"{device.name:<36}{device.short:<8}{device.threads:>8}{figures['bandwidth'] / 1e9:>8.1f}"
+            short = device.short if device.short != device.name else "-"      # (a device of another task)
+            lines.append(f"{device.name:<36}{short:<8}{device.threads:>8}{figures['bandwidth'] / 1e9:>8.1f}"
                          f"{mark}{figures['flops'] / 1e9:>9.1f}{mark}{figures['launch'] * 1e6:>10.2f}{mark}"
                          f"{device.link_bandwidth / 1e9:>11.0f}  {'yes' if device.executable else 'no'}")
         return "\n".join(lines)

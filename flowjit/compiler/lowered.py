@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from dataclasses import dataclass
 from functools import cached_property
 
 from flowjit.compiler.ir import ops
@@ -182,8 +184,8 @@ class Lowered:
 
     @property
     def multi_device(self) -> bool:
-        """Whether this program needs the multi-device executor."""
-        if len(self.devices) > 1:
+        """Whether this program needs the multi-device executor (or a cluster's tasks)."""
+        if len(self.devices) > 1 or self.devices.cluster is not None:
             return True
         return any(node.requested_device or node.colocation for node in self.optimized.nodes)
 
@@ -251,9 +253,9 @@ class Lowered:
         return [self.stage_graph(stage)]
 
     def kernel_sources(self) -> dict[str, str]:
-        """Kernel name -> the generated module source it compiles from.  Kernels for a GPU are
-        rendered without compiling them (no GPU needed)."""
-        if any(device.type == "gpu" for device in self.devices):
+        """Kernel name -> the generated module source it compiles from.  Kernels for a GPU, or
+        for a cluster's tasks, are rendered without compiling them here."""
+        if any(device.type == "gpu" for device in self.devices) or self.devices.cluster is not None:
             return {node.name: self.backend_for(graph.attrs.get("device")).render(node).source
                     for graph in self.stage_graphs("fused") for node in graph.nodes if has_kernel(node)}
         return dict(self.executable.kernel_sources)
@@ -303,6 +305,8 @@ class Lowered:
     @cached_property
     def executable(self):
         from flowjit.compiler.codegen.driver import Executable
+        if self.devices.cluster is not None:
+            return self.cluster_executable
         if self.multi_device:
             return self.multi_device_executable
         return Executable(self.fused, self.backend, self.variable_buffers, self.options.check_numerics)
@@ -311,13 +315,18 @@ class Lowered:
     def multi_device_executable(self):
         """The partitioned program on the multi-device executor (also what ``profile`` runs)."""
         from flowjit.compiler.codegen.driver import Executable, single_node_graph
+        from flowjit.runtime.cluster import ClusterError
         from flowjit.runtime.executor import MultiDeviceExecutable
+        if self.devices.cluster is not None:
+            raise ClusterError(f"@{self.graph.name} is placed on a cluster, whose tasks run it in their own processes; "
+                               f"profiling across tasks is not built yet (profile it on local devices)")
         partitioned = self.partitioned
         buffers, check = self.variable_buffers, self.options.check_numerics
         aliased = frozenset(uncopied_reads(self.fused_partitions))
         return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs, self.devices,
                                      lambda node: Executable(single_node_graph(node), self.backend_for(node.device),
-                                                             buffers, check, aliased & {node.name}))
+                                                             buffers, check, aliased & {node.name}),
+                                     step_timeout_s=self.options.step_timeout_s)
 
     @cached_property
     def variable_guard(self):
@@ -328,6 +337,23 @@ class Lowered:
         written = {variable_of(node) for node in self.graph.nodes if node.op is ops.assign_variable}
         return VariableGuard(self.variable_buffers, written, f"a call of @{self.graph.name}",
                              self.options.variable_timeout_s)
+
+    @cached_property
+    def cluster_executable(self):
+        """The partitioned program registered with the tasks of the cluster it is placed on:
+        each task compiles its partitions' kernels itself, with a ``NodeCompiler``."""
+        from flowjit.runtime.cluster import ClusterError
+        from flowjit.runtime.cluster_executable import ClusterExecutable
+        if self.variable_buffers:
+            raise ClusterError(f"@{self.graph.name} uses variables ({', '.join(self.variable_buffers)}), which do not "
+                               f"yet live on cluster tasks; run it on local devices")
+        if any(device.type != "cpu" for device in self.devices):
+            raise ClusterError("cluster tasks run CPU devices only, so far")
+        partitioned = self.partitioned
+        compiler = NodeCompiler(cache_directory(self.options.cache_dir), self.options.fma, self.options.check_numerics)
+        return ClusterExecutable(self.devices.cluster, self.fused_partitions, partitioned.inputs, partitioned.outputs,
+                                 len(self.graph.inputs), compiler, name=self.graph.name,
+                                 step_timeout_s=self.options.step_timeout_s)
 
     def compile(self):
         """A callable taking the flat input arrays and returning the flat outputs; each call
@@ -340,3 +366,26 @@ class Lowered:
         if self.options.backend != "kernels":
             raise ValueError(f"unknown backend '{self.options.backend}' (backends: kernels, interpreter)")
         return self.variable_guard.wrap(self.executable)
+
+
+@dataclass(frozen=True)
+class NodeCompiler:
+    """Compiles one node of a partition into a callable taking its input arrays: what a
+    cluster task is given with its partitions, so that it compiles (and caches) its kernels
+    in its own process."""
+
+    cache_dir: str | None
+    fma: bool
+    check_numerics: bool
+
+    def __call__(self, node):
+        from flowjit.compiler.codegen.driver import Executable, single_node_graph
+        return Executable(single_node_graph(node), _cpu_backend(self.cache_dir, self.fma), {}, self.check_numerics)
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_backend(cache_dir: str | None, fma: bool):
+    """One CPU backend per kernel cache and fma setting in this process."""
+    from flowjit.compiler.codegen.backend import CpuBackend
+    from flowjit.compiler.codegen.cache import kernel_cache
+    return CpuBackend(kernel_cache(cache_dir), fma)

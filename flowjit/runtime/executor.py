@@ -12,6 +12,18 @@ process share memory.
 
 An error in any step aborts the whole call: every device stops taking work from it,
 and the call raises ``ExecutionError`` naming the node, its device and the user's line.
+Every call has a deadline (``step_timeout_s``; the first call, which compiles the kernels,
+gets ``FIRST_CALL_ALLOWANCE`` more): a call that has not finished by then (a
+recv whose send never comes, a kernel that hangs) fails with ``StepTimeoutError``
+naming each recv still waiting (its key, both devices, the node) and each kernel still
+queued or running.  Each rendezvous key has exactly one send and one recv; the
+constructor refuses partitions that break this, since a second recv of a key would
+wait forever.
+
+Sends whose destination is a device of another process (a task of a cluster) go to a
+``transport`` callable; tensors from other processes arrive through ``_Call.deliver``.
+``begin`` starts a call and returns it, so that such a process can deliver into it and
+wait on it with its own deadline.
 With ``profile=True`` each call records a span per step and a flow per send -> recv,
 which ``chrome_trace`` writes as Chrome-trace JSON (Perfetto, chrome://tracing).
 """
@@ -34,6 +46,14 @@ class ExecutionError(FlowjitError):
     """A step failed on some device; the call was aborted on every device."""
 
 
+class StepTimeoutError(ExecutionError, TimeoutError):
+    """A call did not finish within its deadline; it was aborted on every device."""
+
+
+DEFAULT_STEP_TIMEOUT = 300.0        # seconds; CompileOptions.step_timeout_s
+FIRST_CALL_ALLOWANCE = 600.0        # seconds added to the first call's deadline: its kernels compile then
+
+
 @dataclass
 class Step:
     index: int
@@ -44,6 +64,7 @@ class Step:
     outputs: list[int]                   # value slots written
     run: object = None                   # kernel: callable(*arrays) -> list of arrays
     key: str = ""                        # send/recv: the rendezvous key
+    remote: bool = False                 # send: the destination is a device of another process
     successors: list[int] = field(default_factory=list)
     pending: int = 0                     # unfinished inputs at the start of a call
 
@@ -104,6 +125,9 @@ class _Call:
         self.profile = profile
         self.spans: list[tuple] = []                         # (device, step, start, end)
         self.started = 0.0
+        self.active: set[int] = set()                        # kernels and sends queued or running
+        self.arrays: tuple = ()                              # the program's inputs
+        self.tag = None                                      # what the caller named the call (a step id)
 
     # -- running steps -------------------------------------------------------------
     def run(self, step: Step, worker: _Worker | None) -> None:
@@ -116,6 +140,8 @@ class _Call:
                 results = step.run(*[values[slot] for slot in step.inputs])
                 for slot, result in zip(step.outputs, results):
                     values[slot] = result
+            elif step.remote:                                # a send to another process
+                self.executable.transport(self.tag, step.key, values[step.inputs[0]])
             else:                                            # send
                 self.deliver(step.key, values[step.inputs[0]])
         except BaseException as error:                       # noqa: B036  (re-raised in the caller)
@@ -129,6 +155,7 @@ class _Call:
         steps = self.executable.steps
         ready = []
         with self.lock:
+            self.active.discard(step.index)
             for index in step.successors:
                 self.pending[index] -= 1
                 if self.pending[index] == 0:
@@ -149,12 +176,17 @@ class _Call:
                     return
             self.received(step, tensor)
         else:
+            with self.lock:
+                self.active.add(step.index)
             self.executable.workers[step.device].submit(self, step)
 
     def deliver(self, key: str, tensor) -> None:
+        """The tensor sent under ``key`` (by a send here, or by another process)."""
         with self.lock:
             recv = self.waiting.pop(key, None)
             if recv is None:
+                if key in self.mailbox:
+                    raise ExecutionError(f"rendezvous key '{key}' was sent twice in one call")
                 self.mailbox[key] = tensor
                 return
         self.received(recv, tensor)
@@ -166,24 +198,104 @@ class _Call:
             self.spans.append((step.device, step, now, now))
         self.finish(step)
 
-    def fail(self, step: Step, error: BaseException) -> None:
+    def fail(self, step: Step | None, error: BaseException) -> None:
+        """Abort the call (the first error wins); ``step`` None: aborted from outside."""
         with self.lock:
             if self.error is None:
                 self.error = (step, error)
         self.done.set()
 
+    def pending_report(self) -> list[str]:
+        """What the call is still waiting for: each recv (key, devices, node) and each kernel
+        or send queued or running, one line each."""
+        devices = self.executable.devices
+        with self.lock:
+            recvs = list(self.waiting.values())
+            active = [self.executable.steps[index] for index in sorted(self.active)]
+        lines = []
+        for step in recvs:
+            source, destination, _ = (step.key.split(";") + ["", ""])[:3]
+            lines.append(f"recv %{step.node.name} on {devices[step.device].name} is waiting for key "
+                         f"'{step.key}' (from {source} to {destination})")
+        for step in active:
+            where = f" (traced at {step.node.loc})" if step.node.loc else ""
+            lines.append(f"{step.kind} %{step.node.name} ({step.node.op.name}) on {devices[step.device].name} "
+                         f"is queued or running{where}")
+        return lines
+
+    def wait(self, timeout: float | None) -> list:
+        """The call's outputs, once every step is done; raises ``ExecutionError`` for a failed
+        step and ``StepTimeoutError`` when ``timeout`` seconds pass first."""
+        if not self.done.wait(timeout):
+            report = self.pending_report()
+            self.fail(None, StepTimeoutError(
+                f"the step did not finish within its deadline of {timeout:g} s and was aborted on every "
+                f"device; still pending: " + ("; ".join(report) or "nothing (it finished as it timed out)")))
+        self.executable.last_call = self
+        if self.error is not None:
+            step, error = self.error
+            if step is None or isinstance(error, NumericsError):   # these name what failed themselves
+                raise error
+            node, device = step.node, self.executable.devices[step.device]
+            where = f" (traced at {node.loc})" if node.loc else ""
+            raise ExecutionError(f"node %{node.name} ({node.op.name}) on {device.short} failed{where}: "
+                                 f"{type(error).__name__}: {error}; the step was aborted on every device") \
+                from error
+        values = self.values
+        return [self.arrays[index] if slot < 0 else values[slot] for slot, index in self.executable.output_slots]
+
 
 _EMPTY = object()
+
+
+def _key_devices(key: str) -> tuple[str, str]:
+    """(source, destination) device names of a rendezvous key ``source;destination;tensor``."""
+    source, destination, _ = key.split(";", 2)
+    return source, destination
+
+
+def check_rendezvous(steps: list[Step], devices: list[Device], remote_allowed: bool) -> None:
+    """Each key has one send and one recv; a key with an end in another process needs a
+    transport.  A second recv of a key would wait forever, so it is refused here."""
+    sends: dict[str, Step] = {}
+    recvs: dict[str, Step] = {}
+    for step in steps:
+        if step.kind == "kernel":
+            continue
+        seen = sends if step.kind == "send" else recvs
+        if step.key in seen:
+            other = seen[step.key]
+            raise ExecutionError(f"rendezvous key '{step.key}' has two {step.kind}s: %{other.node.name} on "
+                                 f"{devices[other.device].name} and %{step.node.name} on "
+                                 f"{devices[step.device].name}; each key is sent once and received once")
+        seen[step.key] = step
+    here = {device.name for device in devices}
+    for key, step in list(sends.items()) + list(recvs.items()):
+        source, destination = _key_devices(key)
+        other_end = destination if step.kind == "send" else source
+        if other_end in here and key not in (recvs if step.kind == "send" else sends):
+            missing = "recv" if step.kind == "send" else "send"
+            raise ExecutionError(f"{step.kind} %{step.node.name} on {devices[step.device].name} has no {missing} "
+                                 f"for rendezvous key '{key}' on {other_end}: it would wait forever")
+        if other_end not in here and not remote_allowed:
+            raise ExecutionError(f"{step.kind} %{step.node.name} on {devices[step.device].name} pairs with "
+                                 f"{other_end}, which is not a device of this program (key '{key}'), and no "
+                                 f"transport to other processes was given")
 
 
 class MultiDeviceExecutable:
     """A partitioned, fused program: call it with the program's input arrays."""
 
     def __init__(self, partitions: list[Graph], inputs: list[list[int]], outputs: list[tuple[int, int]],
-                 devices: DeviceSet, compile_node: Callable[[Node], Callable]):
+                 devices: DeviceSet, compile_node: Callable[[Node], Callable], *,
+                 step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT,
+                 transport: Callable[[object, str, object], None] | None = None):
         """``compile_node`` turns one node of a partition into a callable taking its input
         arrays and returning its outputs (with a ``kernel_sources`` mapping): the compiler
-        hands compiled code to the runtime, which never generates any itself."""
+        hands compiled code to the runtime, which never generates any itself.
+        ``step_timeout_s``: each call's deadline in seconds (None: none).  ``transport(tag,
+        key, tensor)`` carries sends to devices of other processes (``tag``: the call's); without one, every send must
+        have its recv here."""
         self.devices = [devices[graph.attrs["device"]] for graph in partitions]
         for device in self.devices:
             if not device.executable:
@@ -202,6 +314,10 @@ class MultiDeviceExecutable:
                 for value in node.outputs:
                     slot_of[value] = len(slot_of)
         self.slot_count = len(slot_of)
+        self.step_timeout_s = step_timeout_s
+        self.transport = transport
+        self.calls = 0
+        here = {device.name for device in self.devices}
         step_of: dict[Node, Step] = {}
         self.kernels: dict = {}
         for part, graph in enumerate(partitions):
@@ -209,6 +325,8 @@ class MultiDeviceExecutable:
                 kind = "send" if node.op is ops.send else "recv" if node.op is ops.recv else "kernel"
                 step = Step(len(self.steps), kind, node, part, [slot_of[v] for v in node.inputs],
                             [slot_of[v] for v in node.outputs], key=node.attrs.get("key", ""))
+                if kind == "send":
+                    step.remote = _key_devices(step.key)[1] not in here
                 if kind == "kernel":
                     if node.op is ops.constant:
                         constant = node.attrs["value"]
@@ -224,6 +342,7 @@ class MultiDeviceExecutable:
             step.pending = len(before)
             for producer in before:
                 step_of[producer].successors.append(step.index)
+        check_rendezvous(self.steps, self.devices, transport is not None)
         self.output_slots = [(-1, index) if part < 0 else (slot_of[partitions[part].outputs[index]], -1)
                              for part, index in outputs]
         self.roots = [step for step in self.steps if step.pending == 0]
@@ -243,28 +362,34 @@ class MultiDeviceExecutable:
             sources.update(executable.kernel_sources)
         return sources
 
-    def __call__(self, *arrays, profile: bool = False):
+    def begin(self, arrays, *, profile: bool = False, mailbox: dict | None = None, tag=None) -> _Call:
+        """Start a call on ``arrays`` (the program's inputs, by index) and return it; tensors
+        already received from other processes for it come in ``mailbox`` (key -> tensor).
+        ``tag`` (a step id) is what the transport is given with each remote send."""
         call = _Call(self, profile)
+        call.arrays, call.tag = arrays, tag
         for slot, index in self.input_slots:
             call.values[slot] = arrays[index]
+        for key, tensor in (mailbox or {}).items():
+            call.deliver(key, tensor)
         if not self.steps:
             call.done.set()
         self.workers                                          # started before the first submit
         call.started = time.perf_counter()
         for step in self.roots:
             call.start(step)
-        call.done.wait()
-        self.last_call = call
-        if call.error is not None:
-            step, error = call.error
-            if isinstance(error, NumericsError):             # it names the op, kernel and line itself
-                raise error
-            node, device = step.node, self.devices[step.device]
-            where = f" (traced at {node.loc})" if node.loc else ""
-            raise ExecutionError(f"node %{node.name} ({node.op.name}) on {device.short} failed{where}: "
-                                 f"{type(error).__name__}: {error}; the step was aborted on every device") \
-                from error
-        return [arrays[index] if slot < 0 else call.values[slot] for slot, index in self.output_slots]
+        return call
+
+    def deadline(self) -> float | None:
+        """Seconds the next call may take: ``step_timeout_s``, with more for the first call."""
+        if self.step_timeout_s is None:
+            return None
+        return self.step_timeout_s + (FIRST_CALL_ALLOWANCE if self.calls == 0 else 0.0)
+
+    def __call__(self, *arrays, profile: bool = False):
+        timeout = self.deadline()
+        self.calls += 1
+        return self.begin(arrays, profile=profile).wait(timeout)
 
 
 def chrome_trace(executable: MultiDeviceExecutable, call: _Call) -> dict:

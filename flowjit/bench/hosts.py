@@ -1,0 +1,139 @@
+"""The ``hosts`` bench section: programs across task processes on a local Ray cluster.
+
+- pipeline: a step A -> B -> A over two tasks on small tensors (two cross-task hops),
+  ms per step after registration, for a short and a long chain of ops per stage (the
+  per-step overhead should not grow with the graph);
+- branches: two independent heavy branches on two tasks against both on one task;
+- faults: a killed task's detection time, and restart + re-register + first step.
+
+Every result is checked against the same program in one process before it is timed.
+
+    python -m flowjit.bench.hosts [--steps 200] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import time
+
+import numpy as np
+
+import flowjit
+
+A, B = "/job:worker/task:0", "/job:worker/task:1"
+
+
+def pipeline(length: int):
+    def step(x):
+        with flowjit.device(A):
+            a = x
+            for _ in range(length):
+                a = np.tanh(a) * 1.5
+        with flowjit.device(B):
+            b = a
+            for _ in range(length):
+                b = b * 0.5 + 1.0
+        with flowjit.device(A):
+            return b - x
+    step.__name__ = f"pipeline_{length}"
+    return step
+
+
+def _heavy(x):
+    for _ in range(3):
+        x = np.sin(np.exp(x * 0.1)) + x
+    return x.sum()
+
+
+def branches(two_tasks: bool):
+    def step(x, y):
+        with flowjit.device(A):
+            first = _heavy(x)
+        with flowjit.device(B if two_tasks else A):
+            second = _heavy(y)
+        with flowjit.device(A):
+            return first + second
+    step.__name__ = "branches_two_tasks" if two_tasks else "branches_one_task"
+    return step
+
+
+def _check(got, want):
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def _timed(jitted, args, steps: int) -> list[float]:
+    times = []
+    for _ in range(steps):
+        started = time.perf_counter()
+        jitted(*args)
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def run(steps: int = 200) -> dict:
+    results = {}
+    with flowjit.Cluster({"worker": 2}) as cluster:
+        names = [device.name for device in cluster.device_set]
+        x = np.linspace(-1, 1, 256, dtype=np.float32)
+        for length in (1, 64):
+            fun = pipeline(length)
+            jitted = flowjit.jit(fun, devices=cluster)
+            _check(jitted(x), flowjit.jit(fun, devices=names)(x))
+            times = _timed(jitted, (x,), steps)
+            results[f"pipeline, {length} op(s) per stage, f32[256]"] = {
+                "ms_per_step_median": 1e3 * statistics.median(times),
+                "ms_per_step_p90": 1e3 * sorted(times)[int(0.9 * len(times))]}
+        big = np.random.default_rng(0).uniform(-1, 1, (2, 1 << 21)).astype(np.float32)
+        medians = {}
+        for two in (False, True):
+            fun = branches(two)
+            jitted = flowjit.jit(fun, devices=cluster)
+            _check(jitted(big[0], big[1]), flowjit.jit(fun, devices=names)(big[0], big[1]))
+            medians[two] = statistics.median(_timed(jitted, (big[0], big[1]), 7))
+        results["branches, 2 x f32[2M] heavy chains"] = {
+            "ms_one_task": 1e3 * medians[False], "ms_two_tasks": 1e3 * medians[True],
+            "speedup": medians[False] / medians[True]}
+        jitted = flowjit.jit(pipeline(1), devices=cluster, step_timeout_s=30)
+        jitted(x)
+        os.kill(cluster.pids()[B], signal.SIGKILL)
+        killed = time.perf_counter()
+        try:
+            jitted(x)
+            raise AssertionError("the killed task went unnoticed")
+        except flowjit.ClusterError:
+            detected = time.perf_counter() - killed
+        started = time.perf_counter()
+        cluster.restart(B)
+        _check(jitted(x), flowjit.jit(pipeline(1), devices=names)(x))
+        results["faults"] = {"kill_detected_s": detected, "restart_reregister_first_step_s":
+                             time.perf_counter() - started}
+    return results
+
+
+def report(results: dict) -> str:
+    lines = ["hosts (local Ray cluster, 2 worker tasks, one process each)"]
+    for name, figures in results.items():
+        lines.append(f"  {name}: " + ", ".join(f"{key} {value:.3g}" for key, value in figures.items()))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--json", metavar="PATH")
+    args = parser.parse_args(argv)
+    results = run(args.steps)
+    print(report(results))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(results, out, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,322 @@
+"""Hosts: a cluster of tasks, one Ray actor per ``/job:<job>/task:<n>`` (whitepaper §3.3).
+
+``Cluster({"ps": 1, "worker": 2})`` starts one long-lived actor (its own process) per
+task, on a local Ray cluster bound to 127.0.0.1 without a dashboard and with a bounded
+object store, or on the Ray cluster this process is already connected to, or on the one
+at ``address=``.  Each task owns its devices (``cpu:0`` ... by default one) and runs the
+multi-device executor inside its process (``cluster_task``).  A cluster is a device set:
+``jit(f, devices=cluster)`` places, partitions by task and device, and registers each
+task's partitions with it once (``cluster_executable``).
+
+``shutdown()`` (or leaving a ``with cluster:`` block) kills every actor it started, and
+the local Ray cluster if it started one; ``pids()`` maps task names to process ids;
+``restart()`` replaces dead or given tasks with new actors, which programs re-register
+with on their next step.  Every wait here has a deadline.
+
+Ray is the optional extra ``flowjit[distributed]``; without it, creating a cluster fails
+with an error naming the extra, and nothing else needs Ray.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+from flowjit.devices import Device, DeviceError, DeviceSet, DeviceSpec
+from flowjit.errors import FlowjitError
+
+# A Ray actor call costs ~0.8 ms here: the cost model's inter-task link.
+LINK_LATENCY = 1e-3
+LINK_BANDWIDTH = 2e9
+START_TIMEOUT = 60.0            # seconds for Ray and the actors to come up
+CALL_TIMEOUT = 10.0             # seconds for a control call (info, register, peers) to answer
+OBJECT_STORE_BYTES = 128 << 20
+
+
+class ClusterError(FlowjitError):
+    """A cluster could not start, or a step failed on a task (killed, hung or raising).
+
+    ``task`` names the task at fault (``/job:worker/task:1``), ``kind`` says what happened
+    (``died``, ``hung``, ``raised``, ``unavailable``), ``pid`` and ``node`` where it ran."""
+
+    def __init__(self, message: str, *, task: str | None = None, kind: str | None = None, pid: int | None = None,
+                 node: str | None = None):
+        super().__init__(message)
+        self.task, self.kind, self.pid, self.node = task, kind, pid, node
+
+
+def import_ray(loopback: bool = False):
+    """The ray module, or an error naming the extra that installs it.  ``loopback``: a local
+    cluster is to be started, so Ray (when imported here first) binds to 127.0.0.1 only."""
+    if loopback and "ray" not in sys.modules:
+        # Ray reads this once, on import: without it a local node takes the machine's address.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    try:
+        import ray
+    except ImportError as error:
+        raise ClusterError("flowjit.Cluster runs tasks on Ray, which is not installed: "
+                           "pip install 'flowjit[distributed]' (it brings ray>=2.9)") from error
+    return ray
+
+
+def start_local_ray(num_cpus: int = 2, object_store_bytes: int = OBJECT_STORE_BYTES) -> None:
+    """Start a local Ray cluster for this process: loopback only, no dashboard, a bounded
+    object store; task processes import the same flowjit as this one (its directory leads
+    their PYTHONPATH: the Ray processes inherit this environment when they start)."""
+    ray = import_ray(loopback=True)
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, before]))
+    try:
+        ray.init(num_cpus=num_cpus, object_store_memory=object_store_bytes, include_dashboard=False,
+                 _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False)
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
+def parse_spec(spec) -> dict[str, int]:
+    """``{"ps": 1, "worker": 2}`` or ``"ps=1,worker=2"`` -> {job: task count}."""
+    if isinstance(spec, str):
+        parsed = {}
+        for part in filter(None, (piece.strip() for piece in spec.split(","))):
+            job, _, count = part.partition("=")
+            if not count.strip().isdigit():
+                raise ClusterError(f"cluster spec '{spec}': '{part}' is not job=count (e.g. ps=1,worker=2)")
+            parsed[job.strip()] = int(count)
+        spec = parsed
+    if not isinstance(spec, dict) or not spec:
+        raise ClusterError(f"a cluster spec names jobs and task counts, e.g. {{'ps': 1, 'worker': 2}}; got {spec!r}")
+    for job, count in spec.items():
+        if not isinstance(job, str) or not job.isidentifier() or not isinstance(count, int) or count < 1:
+            raise ClusterError(f"cluster spec {spec!r}: job '{job}' needs a name and at least one task")
+    return dict(spec)
+
+
+@dataclass
+class TaskInfo:
+    """Where a task runs: what its actor reported when it started."""
+
+    name: str                  # /job:worker/task:1
+    pid: int
+    node: str                  # the node's IP address
+    hostname: str
+    node_id: str
+
+
+class Cluster:
+    """Tasks as Ray actors; a device set for ``jit(devices=...)``."""
+
+    def __init__(self, spec=None, *, address: str | None = None, cpu_devices: int = 1, threads: int = 1,
+                 resources: dict[str, dict[str, float]] | None = None, start_timeout: float = START_TIMEOUT):
+        """``resources``: Ray custom resources a task's actor needs, by job (``"worker"``) or
+        task (``"/job:worker/task:1"``, which wins): how tasks are placed on the nodes of a
+        Ray cluster that offer them (``ray start --resources '{"gpu_box": 1}'``)."""
+        self.spec = parse_spec(spec)
+        self.tasks = [f"/job:{job}/task:{index}" for job, count in self.spec.items() for index in range(count)]
+        self.resources = dict(resources or {})
+        unknown = set(self.resources) - set(self.spec) - set(self.tasks)
+        if unknown:
+            raise ClusterError(f"resources name {', '.join(sorted(unknown))}, which is no job or task of the "
+                               f"cluster ({', '.join(self.tasks)})")
+        ray = import_ray(loopback=address is None)
+        self.cpu_devices, self.threads = cpu_devices, threads
+        self._ray = ray
+        self._started_ray = False
+        if address is not None:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+            self._started_ray = True
+        elif not ray.is_initialized():
+            start_local_ray()
+            self._started_ray = True
+        self.id = uuid.uuid4().hex[:8]
+        self._lock = threading.Lock()
+        self._actors: dict = {}
+        self._info: dict[str, TaskInfo] = {}
+        self.generation: dict[str, int] = {task: 0 for task in self.tasks}
+        self.closed = False
+        try:
+            self._start(self.tasks, start_timeout)
+        except BaseException:
+            self.shutdown()
+            raise
+        self.device_set = DeviceSet(tuple(device for task in self.tasks for device in self.devices_of(task)),
+                                    cluster=self)
+
+    # -- tasks -------------------------------------------------------------------------
+    def devices_of(self, task: str) -> list[Device]:
+        return [Device.make(f"{task}/device:cpu:{index}", threads=self.threads, link_latency=LINK_LATENCY,
+                            link_bandwidth=LINK_BANDWIDTH) for index in range(self.cpu_devices)]
+
+    def _start(self, tasks: list[str], timeout: float) -> None:
+        from flowjit.runtime.cluster_task import Task
+        remote = self._ray.remote(Task)
+        started = {}
+        for task in tasks:
+            job = task.split("/")[1].removeprefix("job:")
+            needs = self.resources.get(task, self.resources.get(job, {}))
+            started[task] = remote.options(num_cpus=0, max_concurrency=16, max_restarts=0, resources=needs or None,
+                                           name=f"flowjit-{self.id}-{task.replace('/', '_')}").remote(
+                task, [device.name for device in self.devices_of(task)], [d.threads for d in self.devices_of(task)])
+        with self._lock:
+            self._actors.update(started)
+        needs = {task: self.resources.get(task, self.resources.get(task.split("/")[1][4:])) for task in tasks}
+        waits = "; ".join(f"{task} needs {wanted}" for task, wanted in needs.items() if wanted)
+        infos = self._get([actor.info.remote() for actor in started.values()], timeout,
+                          f"starting the tasks {', '.join(tasks)}" + (f" (a task waits for a node that offers the "
+                                                                       f"resources it needs: {waits})" if waits else ""),
+                          list(started))
+        for task, info in zip(started, infos):
+            self._info[task] = TaskInfo(task, **info)
+        self._set_peers(timeout)
+
+    def _set_peers(self, timeout: float = CALL_TIMEOUT) -> None:
+        actors = self.actors()
+        self._get([actor.set_peers.remote(actors) for actor in actors.values()], timeout, "connecting the tasks",
+                  list(actors))
+
+    def _get(self, refs, timeout: float, what: str, tasks: list[str] | None = None):
+        """``ray.get`` with a deadline; a failure names the task it came from (``tasks``: the
+        task of each ref) and whether it died or raised."""
+        ray = self._ray
+        try:
+            return ray.get(refs, timeout=timeout)
+        except ray.exceptions.GetTimeoutError:
+            raise ClusterError(f"{what} took longer than {timeout:g} s", kind="unavailable") from None
+        except ray.exceptions.RayError as error:
+            task = kind = None
+            for index, ref in enumerate(refs if tasks is not None else []):
+                ready, _ = ray.wait([ref], timeout=0)
+                if ready:
+                    try:
+                        ray.get(ref, timeout=0)
+                    except ray.exceptions.RayError as failed:
+                        task, error = tasks[index], failed
+                        break
+            if isinstance(error, (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError)):
+                kind, happened = "died", "its process died"
+            else:
+                kind, happened = ("raised" if isinstance(error, ray.exceptions.RayTaskError) else "unavailable",
+                                  str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
+            info = self._info.get(task) if task else None
+            subject = f" on task {self.describe_task(task)}" if task else ""
+            raise ClusterError(f"{what} failed{subject}: {happened}", task=task, kind=kind,
+                               pid=info.pid if info else None, node=info.node if info else None) from error
+
+    def actors(self) -> dict:
+        """Task name -> its actor handle."""
+        if self.closed:
+            raise ClusterError("the cluster was shut down")
+        with self._lock:
+            return dict(self._actors)
+
+    def info(self, task: str) -> TaskInfo:
+        return self._info[task]
+
+    def describe_task(self, task: str) -> str:
+        """``/job:worker/task:1 (pid 1234 on node 127.0.0.1, devices cpu:0)``: for errors."""
+        info = self._info.get(task)
+        devices = ", ".join(device.name for device in self.devices_of(task))
+        where = f"pid {info.pid} on node {info.node}" if info else "not started"
+        return f"{task} ({where}; devices {devices})"
+
+    def task_of(self, device: str) -> str:
+        spec = DeviceSpec.parse(device)
+        task = f"/job:{spec.job}/task:{spec.task}"
+        if task not in self.generation:
+            raise DeviceError(f"device {device} is not on a task of this cluster ({', '.join(self.tasks)})")
+        return task
+
+    def pids(self) -> dict[str, int]:
+        """Task name -> the process id of its actor."""
+        self.actors()
+        return {task: self._info[task].pid for task in self.tasks}
+
+    def alive(self, timeout: float = 1.0) -> dict[str, bool]:
+        """Task name -> whether its actor answers within ``timeout`` seconds."""
+        actors = self.actors()
+        refs = {actor.ping.remote(): task for task, actor in actors.items()}
+        ready, _ = self._ray.wait(list(refs), num_returns=len(refs), timeout=timeout)
+        answered = {task: False for task in actors}
+        for ref in ready:
+            try:
+                self._ray.get(ref, timeout=0)
+                answered[refs[ref]] = True
+            except self._ray.exceptions.RayError:
+                pass
+        return answered
+
+    def restart(self, *tasks: str, timeout: float = START_TIMEOUT) -> list[str]:
+        """Replace ``tasks`` (default: every task that does not answer) with new actors; the
+        programs placed on the cluster register again with them on their next step.  Returns
+        the tasks restarted."""
+        tasks = list(tasks) or [task for task, answers in self.alive().items() if not answers]
+        for task in tasks:
+            if task not in self.generation:
+                raise ClusterError(f"no task {task} in the cluster ({', '.join(self.tasks)})")
+        if not tasks:
+            return []
+        with self._lock:
+            old = [self._actors.pop(task) for task in tasks]
+        for actor in old:
+            self._ray.kill(actor, no_restart=True)
+        for task in tasks:
+            self.generation[task] += 1
+        self._start(tasks, timeout)
+        return tasks
+
+    def describe(self) -> str:
+        """Every task's devices, with where the task runs: what ``flowjit devices --cluster`` prints."""
+        lines = []
+        for task in self.tasks:
+            info = self._info[task]
+            lines.append(f"{task}: pid {info.pid} on node {info.node} ({info.hostname})")
+        return "\n".join(lines) + "\n" + self.device_set.describe()
+
+    # -- lifetime ----------------------------------------------------------------------
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Kill every task's actor and wait (up to ``timeout`` s) for its process to exit;
+        stop the Ray cluster this object started."""
+        if self.closed:
+            return
+        self.closed = True
+        with self._lock:
+            actors, self._actors = dict(self._actors), {}
+        for actor in actors.values():
+            try:
+                self._ray.kill(actor, no_restart=True)
+            except Exception:                              # noqa: BLE001  (an actor already gone)
+                pass
+        deadline = time.monotonic() + timeout
+        for info in self._info.values():
+            while info.hostname == socket.gethostname() and _process_exists(info.pid) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        if self._started_ray:
+            self._ray.shutdown()
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+    def __repr__(self) -> str:
+        jobs = ", ".join(f"{job!r}: {count}" for job, count in self.spec.items())
+        return f"Cluster({{{jobs}}}{', shut down' if self.closed else ''})"
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,197 @@
+"""A program placed on a cluster: the driver's side (whitepaper §3.2.2, §3.3).
+
+The driver plays the master.  It has placed and partitioned the program by device;
+here the partitions are grouped by task and registered with each task once, as IR text
+with the compiler that turns a node into a kernel (each task compiles from its own
+cache).  A step sends each task only a step id and the feeds its partitions read, and
+gets back the outputs they produce; cross-task tensors go task to task under their
+rendezvous keys (``cluster_task``).  A task restarted since the last step is registered
+with again before the step.
+
+Faults: the step waits on every task with one deadline (``step_timeout_s``; the first step
+after a task registered, in which it compiles its kernels, gets ``FIRST_CALL_ALLOWANCE``
+more).  A task whose process died, or
+whose step raised, fails the step at once: every other task is told to abort it (so
+none stays blocked on a recv), and the error names the task, its devices and node, and
+what the task reported.  A step not done by its deadline asks each unfinished task what
+it still waits for; a task that does not answer is the hung one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import uuid
+
+import numpy as np
+
+from flowjit.compiler.ir.graph import Graph
+from flowjit.compiler.ir.printer import print_graph
+from flowjit.runtime.cluster import CALL_TIMEOUT, Cluster, ClusterError
+from flowjit.runtime.executor import DEFAULT_STEP_TIMEOUT, FIRST_CALL_ALLOWANCE
+
+ABORT_GRACE = 1.0              # seconds the other tasks get to report an abort
+
+
+class ClusterExecutable:
+    """Call it with the program's input arrays, as a ``MultiDeviceExecutable``."""
+
+    def __init__(self, cluster: Cluster, partitions: list[Graph], inputs: list[list[int]],
+                 outputs: list[tuple[int, int]], input_count: int, compile_node, *, name: str = "program",
+                 step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT):
+        self.cluster = cluster
+        self.name = name
+        self.input_count = input_count
+        self.compile_node = compile_node
+        self.step_timeout_s = step_timeout_s
+        self.program = f"{name}-{uuid.uuid4().hex[:8]}"
+        self.plan: dict[str, dict] = {}                  # task -> its partitions, inputs, outputs
+        self.output_places: list[tuple[str, int] | tuple[None, int]] = []
+        part_task = [cluster.task_of(graph.attrs["device"]) for graph in partitions]
+        for task in dict.fromkeys(part_task):
+            local = [index for index, owner in enumerate(part_task) if owner == task]
+            self.plan[task] = {"texts": [print_graph(partitions[index]) for index in local],
+                               "inputs": [inputs[index] for index in local],
+                               "outputs": [], "local": {index: position for position, index in enumerate(local)},
+                               "feeds": sorted({i for index in local for i in inputs[index]})}
+        for part, index in outputs:
+            if part < 0:
+                self.output_places.append((None, index))
+                continue
+            plan = self.plan[part_task[part]]
+            plan["outputs"].append((plan["local"][part], index))
+            self.output_places.append((part_task[part], len(plan["outputs"]) - 1))
+        self.registered: dict[str, int] = {}             # task -> the generation registered with
+        self.steps = itertools.count()
+        self.kernels: dict[str, list[str]] = {}
+        self.register()
+        self.first = True
+
+    # -- registration ------------------------------------------------------------------
+    def register(self) -> bool:
+        """Register with every task whose actor changed since (all, the first time); whether
+        any task registered (its next step compiles its kernels)."""
+        actors = self.cluster.actors()
+        stale = [task for task in self.plan if self.registered.get(task) != self.cluster.generation[task]]
+        if not stale:
+            return False
+        refs = [actors[task].register.remote(self.program, self.plan[task]["texts"], self.plan[task]["inputs"],
+                                             self.plan[task]["outputs"], self.compile_node, self.step_timeout_s)
+                for task in stale]
+        kernels = self.cluster._get(refs, CALL_TIMEOUT * 6, f"registering @{self.name} with {', '.join(stale)}",
+                                    stale)
+        for task, names in zip(stale, kernels):
+            self.registered[task] = self.cluster.generation[task]
+            self.kernels[task] = names
+        return True
+
+    # -- steps -------------------------------------------------------------------------
+    def __call__(self, *arrays):
+        ray = self.cluster._ray
+        compiles = self.register() or self.first
+        self.first = False
+        timeout = self.step_timeout_s
+        if timeout is not None and compiles:
+            timeout += FIRST_CALL_ALLOWANCE
+        step = next(self.steps)
+        actors = self.cluster.actors()
+        shared = {}                                      # an input several tasks read is put once
+        readers = [index for plan in self.plan.values() for index in plan["feeds"]]
+        for index in set(readers):
+            if readers.count(index) > 1 and getattr(arrays[index], "nbytes", 0) > 100_000:
+                shared[index] = ray.put(arrays[index])
+        refs = {}
+        for task, plan in self.plan.items():
+            feeds = [shared.get(index, arrays[index]) for index in plan["feeds"]]
+            ref = actors[task].run.remote(self.program, step, self.input_count,
+                                          None if timeout is None else timeout + 5.0, plan["feeds"], *feeds)
+            refs[ref] = task
+        results = self._wait(step, refs, actors, timeout)
+        outputs = []
+        for task, position in self.output_places:
+            value = arrays[position] if task is None else results[task][position]
+            if isinstance(value, np.ndarray) and not value.flags.writeable:
+                value = value.copy()                     # (read-only when it came from the object store)
+            outputs.append(value)
+        return outputs
+
+    def _wait(self, step: int, refs: dict, actors: dict, timeout: float | None) -> dict[str, list]:
+        ray = self.cluster._ray
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pending = list(refs)
+        results: dict[str, list] = {}
+        while pending:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, pending = ray.wait(pending, num_returns=1, timeout=remaining)
+            if not ready:
+                self._hung(step, [refs[ref] for ref in pending], pending, actors, timeout)
+            for ref in ready:
+                task = refs[ref]
+                try:
+                    results[task] = ray.get(ref, timeout=CALL_TIMEOUT)
+                except ray.exceptions.ActorDiedError as error:
+                    self._failed(step, task, "died", f"its process died ({_first_line(error)})", pending, actors)
+                except ray.exceptions.ActorUnavailableError as error:
+                    self._failed(step, task, "died", f"it is unreachable ({_first_line(error)})", pending, actors)
+                except ray.exceptions.RayTaskError as error:
+                    cause = error.cause if getattr(error, "cause", None) is not None else error
+                    self._failed(step, task, "raised", f"{type(cause).__name__}: {cause}", pending, actors,
+                                 cause=cause)
+                except ray.exceptions.GetTimeoutError:
+                    self._hung(step, [task], [ref], actors, timeout)
+        return results
+
+    def _abort(self, step: int, reason: str, actors: dict, pending: list) -> None:
+        """Tell every task to abort ``step`` and give the unfinished ones a moment to stop."""
+        ray = self.cluster._ray
+        for actor in actors.values():
+            actor.abort.remote(self.program, step, reason)
+        if pending:
+            ray.wait(pending, num_returns=len(pending), timeout=ABORT_GRACE)
+
+    def _failed(self, step: int, task: str, kind: str, what: str, pending: list, actors: dict, cause=None):
+        described = self.cluster.describe_task(task)
+        reason = f"step {step} of @{self.name} failed on task {described}: {what}"
+        self._abort(step, f"{reason}; aborted here too", actors, pending)
+        info = self.cluster._info.get(task)
+        error = ClusterError(f"{reason}; the step was aborted on every task", task=task, kind=kind,
+                             pid=info.pid if info else None, node=info.node if info else None)
+        raise error from cause
+
+    def _hung(self, step: int, tasks: list[str], pending: list, actors: dict, timeout: float):
+        """The deadline passed with ``tasks`` unfinished: ask each what it waits for."""
+        ray = self.cluster._ray
+        asked = {actors[task].pending.remote(self.program, step): task for task in tasks}
+        ready, _ = ray.wait(list(asked), num_returns=len(asked), timeout=ABORT_GRACE)
+        reports, silent = {}, []
+        for ref in asked:
+            try:
+                reports[asked[ref]] = ray.get(ref, timeout=0) if ref in ready else None
+            except ray.exceptions.RayError:
+                reports[asked[ref]] = None
+            if reports[asked[ref]] is None:
+                silent.append(asked[ref])
+        running = [task for task, lines in reports.items() if lines and any(" is queued or running" in line
+                                                                              for line in lines)]
+        culprit = (silent or running or tasks)[0]
+        details = []
+        for task in tasks:
+            lines = reports.get(task)
+            details.append(f"{task}: " + ("does not answer" if lines is None else "; ".join(lines) or "finishing"))
+        reason = (f"step {step} of @{self.name} did not finish within its deadline of {timeout:g} s; "
+                  f"task {self.cluster.describe_task(culprit)} made no progress"
+                  f"{' and does not answer' if culprit in silent else ''}. Still pending: " + " | ".join(details))
+        answering = [ref for ref, task in zip(pending, tasks) if task not in silent]
+        self._abort(step, f"{reason}; aborted here too", actors, answering)
+        info = self.cluster._info.get(culprit)
+        raise ClusterError(f"{reason}; the step was aborted on every task", task=culprit, kind="hung",
+                           pid=info.pid if info else None, node=info.node if info else None)
+
+    @property
+    def kernel_sources(self) -> dict[str, str]:
+        return {}
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
