@@ -160,15 +160,14 @@ class Cluster:
         remote = self._ray.remote(Task)
         started = {}
         for task in tasks:
-            job = task.split("/")[1].removeprefix("job:")
-            needs = self.resources.get(task, self.resources.get(job, {}))
-            started[task] = remote.options(num_cpus=0, max_concurrency=16, max_restarts=0, resources=needs or None,
-                                           name=f"flowjit-{self.id}-{task.replace('/', '_')}").remote(
+            started[task] = remote.options(num_cpus=0, max_concurrency=16, max_restarts=0,
+                                           resources=self._needs(task) or None,
+                                           name=f"flowjit-{self.id}-{task.replace('/', '_')}-{self.generation[task]}"
+                                           ).remote(
                 task, [device.name for device in self.devices_of(task)], [d.threads for d in self.devices_of(task)])
         with self._lock:
             self._actors.update(started)
-        needs = {task: self.resources.get(task, self.resources.get(task.split("/")[1][4:])) for task in tasks}
-        waits = "; ".join(f"{task} needs {wanted}" for task, wanted in needs.items() if wanted)
+        waits = "; ".join(f"{task} needs {self._needs(task)}" for task in tasks if self._needs(task))
         infos = self._get([actor.info.remote() for actor in started.values()], timeout,
                           f"starting the tasks {', '.join(tasks)}" + (f" (a task waits for a node that offers the "
                                                                        f"resources it needs: {waits})" if waits else ""),
@@ -176,6 +175,10 @@ class Cluster:
         for task, info in zip(started, infos):
             self._info[task] = TaskInfo(task, **info)
         self._set_peers(timeout)
+
+    def _needs(self, task: str) -> dict:
+        """The Ray resources ``task``'s actor needs: its own entry, else its job's."""
+        return self.resources.get(task, self.resources.get(task.split("/")[1].removeprefix("job:"), {}))
 
     def _set_peers(self, timeout: float = CALL_TIMEOUT) -> None:
         actors = self.actors()
