@@ -364,3 +364,20 @@ def test_kernels_write_their_pieces_into_a_concatenation(dtype):
         assert len(in_place) == 6, source                  # x**2, sin; exp, y*3; both stacked pieces
         concatenates = [line for line in lines if "np.concatenate(" in line]
         assert len(concatenates) == 2, source              # shared twice, and the returned cos
+
+
+def test_constants_returned_are_arrays_of_the_callers_own():
+    """np.zeros_like(x), np.zeros(shape) (a broadcast scalar once simplified) and views of a
+    constant come back as new writable C-contiguous arrays, as numpy's results are."""
+    def constants(x):
+        return np.zeros_like(x), np.zeros(x.shape) + 0.0, np.full(x.shape, 2.5), np.arange(3.0)[::-1]
+    x = np.ones((2, 3))
+    for jitted in (flowjit.jit(constants), flowjit.jit(constants, fuse=False)):
+        first = jitted(x)
+        second = jitted(x)
+        for got, again, want in zip(first, second, constants(x)):
+            np.testing.assert_array_equal(got, want)
+            assert got.flags.writeable and got.flags.c_contiguous and got is not again
+            got[...] = 7                                   # writing one result changes no later one
+        for got, want in zip(jitted(x), constants(x)):
+            np.testing.assert_array_equal(got, want)

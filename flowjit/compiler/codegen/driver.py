@@ -273,7 +273,10 @@ class DriverBuilder:
         results = []
         for value in self.graph.outputs:
             text = self.name(value)
-            if value.producer is not None and value.producer.op in (ops.constant, ops.iota):
+            root = self.root[value].producer
+            if root is not None and root.op in (ops.constant, ops.iota):
+                # A constant, or a view of one (np.zeros_like's broadcast scalar): the caller
+                # gets an array of its own, writable, as numpy's would be.
                 text = f"{text}.copy()"
             if value.dtype == np.float16:
                 text = f"{text}.astype(np.float16)"
