@@ -47,6 +47,8 @@ def exponent_of(node: Node) -> float | None:
     """The one value of ``node``'s constant exponent, if it has one and ``x`` is not constant."""
     x, c = node.inputs
     array = constant_value(c)
+    if array is None and c.producer is not None and c.producer.op is ops.broadcast_to:
+        array = constant_value(c.producer.inputs[0])     # simplify's form of np.full(shape, c)
     if array is None or array.size == 0 or constant_value(x) is not None:
         return None
     first = array.reshape(-1)[0]

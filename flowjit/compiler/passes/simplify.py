@@ -137,7 +137,9 @@ def broadcast_scalar(node: Node, rw: Rewriter) -> Value | None:
     else -> broadcast_to(f(a, b), S)   (computes on the small shape, broadcasts once)"""
     broadcasts = [value for value in node.inputs
                   if value.producer is not None and value.producer.op is ops.broadcast_to]
-    if not broadcasts:
+    if not broadcasts or node.op is ops.pow:
+        # pow: numpy's float loops special-case an exponent read with stride 0 ((-inf) ** 0.5
+        # is NaN there, inf through pow), so moving a broadcast changes its result
         return None
     sources = [value.producer.inputs[0] if value in broadcasts else value for value in node.inputs]
     shape = node.output.shape
