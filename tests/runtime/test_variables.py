@@ -701,3 +701,21 @@ def test_a_checkpoint_saved_while_another_thread_trains_holds_one_step(tmp_path)
     checkpoint.restore(saved[0])
     first = flowjit.runtime.checkpoint.read_checkpoint(saved[0])[variables[0].name][0]
     assert all(variable.numpy().max() == variable.numpy().min() == first for variable in variables)
+
+
+def test_profile_updates_variables_once_as_a_call_does():
+    """profile() warms up with a first run; the variable updates of that run are undone, so a
+    profiled call of a counter counts once."""
+    hits = flowjit.Variable(np.zeros(2, np.int64), name="profiled_hits")
+
+    def count(x):
+        hits.assign_add(np.ones(2, np.int64))
+        return x * 2
+
+    x = np.arange(4.0)
+    result, trace = flowjit.jit(count).profile(x)
+    np.testing.assert_array_equal(result, x * 2)
+    np.testing.assert_array_equal(hits.numpy(), [1, 1])
+    assert trace["traceEvents"]
+    flowjit.jit(count)(x)
+    np.testing.assert_array_equal(hits.numpy(), [2, 2])
