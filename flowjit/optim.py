@@ -34,7 +34,7 @@ import numpy as np
 
 from flowjit.errors import ArgumentError, user_location
 from flowjit.frontend import pytree
-from flowjit.frontend.tracer import current_trace, is_variable, outside_trace
+from flowjit.frontend.tracer import is_variable, outside_trace
 from flowjit.frontend.variables import Variable
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
@@ -99,7 +99,7 @@ class Optimizer:
                                 f"{gradient_tree.num_leaves})", user_location())
         self.init(params)
         self.step_count.assign_add(1)
-        step = _value(self.step_count)
+        step = self.step_count.value()
         for param, gradient, path in zip(leaves, gradient_leaves, paths):
             if not param.trainable:
                 continue
@@ -151,10 +151,10 @@ class SGD(Optimizer):
 
     def _update(self, param, gradient, slots, step):
         if self.weight_decay:
-            gradient = gradient + self.weight_decay * _value(param)
+            gradient = gradient + self.weight_decay * param.value()
         if self.momentum:
             buffer = slots["momentum"]
-            new_buffer = _value(buffer) * self.momentum + gradient
+            new_buffer = buffer.value() * self.momentum + gradient
             buffer.assign(new_buffer)
             gradient = gradient + self.momentum * new_buffer if self.nesterov else new_buffer
         param.assign_sub(self._lr(param.dtype) * gradient)
@@ -180,12 +180,12 @@ class Adam(Optimizer):
 
     def _update(self, param, gradient, slots, step):
         dtype = param.dtype
-        value = _value(param)
+        value = param.value()
         if self.weight_decay and self.decoupled:
             value = value * _cast(1 - self._lr(np.float64) * self.weight_decay, dtype)
         elif self.weight_decay:
             gradient = gradient + self.weight_decay * value
-        m, v = _value(slots["m"]), _value(slots["v"])
+        m, v = slots["m"].value(), slots["v"].value()
         m = m + (1 - self.b1) * (gradient - m)                 # torch's lerp for a weight below 0.5
         v = v * self.b2 + (1 - self.b2) * (gradient * gradient)
         slots["m"].assign(m)
@@ -219,16 +219,11 @@ def _unique_prefix(name: str) -> str:
     return candidate
 
 
-def _value(variable):
-    """The variable's value now: a traced read inside ``jit``, a copy outside."""
-    return variable.value() if current_trace() is not None else variable.numpy()
-
-
 def _scalar(item, dtype):
     """A hyperparameter in ``dtype``: a Python number stays weak (takes the array's dtype), a
     variable is read and cast."""
     if is_variable(item):
-        return _cast(_value(item), dtype)
+        return _cast(item.value(), dtype)
     return item
 
 

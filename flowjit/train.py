@@ -40,6 +40,7 @@ import numpy as np
 
 from flowjit.errors import ArgumentError, CheckpointError, user_location
 from flowjit.frontend.tracer import is_variable
+from flowjit.progress import bar, on_terminal
 from flowjit.runtime.checkpoint import Checkpoint, CheckpointPolicy
 
 __all__ = ["loop", "TrainResult"]
@@ -224,7 +225,7 @@ class _Progress:
     def __init__(self, steps: int, start: int, enabled: bool | None, stream=None):
         self.stream = stream or sys.stderr
         if enabled is None:
-            enabled = hasattr(self.stream, "isatty") and self.stream.isatty() and not os.environ.get("CI")
+            enabled = on_terminal(self.stream) and not os.environ.get("CI")
         self.enabled, self.steps, self.start = enabled, steps, start
         self.began = self.last = time.monotonic()
         self.shown = False
@@ -237,10 +238,7 @@ class _Progress:
             return
         self.last = now
         rate = (step - self.start) / max(now - self.began, 1e-9)
-        width = 24
-        done = int(width * step / max(self.steps, 1))
-        bar = "#" * done + "." * (width - done)
-        self.stream.write(f"\r[{bar}] {step}/{self.steps}  {rate:8.1f} steps/s  loss {loss:.4g}")
+        self.stream.write(f"\r{bar(step, self.steps)} {step}/{self.steps}  {rate:8.1f} steps/s  loss {loss:.4g}")
         self.stream.flush()
         self.shown = True
 

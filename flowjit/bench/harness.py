@@ -32,6 +32,7 @@ import numpy as np
 import flowjit  # noqa: F401  (first: it sets libgomp's wait policy before torch loads libgomp)
 from flowjit.bench.report import format_table, plot
 from flowjit.bench.workloads import WORKLOADS, JaxOps, NumpyOps, TorchOps
+from flowjit.progress import bar, on_terminal
 
 MODES = ("numpy", "unfused", "fused", "numexpr", "jax", "torch")
 EXTRA_MODES = ("torch_eager",)            # accepted by --modes, not run by default
@@ -281,11 +282,9 @@ class Progress:
     """One live line for the cell being measured: a bar rewritten in place on a terminal,
     nothing at all when the stream is not one (piped, or in tests)."""
 
-    WIDTH = 24
-
     def __init__(self, stream=None, live: bool | None = None):
         self.stream = stream if stream is not None else sys.stderr
-        self.live = self.stream.isatty() if live is None else live
+        self.live = on_terminal(self.stream) if live is None else live
         self.total, self.done = 0, 0
 
     def start(self, total: int) -> None:
@@ -295,9 +294,7 @@ class Progress:
         """Show ``text`` as the cell now being measured."""
         if not self.live:
             return
-        filled = self.WIDTH * self.done // max(1, self.total)
-        bar = "#" * filled + "." * (self.WIDTH - filled)
-        self.stream.write(f"\r\033[K[{bar}] {self.done}/{self.total} {text}")
+        self.stream.write(f"\r\033[K{bar(self.done, self.total)} {self.done}/{self.total} {text}")
         self.stream.flush()
 
     def step(self) -> None:

@@ -478,18 +478,23 @@ def write_in_place(target: Tracer, compute, where: str, instead: str) -> Tracer:
     if problem is not None:
         raise UnsupportedOperatorError(f"{where}: numpy would write the result {problem}; flowjit "
                                        f"never writes into arrays: write {instead}", location)
-    result = compute()
-    if result.shape != target.shape:
+    target._value = _fitted(compute(), target, where, instead, location)._value
+    return target
+
+
+def _fitted(result: Tracer, x, where: str, instead: str, location) -> Tracer:
+    """``result`` as numpy writes it into ``x`` (a tracer or an array): x's shape, cast to x's
+    dtype by the same_kind rule of in-place operators; anything else is refused."""
+    if result.shape != x.shape:
         raise ShapeError(f"{where}: the result {result._value.type} does not fit into x (numpy writes "
                          f"the result into x, so it must keep x's shape); write {instead}", location)
-    if result.dtype != target.dtype:
-        if not np.can_cast(result.dtype, target.dtype, "same_kind"):
+    if result.dtype != x.dtype:
+        if not np.can_cast(result.dtype, x.dtype, "same_kind"):
             raise OpTypeError(f"{where}: the result's dtype {result.dtype} cannot be cast to x's dtype "
-                              f"{target.dtype} by numpy's same_kind rule for in-place operators; write "
+                              f"{x.dtype} by numpy's same_kind rule for in-place operators; write "
                               f"{instead} for a {result.dtype} result", location)
-        result = result.astype(target.dtype)
-    target._value = result._value
-    return target
+        result = result.astype(x.dtype)
+    return result
 
 
 def write_into_local_array(array: np.ndarray, result: Tracer, where: str, instead: str) -> Tracer:
@@ -527,16 +532,7 @@ def write_into_local_array(array: np.ndarray, result: Tracer, where: str, instea
     if shared or names != 1 or array.base is not None:
         raise UnsupportedOperatorError(refusal.format("which other names, containers or views also see"),
                                        location)
-    if result.shape != array.shape:
-        raise ShapeError(f"{where}: the result {result._value.type} does not fit into x (numpy writes the "
-                         f"result into x, so it must keep x's shape); write {instead}", location)
-    if result.dtype != array.dtype:
-        if not np.can_cast(result.dtype, array.dtype, "same_kind"):
-            raise OpTypeError(f"{where}: the result's dtype {result.dtype} cannot be cast to x's dtype "
-                              f"{array.dtype} by numpy's same_kind rule for in-place operators; write "
-                              f"{instead} for a {result.dtype} result", location)
-        result = result.astype(array.dtype)
-    return result._copy()
+    return _fitted(result, array, where, instead, location)._copy()
 
 
 def _inplace_write_problem(tracer: Tracer) -> str | None:

@@ -181,13 +181,18 @@ def log_reduce(x):
 
 
 @njit(**INLINE)
-def log_f64(x):
-    e, log_m = log_reduce(x)
-    result = e * LN2_HI + (log_m + e * LN2_LO)
+def _log_specials(x, result):
+    """A logarithm's results at 0, negatives, inf and NaN (log, log2, log10)."""
     result = -np.inf if x == 0.0 else result
     result = np.nan if x < 0.0 else result
     result = x if x == np.inf else result
     return x if x != x else result
+
+
+@njit(**INLINE)
+def log_f64(x):
+    e, log_m = log_reduce(x)
+    return _log_specials(x, e * LN2_HI + (log_m + e * LN2_LO))
 
 
 @njit(**INLINE)

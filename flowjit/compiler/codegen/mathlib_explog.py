@@ -33,7 +33,7 @@ from numba import njit
 
 from flowjit.compiler.codegen.mathlib import (E0, E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11, INLINE, LN2_HI,
                                               LN2_LO, LOG2E, SQRT2, bits_float64, exp_f64, float32_bits,
-                                              float64_bits, log_reduce)
+                                              _log_specials, float64_bits, log_f64, log_reduce)
 
 LN2 = 0.6931471805599453
 
@@ -106,7 +106,7 @@ def expm1_f32(x):
 @njit(**INLINE)
 def log1p_f64(x):
     u = 1.0 + x
-    log_u = _log_f64(u)
+    log_u = log_f64(u)
     correction = ((u - 1.0) - x) / u
     correction = 0.0 if (u == 0.0 or u == np.inf) else correction
     result = log_u - correction
@@ -116,21 +116,6 @@ def log1p_f64(x):
 @njit(**INLINE)
 def log1p_f32(x):
     return np.float32(log1p_f64(np.float64(x)))
-
-
-@njit(**INLINE)
-def _log_specials(x, result):
-    """log's results at 0, negatives, inf and NaN."""
-    result = -np.inf if x == 0.0 else result
-    result = np.nan if x < 0.0 else result
-    result = x if x == np.inf else result
-    return x if x != x else result
-
-
-@njit(**INLINE)
-def _log_f64(x):
-    e, log_m = log_reduce(x)
-    return _log_specials(x, e * LN2_HI + (log_m + e * LN2_LO))
 
 
 INV_LN2 = 1.4426950408889634
@@ -305,5 +290,5 @@ def pow_f32(a, b):
     a64, b64 = np.float64(a), np.float64(b)
     magnitude = abs(a64)
     usable = magnitude > 0.0 and magnitude < np.inf and abs(b64) < np.inf
-    y = (b64 if usable else 0.0) * _log_f64(magnitude if usable else 2.0)
+    y = (b64 if usable else 0.0) * log_f64(magnitude if usable else 2.0)
     return np.float32(_pow_special(exp_f64(y), a64, b64, float32_bits(a) < 0))
