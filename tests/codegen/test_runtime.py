@@ -46,6 +46,71 @@ def test_new_sizes_compile_no_kernels():
     assert after["kernel_compiles"] == before["kernel_compiles"]   # ... but nothing compiled
 
 
+def test_one_pattern_at_several_places_compiles_one_kernel():
+    """Kernels that differ only in the IR's value names (each layer's bias and ReLU, each
+    parameter's update) share one compiled module, here and in another program; the results
+    are each place's own."""
+    def layers(x, w1, b1, w2, b2):
+        h = np.maximum(x @ w1 + b1, 0.0)
+        return np.maximum(h @ w2 + b2, 0.0)
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(shape).astype(np.float32) for shape in ((4, 6), (6, 5), (5,), (5, 5), (5,))]
+    executable = flowjit.jit(layers).lower(*args).executable
+    assert len(executable.kernel_sources) == 2
+    first, second = executable.kernel_sources.values()
+    assert first != second                                     # each kernel's own names ...
+    assert executable.compiled[0] is executable.compiled[1]    # ... one compiled module
+    np.testing.assert_allclose(flowjit.jit(layers)(*args), layers(*args), rtol=1e-5, atol=1e-6)
+
+    def other(a, w, bias):                                   # another program, other names
+        return np.maximum(a @ w + bias, 0.0) * 1.0
+    before = flowjit.stats()["kernel_compiles"]
+    np.testing.assert_allclose(flowjit.jit(other)(*args[:3]), other(*args[:3]), rtol=1e-5, atol=1e-6)
+    assert flowjit.stats()["kernel_compiles"] == before
+
+
+def test_a_module_that_runs_in_parallel_somewhere_runs_in_parallel_everywhere():
+    """One pattern on a big and a small array is one module; the big use makes it run in
+    parallel, and the small one uses that variant too: numba compiles one function, not two."""
+    def program(big, small):
+        return big * 2.0 + 1.0, small * 2.0 + 1.0
+    args = (np.ones((512, 600), np.float32), np.ones((3, 5), np.float32))
+    executable = flowjit.jit(program).lower(*args).executable
+    assert executable.compiled[0] is executable.compiled[1]
+    assert executable.driver_source.count("_parallel_") >= 2, executable.driver_source
+    for got, want in zip(flowjit.jit(program)(*args), program(*args)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_kernel_keys_rename_locals_only():
+    """The key's renaming keeps what changes the code: globals, attributes, keyword names,
+    module-level names, and what a function loads without assigning."""
+    from flowjit.compiler.codegen.cache import canonical
+    body = "def kernel(a, out):\n    b = np.{f}(a, dtype={d})\n    for i, j in g(b):\n        out[i] += j\n"
+    assert canonical(body.format(f="exp", d="np.float32")) == canonical(
+        body.format(f="exp", d="np.float32").replace("b", "value").replace("(a", "(x").replace("kernel(a", "kernel(x"))
+    assert canonical(body.format(f="exp", d="np.float32")) != canonical(body.format(f="log", d="np.float32"))
+    assert canonical(body.format(f="exp", d="np.float32")) != canonical(body.format(f="exp", d="np.float64"))
+    assert canonical("def k(a):\n    f(x=a)\n") != canonical("def k(a):\n    f(y=a)\n")
+    assert canonical("T = 1\ndef k(a):\n    return a + T\n") != canonical("S = 1\ndef k(a):\n    return a + S\n")
+    assert canonical("def k(a):\n    return a + T\n") != canonical("def k(a):\n    return a + S\n")
+    assert canonical("def k(a):\n    # %x = add\n    return a\n") == canonical("def k(b):\n    return b\n")
+
+
+def test_short_rows_compile_without_lane_loops():
+    """A row the traced shapes make shorter than the lane width gets the one plain loop (less
+    for numba to compile); a long one the lanes; both match numpy."""
+    def softmax(x):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    jitted = flowjit.jit(softmax)
+    for length, lanes in ((10, False), (127, False), (128, True), (300, True)):
+        x = np.random.default_rng(length).standard_normal((3, length)).astype(np.float32)
+        (source,) = jitted.lower(x).kernel_sources().values()
+        assert ("lanes_" in source) == lanes, (length, source)
+        np.testing.assert_allclose(jitted(x), softmax(x), rtol=1e-5, atol=1e-7)
+
+
 def test_outputs_held_by_the_user_are_never_reused():
     jitted = flowjit.jit(chain)
     held, expected = [], []

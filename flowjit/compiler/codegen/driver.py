@@ -29,6 +29,7 @@ from typing import Mapping
 import numpy as np
 
 from flowjit.compiler.codegen.backend import Backend
+from flowjit.compiler.codegen.cache import canonical
 from flowjit.compiler.codegen.check_numerics import checker
 from flowjit.compiler.codegen.kernel import KernelSource
 from flowjit.compiler.codegen.scalar import CodegenError
@@ -43,6 +44,17 @@ from flowjit.counters import STATS
 
 PARALLEL_MIN_ELEMENTS = 1 << 18
 VIEW_OPS = (ops.reshape, ops.transpose, ops.broadcast_to, ops.slice)
+
+
+def kernel_size(kernel: KernelSource) -> int:
+    """Elements of the kernel's largest argument: what decides whether it runs in parallel."""
+    return max([int(np.prod(v.shape, dtype=np.int64)) for v in kernel.inputs + kernel.outputs] + [0])
+
+
+def epilogue_or_loops(fused: Node) -> bool:
+    """Whether a fused node has a kernel to compile: all but a matmul with no epilogue."""
+    return fused.attrs["plan"].kind is not KernelKind.MATMUL or any(
+        node.op is not ops.constant and node.op is not ops.matmul for node in fused.attrs["body"].nodes)
 
 
 class OutputPool:
@@ -249,6 +261,7 @@ class DriverBuilder:
 
     def build(self):
         self.plan()
+        self.render_kernels()
         params = [self.name(v) for v in self.graph.inputs]
         for value in self.graph.inputs:
             if value.dtype == np.float16:
@@ -316,13 +329,30 @@ class DriverBuilder:
             return f"{text}.reshape(1)" if value.producer is None or value.producer.op is not ops.fused else text
         return text
 
+    def render_kernels(self) -> None:
+        """Every kernel's source (``self.rendered``), and the compiled modules that run in
+        parallel somewhere in this program (``self.parallel_keys``): a module that does runs
+        in parallel at all its places, small ones too, so that numba compiles it once and
+        not also its serial twin (each SGD update of a network is one module; the biggest
+        runs in parallel)."""
+        self.rendered: dict[Node, KernelSource] = {}
+        self.parallel_keys: set[str] = set()
+        for node in self.graph.nodes:
+            if node.op is ops.fused and epilogue_or_loops(node):
+                kernel = self.rendered[node] = self.backend.render(node)
+                if kernel.parallel and kernel_size(kernel) >= PARALLEL_MIN_ELEMENTS:
+                    self.parallel_keys.add(canonical(kernel.source))
+
+    def parallel_of(self, kernel: KernelSource) -> bool:
+        return kernel.parallel and (kernel_size(kernel) >= PARALLEL_MIN_ELEMENTS
+                                    or canonical(kernel.source) in self.parallel_keys)
+
     def emit_kernel(self, index: int, node: Node, free_slots, slot_of) -> None:
         kernel: KernelSource | None = None
         body = node.attrs["body"]
-        compute = [n for n in body.nodes if n.op is not ops.constant]
         kind = node.attrs["plan"].kind
         if kind is KernelKind.MATMUL:
-            matmul = compute[0]
+            matmul = next(n for n in body.nodes if n.op is ops.matmul)     # (epilogue producers may come first)
             outer = dict(zip(body.inputs, node.inputs))
             exported = dict(zip(body.outputs, node.outputs))
             a, b = (self.name(outer[v]) if v in outer else None for v in matmul.inputs)
@@ -337,13 +367,13 @@ class DriverBuilder:
                 slot = self.buffer(mm_value, free_slots, slot_of)
                 self.emit(f"{mm_name} = {slot}")
             self.emit_matmul(a, b, mm_name)
-            if len(compute) == 1:
+            if not epilogue_or_loops(node):
                 return
-            kernel = self.backend.render(node)
+            kernel = self.rendered[node]
             inputs = [mm_name] + [self.argument(v) for v in kernel.inputs[1:]]
             dying = None if mm_outer is not None else matmul.output     # freed after the epilogue
         else:
-            kernel = self.backend.render(node)
+            kernel = self.rendered[node]
             inputs = [self.argument(v) for v in kernel.inputs]
             dying = None
         compiled = self.backend.compile(kernel)
@@ -363,8 +393,7 @@ class DriverBuilder:
             else:
                 self.emit(f"{self.name(value)} = {self.buffer(value, free_slots, slot_of)}")
             outputs.append(self.name(value))
-        size = max([int(np.prod(v.shape, dtype=np.int64)) for v in kernel.inputs + kernel.outputs] + [0])
-        parallel = kernel.parallel and size >= PARALLEL_MIN_ELEMENTS
+        parallel = self.parallel_of(kernel)
         function = compiled.parallel if parallel else compiled.serial
         symbol = self.global_(f"{node.name}_parallel_" if parallel else f"{node.name}_", function)
         self.emit(f"{symbol}({', '.join(inputs + outputs)})")

@@ -13,6 +13,7 @@ Several trailing reduced axes reach here merged into one (collapse.py).
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -440,7 +441,9 @@ class ReduceWriter(KernelWriter):
         to the next, so LLVM vectorises it without reassociating anything.  At the end of
         the row a vector fold leaves ``FOLDED`` lanes, combined one by one (a full tree
         scalarised into ~250 instructions a row).  One loop then takes what the lanes left:
-        the last ``ninner % LANES`` elements, or the whole of a shorter row.
+        the last ``ninner % LANES`` elements, or the whole of a shorter row.  A row the traced
+        shapes make shorter than ``WIDE_ROW`` gets that one loop only: the lane loops would never
+        run, and they are most of what numba would compile (a softmax over 10 classes).
         """
         rules = {node: self.reduction_rule(node) for node in nodes}
         lane = {node: lane_dtype(node) for node in nodes}
@@ -469,7 +472,7 @@ class ReduceWriter(KernelWriter):
                 self.emit(depth + 1, f"{lanes}[j] = {literal(0, lane[node])}")
 
         head = f"for t in range({length}):"
-        if nodes:
+        if nodes and not (length == "ninner" and self.row_length() < WIDE_ROW):
             self.emit(depth, "tail = 0")
             self.emit(depth, f"if {length} >= {WIDE_ROW}:")
             inner = depth + 1
@@ -502,6 +505,10 @@ class ReduceWriter(KernelWriter):
             if node.op not in ARG_REDUCTIONS:         # arg_reduce finds the position
                 self.emit(depth, f"{self.var(node.output)} = "
                                  f"{self.reduction_result(node, 'total_' + _identifier(node.output))}")
+
+    def row_length(self) -> int:
+        """``ninner`` as the traced shapes give it (huge for a dimension known only at run time)."""
+        return math.prod(self.domain[axis] for axis in set(self.axes))
 
     def reduction_result(self, node: Node, total: str) -> str:
         """The reduction's value from its accumulated ``total`` (a mean divides by ``ninner``)."""

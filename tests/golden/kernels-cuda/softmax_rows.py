@@ -1,4 +1,4 @@
-# k0_max_sub_exp_sum_div: reduce kernel, domain [4,8]
+# k0_max_sub_exp_sum_div: reduce kernel, domain [2,128]
 def kernel(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
@@ -10,7 +10,7 @@ def kernel(in0_x, out0):
     shared_sum = cuda.shared.array(128, np.float64)
     for row in range(cuda.blockIdx.x, nrows, cuda.gridDim.x):
         i0 = row
-        # %max = max %x {axes=[1], keepdims=true} : f32[4,1] loc(...)
+        # %max = max %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
         acc_max = np.float32(-np.inf)
         for t in range(tid, ninner, nthreads):
             i1 = t
@@ -26,13 +26,13 @@ def kernel(in0_x, out0):
             step //= 2
         v_max = shared_max[0]
         cuda.syncthreads()         # (every thread has read the total before the next reuse)
-        # %sum = sum %exp {axes=[1], keepdims=true} : f32[4,1] loc(...)
+        # %sum = sum %exp {axes=[1], keepdims=true} : f32[2,1] loc(...)
         acc_sum = np.float64(0.0)
         for t in range(tid, ninner, nthreads):
             i1 = t
-            # %sub = sub %x, %max : f32[4,8] loc(...)
+            # %sub = sub %x, %max : f32[2,128] loc(...)
             v_sub = np.float32((in0_x[i0, i1] - v_max))
-            # %exp = exp %sub : f32[4,8] loc(...)
+            # %exp = exp %sub : f32[2,128] loc(...)
             v_exp = np.float32(math.exp(v_sub))
             x = np.float64(v_exp)
             acc_sum = (acc_sum + x)
@@ -48,11 +48,11 @@ def kernel(in0_x, out0):
         cuda.syncthreads()         # (every thread has read the total before the next reuse)
         for t in range(tid, ninner, nthreads):
             i1 = t
-            # %sub = sub %x, %max : f32[4,8] loc(...)
+            # %sub = sub %x, %max : f32[2,128] loc(...)
             v_sub = np.float32((in0_x[i0, i1] - v_max))
-            # %exp = exp %sub : f32[4,8] loc(...)
+            # %exp = exp %sub : f32[2,128] loc(...)
             v_exp = np.float32(math.exp(v_sub))
-            # %div = div %exp, %sum : f32[4,8] loc(...)
+            # %div = div %exp, %sum : f32[2,128] loc(...)
             v_div = np.float32((v_exp / v_sum))
             out0[i0, i1] = v_div
 

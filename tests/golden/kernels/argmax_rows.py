@@ -7,24 +7,7 @@ def kernel(in0_x, out0):
         for i0 in range(chunk * 64, min(n0, (chunk + 1) * 64)):
             # %argmax = argmax %x {axis=1} : i64[4] loc(...)
             total_argmax = np.float32(-np.inf)
-            tail = 0
-            if ninner >= 128:
-                lanes_argmax = fj.stack_array(np.float32, 64)
-                for j in range(64):
-                    lanes_argmax[j] = np.float32(-np.inf)
-                for block in range(ninner // 64):
-                    for j in range(64):
-                        t = block * 64 + j
-                        x = in0_x[i0, t]
-                        lanes_argmax[j] = (x if (x > lanes_argmax[j]) | (x != x) else lanes_argmax[j])
-                for j in range(16):
-                    for group in range(1, 4):
-                        x = lanes_argmax[j + group * 16]
-                        lanes_argmax[j] = (x if (x > lanes_argmax[j]) | (x != x) else lanes_argmax[j])
-                for j in range(16):
-                    total_argmax = (lanes_argmax[j] if (lanes_argmax[j] > total_argmax) | (lanes_argmax[j] != lanes_argmax[j]) else total_argmax)
-                tail = ninner - ninner % 64
-            for t in range(tail, ninner):
+            for t in range(ninner):
                 x = in0_x[i0, t]
                 total_argmax = (x if (x > total_argmax) | (x != x) else total_argmax)
             first = ninner - ninner % 64
@@ -54,24 +37,7 @@ def kernel_parallel(in0_x, out0):
         for i0 in range(chunk * 64, min(n0, (chunk + 1) * 64)):
             # %argmax = argmax %x {axis=1} : i64[4] loc(...)
             total_argmax = np.float32(-np.inf)
-            tail = 0
-            if ninner >= 128:
-                lanes_argmax = fj.stack_array(np.float32, 64)
-                for j in range(64):
-                    lanes_argmax[j] = np.float32(-np.inf)
-                for block in range(ninner // 64):
-                    for j in range(64):
-                        t = block * 64 + j
-                        x = in0_x[i0, t]
-                        lanes_argmax[j] = (x if (x > lanes_argmax[j]) | (x != x) else lanes_argmax[j])
-                for j in range(16):
-                    for group in range(1, 4):
-                        x = lanes_argmax[j + group * 16]
-                        lanes_argmax[j] = (x if (x > lanes_argmax[j]) | (x != x) else lanes_argmax[j])
-                for j in range(16):
-                    total_argmax = (lanes_argmax[j] if (lanes_argmax[j] > total_argmax) | (lanes_argmax[j] != lanes_argmax[j]) else total_argmax)
-                tail = ninner - ninner % 64
-            for t in range(tail, ninner):
+            for t in range(ninner):
                 x = in0_x[i0, t]
                 total_argmax = (x if (x > total_argmax) | (x != x) else total_argmax)
             first = ninner - ninner % 64

@@ -1,4 +1,4 @@
-# k0_mean_sub_square_mean_add_sqrt: reduce kernel, domain [4,8]
+# k0_mean_sub_square_mean_add_sqrt: reduce kernel, domain [2,128]
 def kernel(in0_x, in1_gamma, in2_beta, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
@@ -8,7 +8,7 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
     for chunk in range((n0 + 63) // 64):
         s_sub = np.empty(ninner, np.float32)
         for i0 in range(chunk * 64, min(n0, (chunk + 1) * 64)):
-            # %mean = mean %x {axes=[1], keepdims=true} : f32[4,1] loc(...)
+            # %mean = mean %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
             total_mean = np.float64(0.0)
             tail = 0
             if ninner >= 128:
@@ -40,7 +40,7 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
                 x = np.float64(in0_x[i0, t])
                 total_mean = (total_mean + x)
             v_mean = np.float32((total_mean / np.float64(ninner)))
-            # %mean_1 = mean %square {axes=[1], keepdims=true} : f32[4,1] loc(...)
+            # %mean_1 = mean %square {axes=[1], keepdims=true} : f32[2,1] loc(...)
             total_mean_1 = np.float64(0.0)
             tail = 0
             if ninner >= 128:
@@ -53,9 +53,9 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
                     for j in range(64):
                         t = block * 64 + j
                         i1 = t
-                        # %sub = sub %x, %mean : f32[4,8] loc(...)
+                        # %sub = sub %x, %mean : f32[2,128] loc(...)
                         v_sub = np.float32((in0_x[i0, i1] - v_mean))
-                        # %square = square %sub : f32[4,8] loc(...)
+                        # %square = square %sub : f32[2,128] loc(...)
                         v_square = np.float32((v_sub * v_sub))
                         s_sub[t] = v_sub
                         x = v_square
@@ -76,26 +76,26 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
                 tail = ninner - ninner % 64
             for t in range(tail, ninner):
                 i1 = t
-                # %sub = sub %x, %mean : f32[4,8] loc(...)
+                # %sub = sub %x, %mean : f32[2,128] loc(...)
                 v_sub = np.float32((in0_x[i0, i1] - v_mean))
-                # %square = square %sub : f32[4,8] loc(...)
+                # %square = square %sub : f32[2,128] loc(...)
                 v_square = np.float32((v_sub * v_sub))
                 s_sub[t] = v_sub
                 x = np.float64(v_square)
                 total_mean_1 = (total_mean_1 + x)
             v_mean_1 = np.float32((total_mean_1 / np.float64(ninner)))
-            # %add = add %mean_1, %constant : f32[4,1] loc(...)
+            # %add = add %mean_1, %constant : f32[2,1] loc(...)
             v_add = np.float32((v_mean_1 + v_constant))
-            # %sqrt = sqrt %add : f32[4,1] loc(...)
+            # %sqrt = sqrt %add : f32[2,1] loc(...)
             v_sqrt = np.float32(math.sqrt(v_add))
             for t in range(ninner):
                 i1 = t
                 v_sub = s_sub[t]
-                # %div = div %sub, %sqrt : f32[4,8] loc(...)
+                # %div = div %sub, %sqrt : f32[2,128] loc(...)
                 v_div = np.float32((v_sub / v_sqrt))
-                # %mul = mul %div, %gamma : f32[4,8] loc(...)
+                # %mul = mul %div, %gamma : f32[2,128] loc(...)
                 v_mul = np.float32((v_div * in1_gamma[i1]))
-                # %add_1 = add %mul, %beta : f32[4,8] loc(...)
+                # %add_1 = add %mul, %beta : f32[2,128] loc(...)
                 v_add_1 = np.float32((v_mul + in2_beta[i1]))
                 out0[i0, i1] = v_add_1
 
@@ -109,7 +109,7 @@ def kernel_parallel(in0_x, in1_gamma, in2_beta, out0):
     for chunk in prange((n0 + 63) // 64):
         s_sub = np.empty(ninner, np.float32)
         for i0 in range(chunk * 64, min(n0, (chunk + 1) * 64)):
-            # %mean = mean %x {axes=[1], keepdims=true} : f32[4,1] loc(...)
+            # %mean = mean %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
             total_mean = np.float64(0.0)
             tail = 0
             if ninner >= 128:
@@ -141,7 +141,7 @@ def kernel_parallel(in0_x, in1_gamma, in2_beta, out0):
                 x = np.float64(in0_x[i0, t])
                 total_mean = (total_mean + x)
             v_mean = np.float32((total_mean / np.float64(ninner)))
-            # %mean_1 = mean %square {axes=[1], keepdims=true} : f32[4,1] loc(...)
+            # %mean_1 = mean %square {axes=[1], keepdims=true} : f32[2,1] loc(...)
             total_mean_1 = np.float64(0.0)
             tail = 0
             if ninner >= 128:
@@ -154,9 +154,9 @@ def kernel_parallel(in0_x, in1_gamma, in2_beta, out0):
                     for j in range(64):
                         t = block * 64 + j
                         i1 = t
-                        # %sub = sub %x, %mean : f32[4,8] loc(...)
+                        # %sub = sub %x, %mean : f32[2,128] loc(...)
                         v_sub = np.float32((in0_x[i0, i1] - v_mean))
-                        # %square = square %sub : f32[4,8] loc(...)
+                        # %square = square %sub : f32[2,128] loc(...)
                         v_square = np.float32((v_sub * v_sub))
                         s_sub[t] = v_sub
                         x = v_square
@@ -177,25 +177,25 @@ def kernel_parallel(in0_x, in1_gamma, in2_beta, out0):
                 tail = ninner - ninner % 64
             for t in range(tail, ninner):
                 i1 = t
-                # %sub = sub %x, %mean : f32[4,8] loc(...)
+                # %sub = sub %x, %mean : f32[2,128] loc(...)
                 v_sub = np.float32((in0_x[i0, i1] - v_mean))
-                # %square = square %sub : f32[4,8] loc(...)
+                # %square = square %sub : f32[2,128] loc(...)
                 v_square = np.float32((v_sub * v_sub))
                 s_sub[t] = v_sub
                 x = np.float64(v_square)
                 total_mean_1 = (total_mean_1 + x)
             v_mean_1 = np.float32((total_mean_1 / np.float64(ninner)))
-            # %add = add %mean_1, %constant : f32[4,1] loc(...)
+            # %add = add %mean_1, %constant : f32[2,1] loc(...)
             v_add = np.float32((v_mean_1 + v_constant))
-            # %sqrt = sqrt %add : f32[4,1] loc(...)
+            # %sqrt = sqrt %add : f32[2,1] loc(...)
             v_sqrt = np.float32(math.sqrt(v_add))
             for t in range(ninner):
                 i1 = t
                 v_sub = s_sub[t]
-                # %div = div %sub, %sqrt : f32[4,8] loc(...)
+                # %div = div %sub, %sqrt : f32[2,128] loc(...)
                 v_div = np.float32((v_sub / v_sqrt))
-                # %mul = mul %div, %gamma : f32[4,8] loc(...)
+                # %mul = mul %div, %gamma : f32[2,128] loc(...)
                 v_mul = np.float32((v_div * in1_gamma[i1]))
-                # %add_1 = add %mul, %beta : f32[4,8] loc(...)
+                # %add_1 = add %mul, %beta : f32[2,128] loc(...)
                 v_add_1 = np.float32((v_mul + in2_beta[i1]))
                 out0[i0, i1] = v_add_1

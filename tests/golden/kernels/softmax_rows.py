@@ -1,4 +1,4 @@
-# k0_max_sub_exp_sum_div: reduce kernel, domain [4,8]
+# k0_max_sub_exp_sum_div: reduce kernel, domain [2,128]
 def kernel(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
@@ -6,7 +6,7 @@ def kernel(in0_x, out0):
     for chunk in range((n0 + 63) // 64):
         s_exp = np.empty(ninner, np.float32)
         for i0 in range(chunk * 64, min(n0, (chunk + 1) * 64)):
-            # %max = max %x {axes=[1], keepdims=true} : f32[4,1] loc(...)
+            # %max = max %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
             total_max = np.float32(-np.inf)
             tail = 0
             if ninner >= 128:
@@ -29,7 +29,7 @@ def kernel(in0_x, out0):
                 x = in0_x[i0, t]
                 total_max = (x if (x > total_max) | (x != x) else total_max)
             v_max = total_max
-            # %sum = sum %exp {axes=[1], keepdims=true} : f32[4,1] loc(...)
+            # %sum = sum %exp {axes=[1], keepdims=true} : f32[2,1] loc(...)
             total_sum = np.float64(0.0)
             tail = 0
             if ninner >= 128:
@@ -42,9 +42,9 @@ def kernel(in0_x, out0):
                     for j in range(64):
                         t = block * 64 + j
                         i1 = t
-                        # %sub = sub %x, %max : f32[4,8] loc(...)
+                        # %sub = sub %x, %max : f32[2,128] loc(...)
                         v_sub = np.float32((in0_x[i0, i1] - v_max))
-                        # %exp = exp %sub : f32[4,8] loc(...)
+                        # %exp = exp %sub : f32[2,128] loc(...)
                         v_exp = np.float32(fj.exp_f32(v_sub))
                         s_exp[t] = v_exp
                         x = v_exp
@@ -65,9 +65,9 @@ def kernel(in0_x, out0):
                 tail = ninner - ninner % 64
             for t in range(tail, ninner):
                 i1 = t
-                # %sub = sub %x, %max : f32[4,8] loc(...)
+                # %sub = sub %x, %max : f32[2,128] loc(...)
                 v_sub = np.float32((in0_x[i0, i1] - v_max))
-                # %exp = exp %sub : f32[4,8] loc(...)
+                # %exp = exp %sub : f32[2,128] loc(...)
                 v_exp = np.float32(fj.exp_f32(v_sub))
                 s_exp[t] = v_exp
                 x = np.float64(v_exp)
@@ -76,7 +76,7 @@ def kernel(in0_x, out0):
             for t in range(ninner):
                 i1 = t
                 v_exp = s_exp[t]
-                # %div = div %exp, %sum : f32[4,8] loc(...)
+                # %div = div %exp, %sum : f32[2,128] loc(...)
                 v_div = np.float32((v_exp / v_sum))
                 out0[i0, i1] = v_div
 
@@ -88,7 +88,7 @@ def kernel_parallel(in0_x, out0):
     for chunk in prange((n0 + 63) // 64):
         s_exp = np.empty(ninner, np.float32)
         for i0 in range(chunk * 64, min(n0, (chunk + 1) * 64)):
-            # %max = max %x {axes=[1], keepdims=true} : f32[4,1] loc(...)
+            # %max = max %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
             total_max = np.float32(-np.inf)
             tail = 0
             if ninner >= 128:
@@ -111,7 +111,7 @@ def kernel_parallel(in0_x, out0):
                 x = in0_x[i0, t]
                 total_max = (x if (x > total_max) | (x != x) else total_max)
             v_max = total_max
-            # %sum = sum %exp {axes=[1], keepdims=true} : f32[4,1] loc(...)
+            # %sum = sum %exp {axes=[1], keepdims=true} : f32[2,1] loc(...)
             total_sum = np.float64(0.0)
             tail = 0
             if ninner >= 128:
@@ -124,9 +124,9 @@ def kernel_parallel(in0_x, out0):
                     for j in range(64):
                         t = block * 64 + j
                         i1 = t
-                        # %sub = sub %x, %max : f32[4,8] loc(...)
+                        # %sub = sub %x, %max : f32[2,128] loc(...)
                         v_sub = np.float32((in0_x[i0, i1] - v_max))
-                        # %exp = exp %sub : f32[4,8] loc(...)
+                        # %exp = exp %sub : f32[2,128] loc(...)
                         v_exp = np.float32(fj.exp_f32(v_sub))
                         s_exp[t] = v_exp
                         x = v_exp
@@ -147,9 +147,9 @@ def kernel_parallel(in0_x, out0):
                 tail = ninner - ninner % 64
             for t in range(tail, ninner):
                 i1 = t
-                # %sub = sub %x, %max : f32[4,8] loc(...)
+                # %sub = sub %x, %max : f32[2,128] loc(...)
                 v_sub = np.float32((in0_x[i0, i1] - v_max))
-                # %exp = exp %sub : f32[4,8] loc(...)
+                # %exp = exp %sub : f32[2,128] loc(...)
                 v_exp = np.float32(fj.exp_f32(v_sub))
                 s_exp[t] = v_exp
                 x = np.float64(v_exp)
@@ -158,6 +158,6 @@ def kernel_parallel(in0_x, out0):
             for t in range(ninner):
                 i1 = t
                 v_exp = s_exp[t]
-                # %div = div %exp, %sum : f32[4,8] loc(...)
+                # %div = div %exp, %sum : f32[2,128] loc(...)
                 v_div = np.float32((v_exp / v_sum))
                 out0[i0, i1] = v_div
