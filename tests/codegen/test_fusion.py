@@ -65,6 +65,26 @@ def test_mlp_epilogue_is_fused_after_each_matmul():
     assert [n.op.name for n in second.attrs["body"].nodes] == ["matmul", "add"]
 
 
+@pytest.mark.parametrize("function, names", [
+    (lambda a, b, c, d: a @ b + c * 3.0, ["matmul", "mul", "add"]),                  # the loop first in the text
+    (lambda a, b, c, d: np.maximum(0.9 * c + 0.1 * (a @ b), d * d),                  # Adam's moment, and more
+     ["mul", "matmul", "mul", "add", "mul", "maximum"]),
+    (lambda a, b, c, d: (a @ b) * np.exp(c) - d, ["exp", "matmul", "mul", "sub"]),
+])
+def test_loops_feeding_a_matmul_epilogue_run_in_it(function, names):
+    """Elementwise work over the product's domain that feeds the epilogue is computed in it,
+    not in a kernel of its own that writes a temporary for the epilogue to read; the result
+    matches numpy fused and unfused."""
+    rng = np.random.default_rng(7)
+    args = (rng.standard_normal((5, 4)), rng.standard_normal((4, 6)), rng.standard_normal((5, 6)),
+            rng.standard_normal((5, 6)))
+    (kernel,) = kernels(function, *args)
+    assert kernel.attrs["plan"].kind is KernelKind.MATMUL
+    assert sorted(n.op.name for n in kernel.attrs["body"].nodes if n.op is not ops.constant) == sorted(names)
+    for fuse in (True, False):
+        np.testing.assert_allclose(flowjit.jit(function, fuse=fuse)(*args), function(*args), rtol=1e-12)
+
+
 def test_siblings_share_one_multi_output_kernel():
     def siblings(x):
         return np.exp(x), np.sin(x) * 2

@@ -301,9 +301,18 @@ class Fuser:
         return self.same_nest(a, b) and not self.reaches(a, b) and not self.reaches(b, a)
 
     def can_merge_producer(self, consumer: Group, producer: Group) -> bool:
-        """A loop feeding the loop ``consumer`` directly, with no path through a third kernel."""
-        return (consumer.kind is KernelKind.LOOP and self.same_nest(consumer, producer)
-                and not self.reaches(consumer, producer)
+        """A loop feeding the loop ``consumer`` directly, with no path through a third kernel;
+        or feeding a matmul's epilogue over the same domain (``b1 * m + (1 - b1) * (a @ b)``:
+        the epilogue computes ``b1 * m`` too, instead of a kernel writing it out to be read)."""
+        if consumer.kind is KernelKind.MATMUL:
+            if not (producer.kind is KernelKind.LOOP and producer.domain == consumer.domain and producer.nodes
+                    and producer.device == consumer.device
+                    and producer.nodes[0].requested_device == consumer.nodes[0].requested_device
+                    and consumer.full_for(len(producer.nodes), producer.routines) is None):
+                return False
+        elif not (consumer.kind is KernelKind.LOOP and self.same_nest(consumer, producer)):
+            return False
+        return (not self.reaches(consumer, producer)
                 and not any(self.reaches(producer, before) for before in consumer.preds if before is not producer))
 
     def run(self) -> None:
@@ -320,7 +329,9 @@ class Fuser:
             joined = None
             if self.enabled:
                 self.merge_input_siblings(node)
-                for group in reversed(self.input_groups(node)):
+                # A matmul's epilogue first: joining it saves writing the product out and reading
+                # it back, and a loop feeding the node can then join the epilogue too.
+                for group in sorted(reversed(self.input_groups(node)), key=lambda g: g.kind is not KernelKind.MATMUL):
                     reason = self.why_not(node, group)
                     if reason is None:
                         joined = group
