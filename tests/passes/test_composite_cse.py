@@ -23,8 +23,21 @@ def variance_and_mean(x):
     return x.var(axis=(0, 1)), x.mean(axis=(0, 1))
 
 
-def rows_mismatched(x):                  # mean without keepdims, std over a trailing axis: not shared
+def rows_mismatched(x):                  # mean without keepdims, std's own mean with them
     return x.mean(axis=1), x.std(axis=1)
+
+
+def rows_std_first(x):
+    return x.std(axis=1), x.mean(axis=1)
+
+
+def rows_of_an_expression(x):            # the two x * 2 merge first, then the means
+    return (x * 2).mean(axis=1), (x * 2).var(axis=1)
+
+
+def rows_broadcast_back(x):
+    m = x.mean(axis=1)
+    return (x - m[:, None]) / (x.std(axis=1)[:, None] + 1e-8)
 
 
 def count(lowered, op) -> int:
@@ -34,7 +47,8 @@ def count(lowered, op) -> int:
 
 @pytest.mark.parametrize("function, shape, means", [
     (zscore, (1000,), 1), (zscore, (8, 33), 1), (columns, (16, 40), 1), (rows_keepdims, (16, 40), 1),
-    (variance_and_mean, (6, 7), 1), (rows_mismatched, (6, 7), 2)])
+    (variance_and_mean, (6, 7), 1), (rows_mismatched, (6, 7), 1), (rows_std_first, (6, 7), 1),
+    (rows_of_an_expression, (6, 7), 1), (rows_broadcast_back, (6, 7), 1)])
 def test_mean_computed_once_and_results_match(function, shape, means):
     x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
     lowered = flowjit.jit(function).lower(x)
@@ -51,3 +65,23 @@ def test_zscore_is_one_kernel_that_subtracts_once():
     lowered = flowjit.jit(zscore).lower(np.ones(1000, np.float32))
     (kernel,) = [node for node in lowered.fused.nodes if node.op is ops.fused]
     assert [n.op.name for n in kernel.attrs["body"].nodes if n.op.name in ("mean", "sub")] == ["mean", "sub"]
+
+
+@pytest.mark.parametrize("function", [rows_mismatched, rows_std_first, rows_of_an_expression])
+def test_a_reduction_and_its_keepdims_twin_are_one_kernel(function):
+    """``x.mean(axis=1)`` and the ``keepdims=True`` mean inside ``x.std(axis=1)`` are one
+    reduction (the other a reshape, a view), whichever comes first, and one kernel."""
+    x = np.random.default_rng(5).standard_normal((6, 7))
+    lowered = flowjit.jit(function).lower(x)
+    assert len(lowered.kernel_sources()) == 1, lowered.as_text("fused")
+
+
+def test_argmax_and_its_keepdims_twin_are_one_reduction():
+    def program(x):
+        return np.argmax(x, axis=1), np.argmax(x, axis=1, keepdims=True), x.max(axis=0, keepdims=True), x.max(axis=0)
+    x = np.random.default_rng(6).standard_normal((5, 9))
+    lowered = flowjit.jit(program).lower(x)
+    assert count(lowered, ops.argmax) == 1 and count(lowered, ops.max) == 1, lowered.as_text("fused")
+    for got, want in zip(flowjit.jit(program)(x), program(x)):
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
