@@ -6,9 +6,9 @@ compiles; the JSON has it), then the median of --repeat calls after a warm-up, t
 taking turns call by call so that load from elsewhere falls on all of them alike.  A
 STREAM-style triad in the same run measures memory bandwidth, which gives each
 elementwise workload a lower bound (bytes that must move / bandwidth).  A dispatch row
-times the chain on 16 elements; compile rows time the first call in a fresh process,
-with an empty and with a warm kernel cache, from starting the interpreter to the first
-result, import included (medians of --compile-repeat processes, flowjit's bytecode
+times the chain on 16 elements; compile rows (chain, softmax, and train_mlp's training
+step when the run has it) time the first call in a fresh process, with an empty and with
+a warm kernel cache, from starting the interpreter to the first result, import included (medians of --compile-repeat processes, flowjit's bytecode
 compiled as an installed package's is; the JSON also has the time to exit).
 
 On a terminal one line shows the cell being measured; piped, only the table is printed.
@@ -17,6 +17,7 @@ On a terminal one line shows the cell being measured; piped, only the table is p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -227,14 +228,18 @@ def bytes_moved(args, expected) -> int:
 # -- compile rows: a fresh process per measurement -----------------------------------------------------
 COMPILE_SCRIPT = """
 import numpy as np
-import flowjit
-from flowjit.bench.workloads import WORKLOADS, NumpyOps
-ops = NumpyOps()
+from flowjit.bench.harness import make_callable
+from flowjit.bench.workloads import WORKLOADS
 workload = WORKLOADS[{name!r}]
-args = workload.make({elements}, np.random.default_rng(0))
-flowjit.jit(lambda *a: workload.function(ops, *a))(*args)
+make_callable("fused", workload, workload.make({elements}, np.random.default_rng(0)))()
 print("first result", flush=True)
 """
+
+
+def compile_rows_for(workloads) -> list[str]:
+    """The compile rows of a run: chain and softmax always; train_mlp (trace, gradient,
+    optimiser, compile) when the run has that workload."""
+    return ["chain", "softmax"] + (["train_mlp"] if "train_mlp" in workloads else [])
 
 
 def compile_time(name: str, cache_dir: str) -> tuple[float, float]:
@@ -311,7 +316,7 @@ def cell_count(workloads, sizes, modes, compile_rows: bool) -> int:
     cells = 1 + len(modes)
     for name in workloads:
         cells += (len(sizes) if WORKLOADS[name].sized else 1) * len(modes)
-    return cells + (2 if compile_rows else 0)
+    return cells + (len(compile_rows_for(workloads)) if compile_rows else 0)
 
 
 def run(workloads, sizes, modes, repeat, progress: Progress | None = None, compile_rows: bool = True,
@@ -332,7 +337,7 @@ def run(workloads, sizes, modes, repeat, progress: Progress | None = None, compi
             run_workload(report, WORKLOADS[name], sizes, modes, repeat, rng, progress)
         run_dispatch(report, modes, rng, progress)
         if compile_rows:
-            run_compiles(report, compile_repeat, progress)
+            run_compiles(report, compile_rows_for(workloads), compile_repeat, progress)
     except KeyboardInterrupt:
         report["interrupted"] = True
     finally:
@@ -414,23 +419,20 @@ def run_dispatch(report: dict, modes, rng, progress) -> None:
         progress.step()
 
 
-def run_compiles(report: dict, compile_repeat: int, progress) -> None:
+def run_compiles(report: dict, names: list[str], compile_repeat: int, progress) -> None:
     # An installed package has its bytecode compiled (pip does it at install); an
     # editable one run with PYTHONDONTWRITEBYTECODE=1, as here, would recompile every
     # module in every fresh process (~50 ms) and time that instead of flowjit.
     import compileall
     compileall.compile_dir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), quiet=1)
-    for name in ("chain", "softmax"):
+    for name in names:
         progress(f"first call in fresh processes, {name}")
-        # Medians over fresh processes: each empty-cache one gets its own directory, the
-        # warm-cache ones share one that the first of them filled.
-        cold = []
-        for _ in range(compile_repeat):
-            with tempfile.TemporaryDirectory() as directory:
-                cold.append(compile_time(name, directory))
-        with tempfile.TemporaryDirectory() as directory:
-            compile_time(name, directory)
-            warm = [compile_time(name, directory) for _ in range(compile_repeat)]
+        # Medians over fresh processes: each empty-cache one gets its own directory; the
+        # warm-cache ones share the one the first of them filled.
+        with contextlib.ExitStack() as stack:
+            directories = [stack.enter_context(tempfile.TemporaryDirectory()) for _ in range(compile_repeat)]
+            cold = [compile_time(name, directory) for directory in directories]
+            warm = [compile_time(name, directories[0]) for _ in range(compile_repeat)]
         row = {"workload": name}
         for label, runs in (("empty_cache", cold), ("warm_cache", warm)):
             row[f"{label}_s"] = statistics.median(first for first, _ in runs)
