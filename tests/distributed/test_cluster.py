@@ -1,8 +1,8 @@
 """Programs across task processes on a local Ray cluster, against one process and the
 reference interpreter; tasks killed, hung and raising mid-run.
 
-One cluster ({"ps": 1, "worker": 2}, three processes) serves the module; a test that
-breaks a task restarts it before it ends.  ``FLOWJIT_CHAOS_KILLS`` raises the number of
+One cluster ({"ps": 1, "worker": 2}, three processes; conftest's) serves the session; a
+test that breaks a task restarts it before it ends.  ``FLOWJIT_CHAOS_KILLS`` raises the number of
 random kills (``make chaos``)."""
 
 import os
@@ -28,23 +28,6 @@ CHAOS_KILLS = int(os.environ.get("FLOWJIT_CHAOS_KILLS", "20"))
 # compiles, detection has taken 3.5 s, so the tests allow 5 s: still far below the step
 # deadlines (10 and 30 s), so a death noticed only by a deadline fails them, as does a hang.
 DETECTED_WITHIN_S = 5.0
-
-
-@pytest.fixture(scope="module")
-def cluster(ray_session):
-    with flowjit.Cluster({"ps": 1, "worker": 2}) as started:
-        yield started
-    for pid in started._info.values():                     # shutdown waited for every process to exit
-        assert not os.path.exists(f"/proc/{pid.pid}")
-
-
-@pytest.fixture
-def stats(cluster):
-    """Each task's counters (registered, steps, running, ...), of the tasks not in ``dead``."""
-    def read(dead=()):
-        actors = {task: actor for task, actor in cluster.actors().items() if task not in dead}
-        return dict(zip(actors, cluster._ray.get([actor.stats.remote() for actor in actors.values()], timeout=10)))
-    return read
 
 
 def pipeline(x, y):
@@ -176,17 +159,6 @@ def test_the_kernels_of_a_program_on_a_cluster_list_without_compiling_here_and_p
     with pytest.raises(flowjit.ClusterError, match=r"@pipeline is placed on a cluster, .* profiling across tasks "
                                                    r"is not built yet"):
         jitted.profile(x, y)
-
-
-def test_programs_with_variables_are_refused_on_a_cluster(cluster):
-    counter = flowjit.Variable(np.zeros(3, np.float32), name="hosts_counter")
-
-    def step(x):
-        counter.assign_add(x)
-        return counter + 0
-    with pytest.raises(flowjit.ClusterError, match=r"uses variables \(hosts_counter\), which do not yet live on "
-                                                   r"cluster tasks"):
-        flowjit.jit(step, devices=cluster)(np.ones(3, np.float32))
 
 
 # -- faults --------------------------------------------------------------------------------
