@@ -413,6 +413,15 @@ class Cluster:
                 buffer.value = np.array(values[buffer.name])
                 buffer.home = None
 
+    def recover(self, error: ClusterError, timeout: float = START_TIMEOUT) -> list[str]:
+        """After a step failed with ``error``: restart the tasks that do not answer, and the hung
+        one; returns them.  Their variables are lost until restored (``Checkpoint.restore``),
+        and the programs register with them again on their next step."""
+        tasks = [task for task, answers in self.alive().items() if not answers]
+        if error.kind == "hung" and error.task in self.generation and error.task not in tasks:
+            tasks.append(error.task)
+        return self.restart(*tasks, timeout=timeout) if tasks else []
+
     def describe(self) -> str:
         """Every task's devices, with where the task runs: what ``flowjit devices --cluster`` prints."""
         lines = []
