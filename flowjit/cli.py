@@ -160,6 +160,8 @@ def command_dump(args) -> int:
     notes = ""
     if args.stage in ("placed", "partitioned", "fused", "kernels"):
         notes = "".join(f"# {note}\n" for note in lowered.placement_notes())
+    if args.stage in ("partitioned", "fused") and lowered.multi_device:
+        notes += _partitions_by_task(lowered.stage_graphs(args.stage))
     explanation = ""
     if args.explain_fusion:
         reasons = lowered.explain_fusion()
@@ -184,6 +186,19 @@ def command_dump(args) -> int:
 
 
 PICTURES = ("svg", "png")
+
+
+def _partitions_by_task(graphs) -> str:
+    """``# task /job:ps/task:0: cpu:0 (3 nodes)``, a line per task, when the graphs span tasks."""
+    from flowjit.devices import DeviceSpec
+    by_task: dict[str, list[str]] = {}
+    for graph in graphs:
+        spec = DeviceSpec.parse(graph.attrs["device"])
+        by_task.setdefault(f"/job:{spec.job}/task:{spec.task}", []).append(
+            f"{spec.type}:{spec.index} ({len(graph.nodes)} nodes)")
+    if len(by_task) < 2:
+        return ""
+    return "".join(f"# task {task}: {', '.join(parts)}\n" for task, parts in by_task.items())
 
 
 def graphviz_dot(fmt: str) -> str:
@@ -237,6 +252,14 @@ def _device_options(args) -> dict:
     fields = {}
     if getattr(args, "devices", None):
         fields["devices"] = _device_set(args.devices)
+    if getattr(args, "plan_cluster", None):
+        if getattr(args, "devices", None):
+            raise CliError("--cluster and --devices both name the devices to place on: give one")
+        from flowjit.runtime.cluster import ClusterError, planned_devices
+        try:
+            fields["devices"] = planned_devices(args.plan_cluster)
+        except ClusterError as error:
+            raise CliError(f"--cluster {args.plan_cluster}: {error}") from None
     if getattr(args, "soft_placement", False):
         fields["soft_placement"] = True
     if getattr(args, "lossy_transfers", False):
@@ -388,6 +411,10 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--timings", action="store_true", help="print each pass's node counts and time "
                                                              "to standard error")
     _add_device_flags(dump)
+    dump.add_argument("--cluster", dest="plan_cluster", metavar="JOB=N,...",
+                      help="place on the devices of a cluster of these tasks (e.g. ps=1,worker=2), as "
+                           "flowjit.Cluster would, without starting it: --stage partitioned shows one graph per "
+                           "task and device")
     dump.set_defaults(handler=command_dump)
 
     devices = commands.add_parser("devices", help="list the devices placement can use",

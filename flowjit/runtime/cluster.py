@@ -114,6 +114,20 @@ def parse_spec(spec) -> dict[str, int]:
     return dict(spec)
 
 
+def task_devices(task: str, cpu_devices: int = 1, threads: int = 1) -> list[Device]:
+    """The devices a task owns (``cpu:0`` ...), with the inter-task link the cost model assumes."""
+    return [Device.make(f"{task}/device:cpu:{index}", threads=threads, link_latency=LINK_LATENCY,
+                        link_bandwidth=LINK_BANDWIDTH) for index in range(cpu_devices)]
+
+
+def planned_devices(spec, cpu_devices: int = 1, threads: int = 1) -> DeviceSet:
+    """The devices of a cluster of ``spec``'s tasks, for planning only (nothing starts, no Ray):
+    placement and partitioning on them are those a started ``Cluster(spec)`` makes
+    (``flowjit dump --cluster ps=1,worker=2``)."""
+    tasks = [f"/job:{job}/task:{index}" for job, count in parse_spec(spec).items() for index in range(count)]
+    return DeviceSet(tuple(device for task in tasks for device in task_devices(task, cpu_devices, threads)))
+
+
 @dataclass
 class TaskInfo:
     """Where a task runs: what its actor reported when it started."""
@@ -198,8 +212,7 @@ class Cluster:
 
     # -- tasks -------------------------------------------------------------------------
     def devices_of(self, task: str) -> list[Device]:
-        return [Device.make(f"{task}/device:cpu:{index}", threads=self.threads, link_latency=LINK_LATENCY,
-                            link_bandwidth=LINK_BANDWIDTH) for index in range(self.cpu_devices)]
+        return task_devices(task, self.cpu_devices, self.threads)
 
     def _start(self, tasks: list[str], timeout: float) -> None:
         from flowjit.runtime.cluster_task import Task

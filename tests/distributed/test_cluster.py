@@ -161,6 +161,17 @@ def test_the_kernels_of_a_program_on_a_cluster_list_without_compiling_here_and_p
         jitted.profile(x, y)
 
 
+def test_a_planned_cluster_places_and_partitions_as_a_started_one(cluster):
+    """What ``flowjit dump --cluster ps=1,worker=2`` prints is what the cluster runs."""
+    from flowjit.runtime.cluster import planned_devices
+    x, y = _args()
+    for options in ({}, {"placement": "random", "placement_seed": 5}):
+        started = flowjit.jit(pipeline, devices=cluster, **options).lower(x, y)
+        planned = flowjit.jit(pipeline, devices=planned_devices({"ps": 1, "worker": 2}), **options).lower(x, y)
+        assert planned.as_text("partitioned") == started.as_text("partitioned")
+        assert len(started.partitioned.partitions) == 3
+
+
 # -- faults --------------------------------------------------------------------------------
 def _pipeline_on(cluster, **options):
     x, y = _args(64, 512)
