@@ -306,11 +306,23 @@ def command_devices(args) -> int:
 
 
 def command_profile(args) -> int:
+    if args.run_cluster:
+        if args.devices:
+            raise CliError("--cluster and --devices both name the devices to run on: give one")
+        from flowjit.runtime.cluster import Cluster
+        with Cluster(args.run_cluster) as cluster:
+            return _profile(args, cluster)
+    return _profile(args, None)
+
+
+def _profile(args, cluster) -> int:
     import numpy as np
     from flowjit.config import options_from_env
     function = load_function(args.target)
     statics = [spec.partition("=")[0] for spec in args.static]
     options = options_from_env().replace(**_device_options(args))
+    if cluster is not None:
+        options = options.replace(devices=cluster)
     positional, keywords = parse_arguments(function, args.arg, args.static)
     rng = np.random.default_rng(args.seed)
 
@@ -327,13 +339,15 @@ def command_profile(args) -> int:
                               **{k: array(v) for k, v in keywords.items()})
     spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     flows = sum(1 for e in trace["traceEvents"] if e["ph"] == "s")
-    busy: dict[int, float] = {}
+    busy: dict[tuple, float] = {}
     for span in spans:
-        busy[span["tid"]] = busy.get(span["tid"], 0.0) + span["dur"]
-    names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
+        busy[span["pid"], span["tid"]] = busy.get((span["pid"], span["tid"]), 0.0) + span["dur"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
+    processes = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "process_name"}
     print(f"wrote {args.output}: {len(spans)} spans, {flows} transfers (open it in https://ui.perfetto.dev)")
-    for tid, name in sorted(names.items()):
-        print(f"  {name}: busy {busy.get(tid, 0.0):.1f} µs")
+    for (pid, tid), name in sorted(names.items()):
+        where = f"{processes[pid]}: " if cluster is not None else ""
+        print(f"  {where}{name}: busy {busy.get((pid, tid), 0.0):.1f} µs")
     return 0
 
 
@@ -437,6 +451,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "send -> recv.",
         epilog="example: flowjit profile model.py:predict --arg x=f32[64,784] --devices cpu:0,cpu:1 -o trace.json")
     profile.add_argument("target", metavar="FILE.py:FUNC", help=TARGET_HELP)
+    profile.add_argument("--cluster", dest="run_cluster", metavar="JOB=N,...",
+                         help="run on a local Ray cluster of these tasks (e.g. ps=1,worker=2; started, then "
+                              "stopped): one trace with a process per task, their clocks aligned")
     profile.add_argument("--arg", action="append", default=[], metavar="NAME=TYPE",
                          help="an array argument's type, e.g. x=f32[64,784], filled with standard normal "
                               "values (integers 0-9, booleans at random); repeat per argument, without "

@@ -49,6 +49,7 @@ class ClusterExecutable:
         self.compile_node = compile_node
         self.step_timeout_s = step_timeout_s
         self.program = f"{name}-{uuid.uuid4().hex[:8]}"
+        self.partitions = partitions                     # (for profiles: the nodes by device and name)
         self.plan: dict[str, dict] = {}                  # task -> its partitions, inputs, outputs
         self.output_places: list[tuple[str, int] | tuple[None, int]] = []
         part_task = [cluster.task_of(graph.attrs["device"]) for graph in partitions]
@@ -104,6 +105,20 @@ class ClusterExecutable:
 
     # -- steps -------------------------------------------------------------------------
     def __call__(self, *arrays):
+        return self._step(arrays, False)[0]
+
+    def profile(self, *arrays) -> tuple[list, dict]:
+        """One step with every task recording a span per step it runs: the outputs, and the
+        step as one Chrome trace (``cluster_trace``: a process per task, a track per device,
+        arrows for transfers, the tasks' clocks aligned with this process's)."""
+        from flowjit.runtime.cluster_trace import clock_offsets, merged_trace
+        offsets = clock_offsets(self.cluster, list(self.plan))
+        started = time.perf_counter()
+        outputs, results = self._step(arrays, True)
+        self.last_spans = {task: result["spans"] for task, result in results.items()}
+        return outputs, merged_trace(self.cluster, self.name, self.last_spans, offsets, started)
+
+    def _step(self, arrays, profile: bool):
         ray = self.cluster._ray
         compiles = self.register() or self.first
         self.first = False
@@ -121,16 +136,18 @@ class ClusterExecutable:
         for task, plan in self.plan.items():
             feeds = [shared.get(index, arrays[index]) for index in plan["feeds"]]
             ref = actors[task].run.remote(self.program, step, self.input_count,
-                                          None if timeout is None else timeout + 5.0, plan["feeds"], *feeds)
+                                          None if timeout is None else timeout + 5.0, plan["feeds"], *feeds,
+                                          profile=profile)
             refs[ref] = task
         results = self._wait(step, refs, actors, timeout)
         outputs = []
         for task, position in self.output_places:
-            value = arrays[position] if task is None else results[task][position]
+            value = arrays[position] if task is None else \
+                (results[task]["outputs"] if profile else results[task])[position]
             if isinstance(value, np.ndarray) and not value.flags.writeable:
                 value = value.copy()                     # (read-only when it came from the object store)
             outputs.append(value)
-        return outputs
+        return outputs, results
 
     def _wait(self, step: int, refs: dict, actors: dict, timeout: float | None) -> dict[str, list]:
         ray = self.cluster._ray

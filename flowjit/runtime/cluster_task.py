@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 
 import numpy as np
 
@@ -134,10 +135,12 @@ class Task:
 
     # -- steps -------------------------------------------------------------------------
     def run(self, program: str, step: int, input_count: int, timeout: float | None, indices: list[int],
-            *values) -> list:
+            *values, profile: bool = False):
         """Run this task's part of step ``step`` on the program inputs ``indices`` (``values``:
         top-level arguments, so that Ray resolves those put in its object store); the outputs
-        its partitions produce."""
+        its partitions produce.  ``profile``: ``{"outputs": ..., "spans": ...}``, with a span
+        per step run here on this process's ``time.perf_counter`` clock (``clock``): (device,
+        node, op, kind, rendezvous key, the user's line, start, end)."""
         feeds = dict(zip(indices, values))
         with self.lock:
             executable = self.programs.get(program)
@@ -150,16 +153,27 @@ class Task:
             reason = self.aborted.pop((program, step), None)
             mailbox = self.early.pop((program, step), {})
             arrays = [feeds.get(index) for index in range(input_count)]
-            call = executable.begin(arrays, mailbox=mailbox, tag=step)
+            call = executable.begin(arrays, mailbox=mailbox, tag=step, profile=profile)
             self.calls[(program, step)] = call
             self.counts["steps"] += 1
         if reason is not None:
             call.fail(None, StepAborted(reason))
         try:
-            return call.wait(timeout)
+            outputs = call.wait(timeout)
         finally:
             with self.lock:
                 self.calls.pop((program, step), None)
+        if not profile:
+            return outputs
+        devices = executable.devices
+        spans = [(devices[device].name, item.node.name, item.node.op.name, item.kind, item.key,
+                  str(item.node.loc) if item.node.loc else "", start, end)
+                 for device, item, start, end in call.spans]
+        return {"outputs": outputs, "spans": spans}
+
+    def clock(self) -> float:
+        """This process's ``time.perf_counter()``: the driver aligns profiles' clocks with it."""
+        return time.perf_counter()
 
     def send(self, program: str, step: int, key: str, tensor) -> None:
         """The transport: a tensor for a recv on another task (an actor call, not waited on)."""

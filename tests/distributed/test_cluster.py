@@ -149,16 +149,62 @@ def test_corpus_programs_on_random_placements_across_tasks(cluster, name):
         np.testing.assert_allclose(actual, want, rtol=1e-5, atol=1e-6)
 
 
-def test_the_kernels_of_a_program_on_a_cluster_list_without_compiling_here_and_profile_is_refused(cluster):
+def test_the_kernels_of_a_program_on_a_cluster_list_without_compiling_here(cluster):
     x, y = _args()
     jitted = flowjit.jit(pipeline, devices=cluster)
     compiles = flowjit.stats()["kernel_compiles"]
     text = jitted.lower(x, y).as_text("kernels")
     assert "def kernel(" in text and "tanh" in text
     assert flowjit.stats()["kernel_compiles"] == compiles
-    with pytest.raises(flowjit.ClusterError, match=r"@pipeline is placed on a cluster, .* profiling across tasks "
-                                                   r"is not built yet"):
-        jitted.profile(x, y)
+
+
+def test_a_profile_across_tasks_merges_every_process_into_one_trace(cluster, tmp_path):
+    """A process per task, a track per device, an arrow per transfer (across tasks too), the
+    tasks' clocks aligned with the driver's; the kernel times reach the cost model."""
+    import json
+    x, y = _args(64, 512)
+    jitted = flowjit.jit(pipeline, devices=cluster)
+    outputs, trace = jitted.profile(x, y, path=str(tmp_path / "trace.json"))
+    _close(outputs, flowjit.jit(pipeline, backend="interpreter")(x, y))
+    assert json.loads((tmp_path / "trace.json").read_text()) == trace
+    events = trace["traceEvents"]
+    processes = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert sorted(name.split(" (pid ")[0] for name in processes.values()) == sorted(cluster.tasks)
+    pids = cluster.pids()
+    assert all(f"(pid {pids[name.split(' ')[0]]} on 127.0.0.1)" in name for name in processes.values())
+    spans = [e for e in events if e["ph"] == "X"]
+    assert {e["args"]["task"] for e in spans} == set(cluster.tasks)
+    assert all(e["args"]["device"].startswith(e["args"]["task"] + "/device:") for e in spans)
+    # an arrow for each send -> recv pair of the partitions, every one of them across tasks here
+    lowered = jitted.lower(x, y)
+    sends = [node.attrs["key"] for graph in lowered.partitioned.partitions for node in graph.nodes
+             if node.op is ops.send]
+    starts = {e["args"]["key"]: e for e in events if e["ph"] == "s"}
+    finishes = {e["args"]["key"]: e for e in events if e["ph"] == "f"}
+    assert sorted(starts) == sorted(finishes) == sorted(sends) and trace["otherData"]["transfers"] == len(sends)
+    errors = trace["otherData"]["clock_error_s"]
+    slack = 2e6 * max(errors.values())                                    # µs: both ends' alignment errors
+    for key in sends:
+        assert starts[key]["pid"] != finishes[key]["pid"]
+        assert finishes[key]["ts"] >= starts[key]["ts"] - slack           # a tensor arrives after it is sent
+    # one machine, one monotonic clock: the estimated offsets are within their error bounds of 0
+    for task, offset in trace["otherData"]["clock_offsets_s"].items():
+        assert abs(offset) <= errors[task] + 1e-3, (task, offset, errors[task])
+    kernels = {e["name"] for e in spans if e["cat"] == "kernel"}
+    assert kernels and jitted.costs.measured
+
+
+def test_flowjit_profile_on_a_cluster_writes_one_trace_with_a_process_per_task(ray_session, tmp_path, capsys):
+    from flowjit.cli import main
+    (tmp_path / "model.py").write_text("import numpy as np\nimport flowjit\n\ndef step(x):\n"
+                                       "    with flowjit.device('/job:worker/task:1'):\n        a = np.tanh(x)\n"
+                                       "    with flowjit.device('/job:worker/task:0'):\n        return a.sum() + x\n")
+    output = tmp_path / "trace.json"
+    assert main(["profile", f"{tmp_path / 'model.py'}:step", "--arg", "x=f32[8]", "--cluster", "worker=2",
+                 "-o", str(output)]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {output}: " in out and "1 transfers" in out           # (x is fed to both tasks)
+    assert out.count("/job:worker/task:0 (pid ") == 1 and out.count("/job:worker/task:1 (pid ") == 1
 
 
 def test_a_planned_cluster_places_and_partitions_as_a_started_one(cluster):

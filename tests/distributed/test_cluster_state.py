@@ -191,3 +191,15 @@ def test_a_session_runs_a_graph_on_a_cluster_as_on_one_process(cluster):
     np.testing.assert_allclose(sess.run(w), reference.run(wr), rtol=1e-5)
     assert w._buffer.home is not None and w._buffer.home.task == PS
     np.testing.assert_allclose(_task_values(cluster, PS, [w.name])[w.name], wr.numpy(), rtol=1e-5)
+
+
+def test_a_profile_on_a_cluster_updates_the_variables_once(cluster):
+    w, b, step = _model("profiled")
+    jitted = flowjit.jit(step, devices=cluster)
+    loss, trace = jitted.profile(_batch(0))
+    want_losses, want_w, want_b = _reference("profiled_reference", 1)
+    np.testing.assert_allclose(float(loss), want_losses[0], rtol=1e-5)
+    np.testing.assert_allclose(w.numpy(), want_w, rtol=1e-5)          # the warm-up's update was undone
+    np.testing.assert_allclose(b.numpy(), want_b, rtol=1e-5)
+    ops_run = {event["args"]["op"] for event in trace["traceEvents"] if event["ph"] == "X"}
+    assert {"send", "recv"} <= ops_run
