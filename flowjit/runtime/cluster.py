@@ -29,6 +29,7 @@ with an error naming the extra, and nothing else needs Ray.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import threading
@@ -329,6 +330,13 @@ class Cluster:
             old = [self._actors.pop(task) for task in tasks]
         for actor in old:
             self._ray.kill(actor, no_restart=True)
+        for task in tasks:                    # a hung (or stopped) process cannot act on Ray's kill request
+            info = self._info.get(task)
+            if info is not None and info.hostname == socket.gethostname() and _process_exists(info.pid):
+                try:
+                    os.kill(info.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         for task in tasks:
             self.generation[task] += 1
         self._start(tasks, timeout)

@@ -113,3 +113,25 @@ def test_a_task_that_raises_is_not_retried_and_no_checkpoint_means_no_recovery(c
             train.loop(jitted, data, steps=3)              # no checkpoint_dir: nothing to recover to
     finally:
         cluster.restart(WORKER1)
+
+
+def test_a_hung_task_is_restarted_at_the_step_deadline_and_the_run_goes_on(cluster, tmp_path):
+    batches = _batches()
+    w0, b0, step0 = _model("unhung")
+    calm = train.loop(flowjit.jit(step0, devices=cluster), batches, steps=6, checkpoint_dir=tmp_path / "calm",
+                      every_steps=2)
+    calm_w = w0.numpy()
+    w, b, step = _model("hung")
+    stopped = []
+
+    def data(position: int):
+        if position == 3 and not stopped:
+            stopped.append(cluster.pids()[PS])
+            os.kill(stopped[0], signal.SIGSTOP)              # alive, but makes no progress
+        return batches[position % len(batches)]
+    run = train.loop(flowjit.jit(step, devices=cluster, step_timeout_s=2), data, steps=6,
+                     checkpoint_dir=tmp_path / "hung", every_steps=2)
+    assert len(run.recovered) == 1 and run.recovered[0].startswith(f"hung on {PS}: restarted {PS}"), run.recovered
+    assert not os.path.exists(f"/proc/{stopped[0]}") or open(f"/proc/{stopped[0]}/stat").read().split()[2] == "Z"
+    np.testing.assert_array_equal(run.losses, calm.losses)
+    np.testing.assert_array_equal(w.numpy(), calm_w)
