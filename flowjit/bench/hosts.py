@@ -169,7 +169,8 @@ def recovery(cluster, directory: str) -> dict:
     got = float(jitted(x))                               # step 4 again: registers with the new task first
     done = time.perf_counter()
     assert restarted == [B] and restored.step == 3 and got == expected, (restarted, restored.step, got, expected)
-    return {"variables": len(variables), "restart_s": after_restart - started, "restore_s": after_restore - after_restart,
+    return {"variables": len(variables), "restart_s": after_restart - started,
+            "restore_s": after_restore - after_restart,
             "reregister_and_step_s": done - after_restore, "total_s": done - started}
 
 

@@ -93,7 +93,8 @@ def test_a_run_with_tasks_killed_at_random_steps_ends_as_one_without_faults(clus
     np.testing.assert_array_equal(b.numpy(), calm_b)
     # and both equal one process on the reference interpreter
     wr, br, stepr = _model("reference")
-    local = flowjit.jit(stepr, backend="interpreter", devices=[f"{task}/device:cpu:0" for task in (PS, WORKER0, WORKER1)])
+    local = flowjit.jit(stepr, backend="interpreter",
+                        devices=[f"{task}/device:cpu:0" for task in (PS, WORKER0, WORKER1)])
     reference = [float(local(*batches[index % len(batches)])) for index in range(STEPS)]
     np.testing.assert_allclose(run.losses, reference, rtol=1e-5)
     np.testing.assert_allclose(w.numpy(), wr.numpy(), rtol=1e-5, atol=1e-6)
