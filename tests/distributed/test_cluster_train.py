@@ -100,7 +100,7 @@ def test_a_run_with_tasks_killed_at_random_steps_ends_as_one_without_faults(clus
     np.testing.assert_allclose(w.numpy(), wr.numpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_a_task_that_raises_is_not_retried_and_no_checkpoint_means_no_recovery(cluster, tmp_path):
+def test_without_a_checkpoint_a_lost_task_is_not_recovered(cluster, tmp_path):
     w, b, step = _model("no_checkpoint")
     jitted = flowjit.jit(step, devices=cluster)
     batches = _batches()
