@@ -160,6 +160,8 @@ def command_dump(args) -> int:
     notes = ""
     if args.stage in ("placed", "partitioned", "fused", "kernels"):
         notes = "".join(f"# {note}\n" for note in lowered.placement_notes())
+    if args.stage in ("partitioned", "fused") and lowered.multi_device:
+        notes += _partitions_by_task(lowered.stage_graphs(args.stage))
     explanation = ""
     if args.explain_fusion:
         reasons = lowered.explain_fusion()
@@ -184,6 +186,19 @@ def command_dump(args) -> int:
 
 
 PICTURES = ("svg", "png")
+
+
+def _partitions_by_task(graphs) -> str:
+    """``# task /job:ps/task:0: cpu:0 (3 nodes)``, a line per task, when the graphs span tasks."""
+    from flowjit.devices import DeviceSpec
+    by_task: dict[str, list[str]] = {}
+    for graph in graphs:
+        spec = DeviceSpec.parse(graph.attrs["device"])
+        by_task.setdefault(f"/job:{spec.job}/task:{spec.task}", []).append(
+            f"{spec.type}:{spec.index} ({len(graph.nodes)} nodes)")
+    if len(by_task) < 2:
+        return ""
+    return "".join(f"# task {task}: {', '.join(parts)}\n" for task, parts in by_task.items())
 
 
 def graphviz_dot(fmt: str) -> str:
@@ -237,6 +252,14 @@ def _device_options(args) -> dict:
     fields = {}
     if getattr(args, "devices", None):
         fields["devices"] = _device_set(args.devices)
+    if getattr(args, "plan_cluster", None):
+        if getattr(args, "devices", None):
+            raise CliError("--cluster and --devices both name the devices to place on: give one")
+        from flowjit.runtime.cluster import ClusterError, planned_devices
+        try:
+            fields["devices"] = planned_devices(args.plan_cluster)
+        except ClusterError as error:
+            raise CliError(f"--cluster {args.plan_cluster}: {error}") from None
     if getattr(args, "soft_placement", False):
         fields["soft_placement"] = True
     if getattr(args, "lossy_transfers", False):
@@ -283,11 +306,23 @@ def command_devices(args) -> int:
 
 
 def command_profile(args) -> int:
+    if args.run_cluster:
+        if args.devices:
+            raise CliError("--cluster and --devices both name the devices to run on: give one")
+        from flowjit.runtime.cluster import Cluster
+        with Cluster(args.run_cluster) as cluster:
+            return _profile(args, cluster)
+    return _profile(args, None)
+
+
+def _profile(args, cluster) -> int:
     import numpy as np
     from flowjit.config import options_from_env
     function = load_function(args.target)
     statics = [spec.partition("=")[0] for spec in args.static]
     options = options_from_env().replace(**_device_options(args))
+    if cluster is not None:
+        options = options.replace(devices=cluster)
     positional, keywords = parse_arguments(function, args.arg, args.static)
     rng = np.random.default_rng(args.seed)
 
@@ -304,13 +339,15 @@ def command_profile(args) -> int:
                               **{k: array(v) for k, v in keywords.items()})
     spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     flows = sum(1 for e in trace["traceEvents"] if e["ph"] == "s")
-    busy: dict[int, float] = {}
+    busy: dict[tuple, float] = {}
     for span in spans:
-        busy[span["tid"]] = busy.get(span["tid"], 0.0) + span["dur"]
-    names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
+        busy[span["pid"], span["tid"]] = busy.get((span["pid"], span["tid"]), 0.0) + span["dur"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
+    processes = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "process_name"}
     print(f"wrote {args.output}: {len(spans)} spans, {flows} transfers (open it in https://ui.perfetto.dev)")
-    for tid, name in sorted(names.items()):
-        print(f"  {name}: busy {busy.get(tid, 0.0):.1f} µs")
+    for (pid, tid), name in sorted(names.items()):
+        where = f"{processes[pid]}: " if cluster is not None else ""
+        print(f"  {where}{name}: busy {busy.get((pid, tid), 0.0):.1f} µs")
     return 0
 
 
@@ -388,6 +425,10 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--timings", action="store_true", help="print each pass's node counts and time "
                                                              "to standard error")
     _add_device_flags(dump)
+    dump.add_argument("--cluster", dest="plan_cluster", metavar="JOB=N,...",
+                      help="place on the devices of a cluster of these tasks (e.g. ps=1,worker=2), as "
+                           "flowjit.Cluster would, without starting it: --stage partitioned shows one graph per "
+                           "task and device")
     dump.set_defaults(handler=command_dump)
 
     devices = commands.add_parser("devices", help="list the devices placement can use",
@@ -410,6 +451,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "send -> recv.",
         epilog="example: flowjit profile model.py:predict --arg x=f32[64,784] --devices cpu:0,cpu:1 -o trace.json")
     profile.add_argument("target", metavar="FILE.py:FUNC", help=TARGET_HELP)
+    profile.add_argument("--cluster", dest="run_cluster", metavar="JOB=N,...",
+                         help="run on a local Ray cluster of these tasks (e.g. ps=1,worker=2; started, then "
+                              "stopped): one trace with a process per task, their clocks aligned")
     profile.add_argument("--arg", action="append", default=[], metavar="NAME=TYPE",
                          help="an array argument's type, e.g. x=f32[64,784], filled with standard normal "
                               "values (integers 0-9, booleans at random); repeat per argument, without "

@@ -24,6 +24,13 @@ every_seconds)`` says so and after the last step.  On start, the latest checkpoi
 step: a run killed at any moment and started again ends with the same variables as one that
 was never interrupted, since each step is deterministic.
 
+A step placed on a cluster (``jit(step, devices=cluster)``) recovers from a lost task: when a
+step (or a save) fails because a task died, hung or lost its variables, the loop restarts
+the lost tasks, restores every variable from the latest checkpoint (so that the tasks that
+survived drop what the failed step half did), and continues from its step; the programs
+register with the new processes on their next step.  So that there always is a checkpoint,
+such a loop saves one before its first step.  At most ``recoveries`` times in a run.
+
 On a terminal (stderr is a TTY) a progress line shows the step, steps/s and the loss; piped,
 the loop prints nothing (``progress=True/False`` overrides).
 """
@@ -59,6 +66,7 @@ class TrainResult:
     losses: list[float] = field(default_factory=list)
     restored_from: str | None = None
     saved: list[str] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)    # each recovery from a lost task, in words
 
     @property
     def loss(self) -> float | None:
@@ -67,7 +75,7 @@ class TrainResult:
 
 def loop(step_fn: Callable, data, steps: int, checkpoint_dir=None, every_steps: int | None = None,
          every_seconds: float | None = None, keep: int | None = 5, variables=None,
-         progress: bool | None = None) -> TrainResult:
+         progress: bool | None = None, recoveries: int = 10) -> TrainResult:
     """Run ``step_fn`` for ``steps`` steps in all (counting the steps of the checkpoint it
     resumes from).  See the module docstring."""
     location = user_location()
@@ -102,16 +110,34 @@ def loop(step_fn: Callable, data, steps: int, checkpoint_dir=None, every_steps: 
         if policy is not None:
             policy.saved(step)
 
+    def recover(error) -> int:
+        """(hosts) Restart the lost tasks, restore the latest checkpoint: the step to go on from."""
+        nonlocal saved_step
+        from flowjit.runtime.cluster_recovery import recover_from
+        restored, what = recover_from(error, checkpoint, checkpoint_dir, recoveries - len(result.recovered))
+        result.recovered.append(what)
+        source.seek(int(restored[POSITION]))
+        del result.losses[restored.step - start:]
+        saved_step = restored.step
+        if policy is not None:
+            policy.saved(restored.step)
+        return restored.step
+
     step = start
     try:
+        if checkpoint is not None and restored_from is None and _on_cluster(step_fn):
+            save(start)                                  # (hosts) a checkpoint to recover to
         while step < steps:
-            loss = _loss_of(_call(step_fn, source.next()), location)
-            step += 1
-            result.step = step
-            result.losses.append(loss)
-            meter.update(step, loss)
-            if policy is not None and step < steps and policy.due(step):
-                save(step)
+            try:
+                loss = _loss_of(_call(step_fn, source.next()), location)
+                step += 1
+                result.step = step
+                result.losses.append(loss)
+                meter.update(step, loss)
+                if policy is not None and step < steps and policy.due(step):
+                    save(step)
+            except _cluster_errors() as error:           # (hosts) a task lost mid-run
+                step = result.step = recover(error)
         if checkpoint is not None and step != saved_step:
             save(step)
     finally:
@@ -173,6 +199,17 @@ class _Batches:
         except StopIteration:
             raise ArgumentError(f"train.loop: the data ran out after {self.position} batches (give a sequence, "
                                 f"which repeats, or fewer steps)", self.location) from None
+
+
+def _on_cluster(step_fn) -> bool:
+    devices = getattr(getattr(step_fn, "options", None), "devices", None)
+    return getattr(devices, "cluster", None) is not None
+
+
+def _cluster_errors():
+    """The errors of a lost task (none when Ray's extra is not installed: no cluster runs)."""
+    from flowjit.runtime.cluster import ClusterError
+    return ClusterError
 
 
 def _call(step_fn, batch):

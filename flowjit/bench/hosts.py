@@ -4,7 +4,10 @@
   ms per step after registration, for a short and a long chain of ops per stage (the
   per-step overhead should not grow with the graph);
 - branches: two independent heavy branches on two tasks against both on one task;
-- faults: a killed task's detection time, and restart + re-register + first step.
+- faults: a killed task's detection time, and restart + re-register + first step;
+- recovery: a 10-variable model (5 layers, weights and biases on both tasks) loses a task:
+  restart + restore of every variable from the checkpoint + re-register + the step again,
+  whose loss must equal the loss of that step before the fault.
 
 Every result is checked against the same program in one process before it is timed.
 
@@ -112,7 +115,63 @@ def run(steps: int = 200) -> dict:
         _check(jitted(x), flowjit.jit(pipeline(1), devices=names)(x))
         results["faults"] = {"kill_detected_s": detected, "restart_reregister_first_step_s":
                              time.perf_counter() - started}
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="flowjit-bench-hosts-") as directory:
+            results["recovery, 10-variable model, task killed"] = recovery(cluster, directory)
     return results
+
+
+def layers_model(count: int = 5, width: int = 16):
+    """``count`` layers (a weight and a bias each, alternately on tasks A and B) and a step that
+    runs them and nudges every variable: ``(variables, step)``."""
+    rng = np.random.default_rng(0)
+    variables = []
+    for index in range(count):
+        with flowjit.device(A if index % 2 == 0 else B):
+            variables.append(flowjit.Variable(rng.normal(0, 0.5, (width, width)).astype(np.float32),
+                                              name=f"bench_layer{index}_w"))
+            variables.append(flowjit.Variable(np.zeros(width, np.float32), name=f"bench_layer{index}_b"))
+
+    def step(x):
+        h = x
+        for index in range(count):
+            w, b = variables[2 * index], variables[2 * index + 1]
+            with flowjit.device(A if index % 2 == 0 else B):
+                out = np.tanh(h @ w + b)
+            w.assign(w * 0.99 + (h.T @ out) * (0.01 / len(x)))
+            b.assign(b * 0.99 + out.mean(axis=0) * 0.01)
+            h = out
+        return (h * h).mean()
+    return variables, step
+
+
+def recovery(cluster, directory: str) -> dict:
+    """Restart + restore + re-register + one step of a 10-variable model after a task is killed."""
+    variables, fun = layers_model()
+    jitted = flowjit.jit(fun, devices=cluster, step_timeout_s=30)
+    x = np.random.default_rng(1).normal(size=(8, 16)).astype(np.float32)
+    for _ in range(3):
+        jitted(x)
+    checkpoint = flowjit.Checkpoint(variables)
+    checkpoint.save(directory, 3)
+    expected = float(jitted(x))                          # step 4, without a fault
+    os.kill(cluster.pids()[B], signal.SIGKILL)
+    try:
+        jitted(x)
+        raise AssertionError("the killed task went unnoticed")
+    except flowjit.ClusterError as error:
+        failure = error
+    started = time.perf_counter()
+    restarted = cluster.recover(failure)
+    after_restart = time.perf_counter()
+    restored = checkpoint.restore(directory)
+    after_restore = time.perf_counter()
+    got = float(jitted(x))                               # step 4 again: registers with the new task first
+    done = time.perf_counter()
+    assert restarted == [B] and restored.step == 3 and got == expected, (restarted, restored.step, got, expected)
+    return {"variables": len(variables), "restart_s": after_restart - started,
+            "restore_s": after_restore - after_restart,
+            "reregister_and_step_s": done - after_restore, "total_s": done - started}
 
 
 def report(results: dict) -> str:

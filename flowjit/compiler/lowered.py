@@ -153,8 +153,24 @@ class Lowered:
     @cached_property
     def placement(self):
         from flowjit.compiler.passes.place import place
-        return place(self.optimized, self.devices, soft=self.options.soft_placement, costs=self.costs,
+        return place(self._pinned(self.optimized), self.devices, soft=self.options.soft_placement, costs=self.costs,
                      strategy=self.options.placement, seed=self.options.placement_seed)
+
+    def _pinned(self, graph: Graph) -> Graph:
+        """On a cluster, ``graph`` with the reads and assigns of each variable that lives on a
+        task already (another program moved it there) placed on that task's device."""
+        if self.devices.cluster is None:
+            return graph
+        from flowjit.compiler.ir.ops.misc import variable_of
+        homes = {name: buffer.home for name, buffer in self.variable_buffers.items() if buffer.home is not None}
+        if not homes:
+            return graph
+        graph = graph.copy()
+        for node in graph.nodes:
+            home = homes.get(variable_of(node))
+            if home is not None and home.cluster is self.devices.cluster:
+                node.device = home.device
+        return graph
 
     @property
     def placed(self) -> Graph:
@@ -344,20 +360,20 @@ class Lowered:
         each task compiles its partitions' kernels itself, with a ``NodeCompiler``."""
         from flowjit.runtime.cluster import ClusterError
         from flowjit.runtime.cluster_executable import ClusterExecutable
-        if self.variable_buffers:
-            raise ClusterError(f"@{self.graph.name} uses variables ({', '.join(self.variable_buffers)}), which do not "
-                               f"yet live on cluster tasks; run it on local devices")
         if any(device.type != "cpu" for device in self.devices):
             raise ClusterError("cluster tasks run CPU devices only, so far")
         partitioned = self.partitioned
         compiler = NodeCompiler(cache_directory(self.options.cache_dir), self.options.fma, self.options.check_numerics)
         return ClusterExecutable(self.devices.cluster, self.fused_partitions, partitioned.inputs, partitioned.outputs,
                                  len(self.graph.inputs), compiler, name=self.graph.name,
-                                 step_timeout_s=self.options.step_timeout_s)
+                                 step_timeout_s=self.options.step_timeout_s, variables=self.variable_buffers)
 
     def compile(self):
         """A callable taking the flat input arrays and returning the flat outputs; each call
         holds the locks of the variables it uses (``variable_guard``)."""
+        if self.options.backend == "interpreter" or self.devices.cluster is None:
+            from flowjit.runtime.variables import check_local
+            check_local(self.variable_buffers, f"@{self.graph.name} (on this process's devices)")
         if self.options.backend == "interpreter":
             from flowjit.runtime.interpreter import interpret
             from flowjit.runtime.state import State
@@ -378,9 +394,11 @@ class NodeCompiler:
     fma: bool
     check_numerics: bool
 
-    def __call__(self, node):
+    def __call__(self, node, variables=None):
+        """``variables``: name -> the buffer of each variable that lives on the task."""
         from flowjit.compiler.codegen.driver import Executable, single_node_graph
-        return Executable(single_node_graph(node), _cpu_backend(self.cache_dir, self.fma), {}, self.check_numerics)
+        return Executable(single_node_graph(node), _cpu_backend(self.cache_dir, self.fma), variables or {},
+                          self.check_numerics)
 
 
 @functools.lru_cache(maxsize=None)

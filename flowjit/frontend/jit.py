@@ -254,7 +254,8 @@ class Jitted:
         return Lowered(self.trace(*args, **kwargs), self.options, self.costs)
 
     def profile(self, *args, path: str | None = None, **kwargs):
-        """Run once on the multi-device executor, recording a span per kernel and a flow per
+        """Run once on the multi-device executor (on a cluster: on its tasks, their spans
+        merged, ``runtime/cluster_trace.py``), recording a span per kernel and a flow per
         send -> recv; write Chrome-trace JSON to ``path`` (Perfetto opens it) and return it
         as a dict.  The measured kernel times go into this function's cost model, which
         later placements use.  Returns ``(result, trace)``."""
@@ -263,6 +264,13 @@ class Jitted:
         from flowjit.runtime.executor import chrome_trace, record_costs
         program, arrays = self._prepare(args, kwargs)
         lowered = Lowered(program, self.options, self.costs)
+        if lowered.devices.cluster is not None:           # (hosts) every task's spans, merged
+            from flowjit.runtime.cluster_trace import profile_on_cluster
+            outputs, trace = profile_on_cluster(lowered, arrays, self.costs)
+            if path is not None:
+                from flowjit.files import write_atomically
+                write_atomically(path, json.dumps(trace))
+            return _results(program, outputs), trace
         executable = lowered.multi_device_executable
         buffers = lowered.variable_buffers
 

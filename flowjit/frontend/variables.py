@@ -90,6 +90,9 @@ class Variable:
         where = f", device={self.device!r}" if self.device else ""
         if current_trace() is not None:
             return f"<flowjit.Variable '{self.name}' {_type_text(self.shape, self.dtype)}{where}>"
+        if self._buffer.home is not None:
+            return f"<flowjit.Variable '{self.name}' {_type_text(self.shape, self.dtype)}{where} " \
+                   f"on {self._buffer.home.describe()}>"
         return f"<flowjit.Variable '{self.name}' {_type_text(self.shape, self.dtype)}{where} " \
                f"value={np.array2string(self._buffer.value, threshold=8)}>"
 
@@ -102,7 +105,7 @@ class Variable:
 
     def _copy(self) -> np.ndarray:
         with storage.locked(self._buffer, False, f"a read of Variable '{self.name}'"):
-            return self._buffer.value.copy()
+            return storage.read_value(self._buffer)          # (fetched from its task, if it lives on one)
 
     def value(self):
         """The current value: a traced read inside a jitted function, else a copy."""
@@ -159,7 +162,7 @@ class Variable:
         if current_trace() is not None:
             return self._operand()[key]
         with storage.locked(self._buffer, False, f"a read of Variable '{self.name}'"):
-            item = self._buffer.value[key]
+            item = (self._buffer.value if self._buffer.home is None else storage.read_value(self._buffer))[key]
             return item.copy() if isinstance(item, np.ndarray) else item
 
     def __len__(self) -> int:
@@ -219,7 +222,7 @@ class Variable:
         # taken alone, so two updates of variables from each other cannot deadlock.
         delta = _operands(delta, keep=self)
         with storage.locked(self._buffer, True, f"Variable '{self.name}'.{what}"):
-            current = self._buffer.value
+            current = self._buffer.value if self._buffer.home is None else storage.read_value(self._buffer)
             result = self._updated(ufunc, current, _operands(delta, keep=self, own=current), what, location)
             return self._store(result, what, location, computed=True, holding=True)
 
@@ -264,10 +267,10 @@ class Variable:
                 raise TraceError(f"Variable '{self.name}'.{what}: a traced value used outside its jitted function",
                                  location)
             if holding:
-                np.copyto(self._buffer.value, value)
+                storage.write_value(self._buffer, value)
             else:
                 with storage.locked(self._buffer, True, f"Variable '{self.name}'.{what}"):
-                    np.copyto(self._buffer.value, value)
+                    storage.write_value(self._buffer, value)
             return self
         if isinstance(value, Tracer) and value._trace is not trace:
             raise TraceError(f"Variable '{self.name}'.{what}: a traced value escaped its jitted function",

@@ -27,7 +27,7 @@ import numpy as np
 
 from flowjit.errors import CheckpointError
 from flowjit.runtime import checkpoint_files as files
-from flowjit.runtime.variables import VariableGuard, storage_of
+from flowjit.runtime.variables import VariableGuard, read_values, storage_of, write_values
 from flowjit.runtime.checkpoint_files import CheckpointEntry
 from flowjit.runtime.checkpoint_format import decode, encode, little_endian, read_header
 
@@ -76,11 +76,12 @@ def _buffers(slots: Mapping) -> dict:
     return {buffer.name: buffer for buffer in buffers if buffer is not None}
 
 
-def _current(value):
-    """A copy of a variable's value (its buffer's, when its lock is held), or the array itself."""
+def _current(value, held: dict):
+    """A copy of a variable's value (``held``: the values of the flowjit.Variables, read under
+    their locks), or the array itself."""
     buffer = storage_of(value)
     if buffer is not None:
-        return buffer.value.copy()
+        return held[buffer.name]
     return value.numpy() if is_variable(value) else value
 
 
@@ -153,8 +154,10 @@ class Checkpoint:
         # One snapshot: the flowjit.Variables are read under their locks, all held at once, so a
         # call updating several of them in another thread is saved wholly before or wholly after.
         buffers = _buffers(slots)
+        # Variables that live on cluster tasks are fetched, one call per task.
         with VariableGuard(buffers, (), f"a checkpoint save into {directory}"):
-            arrays = {name: little_endian(name, _current(value)) for name, value in slots.items()}
+            held = read_values(buffers.values())
+            arrays = {name: little_endian(name, _current(value, held)) for name, value in slots.items()}
         data = encode(arrays, step)              # everything that can fail does so before the disk is touched
         name = files.checkpoint_name(step)
         try:
@@ -197,11 +200,12 @@ class Checkpoint:
                                   path=restored.path, variable=problems[0][0])
         buffers = _buffers(slots)
         with VariableGuard(buffers, buffers, f"a checkpoint restore from {restored.path}"):   # all at once
+            # Variables that live on cluster tasks are sent there, one call per task (a task
+            # restarted since holds them again after this).
+            write_values([(storage_of(value), restored[name]) for name, value in slots.items()
+                          if storage_of(value) is not None])
             for name, value in slots.items():
-                buffer = storage_of(value)
-                if buffer is not None:
-                    np.copyto(buffer.value, restored[name])
-                elif is_variable(value):
+                if storage_of(value) is None and is_variable(value):
                     value.assign(restored[name].copy())
         return restored
 

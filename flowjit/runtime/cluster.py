@@ -13,6 +13,15 @@ the local Ray cluster if it started one; ``pids()`` maps task names to process i
 ``restart()`` replaces dead or given tasks with new actors, which programs re-register
 with on their next step.  Every wait here has a deadline.
 
+Variables live on their task.  The first step of a program placed on the cluster moves
+each variable it uses to the task its reads and writes were placed on (``TaskHome``): the
+task holds the value from then on, the driver's ``Variable`` only its shape and dtype, and
+``v.numpy()``, ``v.assign(...)`` and checkpoints fetch and send the value (one call per
+task).  A task that is restarted loses the variables it held: reading one then fails
+naming the task, until a restore (``Checkpoint.restore``, as ``train.loop`` does after a
+fault) or an assign gives it a value again.  ``shutdown()`` fetches the variables back
+into this process, so that they outlive the cluster.
+
 Ray is the optional extra ``flowjit[distributed]``; without it, creating a cluster fails
 with an error naming the extra, and nothing else needs Ray.
 """
@@ -20,12 +29,16 @@ with an error naming the extra, and nothing else needs Ray.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import threading
 import time
 import uuid
+import weakref
 from dataclasses import dataclass
+
+import numpy as np
 
 from flowjit.devices import Device, DeviceError, DeviceSet, DeviceSpec
 from flowjit.errors import FlowjitError
@@ -42,12 +55,14 @@ class ClusterError(FlowjitError):
     """A cluster could not start, or a step failed on a task (killed, hung or raising).
 
     ``task`` names the task at fault (``/job:worker/task:1``), ``kind`` says what happened
-    (``died``, ``hung``, ``raised``, ``unavailable``), ``pid`` and ``node`` where it ran."""
+    (``died``, ``hung``, ``raised``, ``unavailable``; ``lost``: a variable that lived on a
+    task restarted since), ``pid`` and ``node`` where it ran."""
 
     def __init__(self, message: str, *, task: str | None = None, kind: str | None = None, pid: int | None = None,
-                 node: str | None = None):
+                 node: str | None = None, cluster: "Cluster | None" = None):
         super().__init__(message)
         self.task, self.kind, self.pid, self.node = task, kind, pid, node
+        self.cluster = cluster                 # the cluster it happened on (what a recovery restarts)
 
 
 def import_ray(loopback: bool = False):
@@ -100,6 +115,20 @@ def parse_spec(spec) -> dict[str, int]:
     return dict(spec)
 
 
+def task_devices(task: str, cpu_devices: int = 1, threads: int = 1) -> list[Device]:
+    """The devices a task owns (``cpu:0`` ...), with the inter-task link the cost model assumes."""
+    return [Device.make(f"{task}/device:cpu:{index}", threads=threads, link_latency=LINK_LATENCY,
+                        link_bandwidth=LINK_BANDWIDTH) for index in range(cpu_devices)]
+
+
+def planned_devices(spec, cpu_devices: int = 1, threads: int = 1) -> DeviceSet:
+    """The devices of a cluster of ``spec``'s tasks, for planning only (nothing starts, no Ray):
+    placement and partitioning on them are those a started ``Cluster(spec)`` makes
+    (``flowjit dump --cluster ps=1,worker=2``)."""
+    tasks = [f"/job:{job}/task:{index}" for job, count in parse_spec(spec).items() for index in range(count)]
+    return DeviceSet(tuple(device for task in tasks for device in task_devices(task, cpu_devices, threads)))
+
+
 @dataclass
 class TaskInfo:
     """Where a task runs: what its actor reported when it started."""
@@ -109,6 +138,36 @@ class TaskInfo:
     node: str                  # the node's IP address
     hostname: str
     node_id: str
+
+
+class TaskHome:
+    """Where a variable lives on a cluster: ``task`` (its ``device``), in the process the task
+    had at ``generation`` (a restart makes another, which does not hold it)."""
+
+    __slots__ = ("cluster", "task", "device", "generation")
+
+    def __init__(self, cluster: "Cluster", task: str, device: str, generation: int):
+        self.cluster, self.task, self.device, self.generation = cluster, task, device, generation
+
+    @property
+    def key(self) -> tuple:
+        """Buffers with one key are read and written in one call."""
+        return (id(self.cluster), self.task)
+
+    def describe(self) -> str:
+        return f"task {self.task} of {self.cluster!r}"
+
+    def read(self, buffers) -> dict:
+        return self.cluster.read_variables(self.task, buffers)
+
+    def stage(self, assignments):
+        return self.cluster.stage_variables(self.task, assignments)
+
+    def commit(self, assignments, token) -> None:
+        self.cluster.commit_variables(self.task, assignments, token)
+
+    def discard(self, token) -> None:
+        self.cluster.discard_variables(self.task, token)
 
 
 class Cluster:
@@ -142,6 +201,8 @@ class Cluster:
         self._info: dict[str, TaskInfo] = {}
         self.generation: dict[str, int] = {task: 0 for task in self.tasks}
         self.closed = False
+        self._homed: "weakref.WeakValueDictionary[str, object]" = weakref.WeakValueDictionary()
+        self._homing = threading.Lock()
         try:
             self._start(self.tasks, start_timeout)
         except BaseException:
@@ -152,8 +213,7 @@ class Cluster:
 
     # -- tasks -------------------------------------------------------------------------
     def devices_of(self, task: str) -> list[Device]:
-        return [Device.make(f"{task}/device:cpu:{index}", threads=self.threads, link_latency=LINK_LATENCY,
-                            link_bandwidth=LINK_BANDWIDTH) for index in range(self.cpu_devices)]
+        return task_devices(task, self.cpu_devices, self.threads)
 
     def _start(self, tasks: list[str], timeout: float) -> None:
         from flowjit.runtime.cluster_task import Task
@@ -192,7 +252,7 @@ class Cluster:
         try:
             return ray.get(refs, timeout=timeout)
         except ray.exceptions.GetTimeoutError:
-            raise ClusterError(f"{what} took longer than {timeout:g} s", kind="unavailable") from None
+            raise ClusterError(f"{what} took longer than {timeout:g} s", kind="unavailable", cluster=self) from None
         except ray.exceptions.RayError as error:
             task = kind = None
             for index, ref in enumerate(refs if tasks is not None else []):
@@ -210,7 +270,7 @@ class Cluster:
                                   str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
             info = self._info.get(task) if task else None
             subject = f" on task {self.describe_task(task)}" if task else ""
-            raise ClusterError(f"{what} failed{subject}: {happened}", task=task, kind=kind,
+            raise ClusterError(f"{what} failed{subject}: {happened}", task=task, kind=kind, cluster=self,
                                pid=info.pid if info else None, node=info.node if info else None) from error
 
     def actors(self) -> dict:
@@ -270,10 +330,118 @@ class Cluster:
             old = [self._actors.pop(task) for task in tasks]
         for actor in old:
             self._ray.kill(actor, no_restart=True)
+        for task in tasks:                    # a hung (or stopped) process cannot act on Ray's kill request
+            info = self._info.get(task)
+            if info is not None and info.hostname == socket.gethostname() and _process_exists(info.pid):
+                try:
+                    os.kill(info.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         for task in tasks:
             self.generation[task] += 1
         self._start(tasks, timeout)
         return tasks
+
+    # -- variables -----------------------------------------------------------------------
+    def home_variables(self, task: str, device: str, buffers) -> None:
+        """Make ``task`` (its ``device``) the home of ``buffers``: those that live nowhere yet
+        are sent there with their value; one that lives elsewhere, or was lost with a
+        restarted task, is an error naming it.  The caller holds the variables' locks."""
+        with self._homing:
+            moving = []
+            for buffer in buffers:
+                home = buffer.home
+                if home is None:
+                    moving.append(buffer)
+                elif home.cluster is not self or home.task != task:
+                    raise ClusterError(f"variable '{buffer.name}' lives on {home.describe()}, but this program "
+                                       f"places its reads and writes on task {task} of {self!r}", task=task)
+                else:
+                    self._check_held(buffer)
+            if not moving:
+                return
+            actor = self.actors()[task]
+            self._get([actor.put_variables.remote({buffer.name: buffer.value for buffer in moving})], CALL_TIMEOUT,
+                      f"moving variables {', '.join(b.name for b in moving)} to task {task}", [task])
+            for buffer in moving:
+                buffer.home = TaskHome(self, task, device, self.generation[task])
+                self._homed[buffer.name] = buffer
+                buffer.value = np.array(buffer.value)          # (a copy: nothing here writes it any more)
+
+    def _check_held(self, buffer) -> None:
+        home = buffer.home
+        if self.closed:
+            raise ClusterError(f"variable '{buffer.name}' lived on task {home.task} of {self!r}, which was shut down "
+                               f"when that task could not give it back", task=home.task, kind="unavailable")
+        if home.generation != self.generation[home.task]:
+            raise ClusterError(f"variable '{buffer.name}' lived on task {home.task}, which was restarted since (the "
+                               f"process that held it was lost), so its value is lost: restore it from a checkpoint "
+                               f"(Checkpoint.restore; train.loop does so after a fault) or assign it",
+                               task=home.task, kind="lost", cluster=self)
+
+    def read_variables(self, task: str, buffers) -> dict:
+        """name -> value of ``buffers``, which live on ``task``: one call."""
+        for buffer in buffers:
+            self._check_held(buffer)
+        names = [buffer.name for buffer in buffers]
+        [values] = self._get([self.actors()[task].get_variables.remote(names)], CALL_TIMEOUT,
+                             f"reading variables {', '.join(names)} from task {task}", [task])
+        return {name: np.array(value) for name, value in values.items()}     # (writable copies)
+
+    def stage_variables(self, task: str, assignments) -> str:
+        """Send each ``(buffer, array)`` to ``task``, where the buffers live, to be kept aside
+        until ``commit_variables``: one call; returns the token that names them there."""
+        if self.closed:
+            self._check_held(assignments[0][0])
+        token = uuid.uuid4().hex
+        values = {buffer.name: np.asarray(array) for buffer, array in assignments}
+        self._get([self.actors()[task].put_variables.remote(values, token)], CALL_TIMEOUT,
+                  f"writing variables {', '.join(values)} to task {task}", [task])
+        return token
+
+    def commit_variables(self, task: str, assignments, token: str) -> None:
+        """Store what ``stage_variables`` sent.  A variable lost with a restarted task lives on
+        its new process from then on."""
+        self._get([self.actors()[task].commit_variables.remote(token)], CALL_TIMEOUT,
+                  f"storing variables {', '.join(buffer.name for buffer, _ in assignments)} on task {task}", [task])
+        for buffer, _ in assignments:
+            buffer.home.generation = self.generation[task]
+
+    def discard_variables(self, task: str, token: str) -> None:
+        """Drop what ``stage_variables`` sent (not waited on: a task that is gone kept nothing)."""
+        try:
+            self.actors()[task].discard_variables.remote(token)
+        except Exception:                               # noqa: BLE001  (the cluster or the task is gone)
+            pass
+
+    def _bring_home(self, timeout: float) -> None:
+        """Fetch every variable that lives on a task back into this process (those a task
+        still holds); the others stay marked as living on the closed cluster."""
+        by_task: dict[str, list] = {}
+        for buffer in list(self._homed.values()):
+            if buffer.home is not None and buffer.home.cluster is self and \
+                    buffer.home.generation == self.generation[buffer.home.task]:
+                by_task.setdefault(buffer.home.task, []).append(buffer)
+        actors = self.actors()
+        refs = {actors[task].get_variables.remote([b.name for b in group]): group for task, group in by_task.items()}
+        ready, _ = self._ray.wait(list(refs), num_returns=len(refs), timeout=timeout) if refs else ([], [])
+        for ref in ready:
+            try:
+                values = self._ray.get(ref, timeout=0)
+            except self._ray.exceptions.RayError:
+                continue
+            for buffer in refs[ref]:
+                buffer.value = np.array(values[buffer.name])
+                buffer.home = None
+
+    def recover(self, error: ClusterError, timeout: float = START_TIMEOUT) -> list[str]:
+        """After a step failed with ``error``: restart the tasks that do not answer, and the hung
+        one; returns them.  Their variables are lost until restored (``Checkpoint.restore``),
+        and the programs register with them again on their next step."""
+        tasks = [task for task, answers in self.alive().items() if not answers]
+        if error.kind == "hung" and error.task in self.generation and error.task not in tasks:
+            tasks.append(error.task)
+        return self.restart(*tasks, timeout=timeout) if tasks else []
 
     def describe(self) -> str:
         """Every task's devices, with where the task runs: what ``flowjit devices --cluster`` prints."""
@@ -289,6 +457,10 @@ class Cluster:
         stop the Ray cluster this object started."""
         if self.closed:
             return
+        try:
+            self._bring_home(timeout)
+        except ClusterError:
+            pass                               # (a variable it could not fetch stays marked as lost)
         self.closed = True
         with self._lock:
             actors, self._actors = dict(self._actors), {}

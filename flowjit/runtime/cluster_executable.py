@@ -25,6 +25,7 @@ import uuid
 
 import numpy as np
 
+from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph
 from flowjit.compiler.ir.printer import print_graph
 from flowjit.runtime.cluster import CALL_TIMEOUT, Cluster, ClusterError
@@ -38,13 +39,17 @@ class ClusterExecutable:
 
     def __init__(self, cluster: Cluster, partitions: list[Graph], inputs: list[list[int]],
                  outputs: list[tuple[int, int]], input_count: int, compile_node, *, name: str = "program",
-                 step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT):
+                 step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT, variables: dict | None = None):
+        """``variables``: name -> this process's buffer of each variable the program uses; each
+        lives on the task its reads and assigns were placed on (moved there on the first step)."""
         self.cluster = cluster
+        self.variables = dict(variables or {})
         self.name = name
         self.input_count = input_count
         self.compile_node = compile_node
         self.step_timeout_s = step_timeout_s
         self.program = f"{name}-{uuid.uuid4().hex[:8]}"
+        self.partitions = partitions                     # (for profiles: the nodes by device and name)
         self.plan: dict[str, dict] = {}                  # task -> its partitions, inputs, outputs
         self.output_places: list[tuple[str, int] | tuple[None, int]] = []
         part_task = [cluster.task_of(graph.attrs["device"]) for graph in partitions]
@@ -53,7 +58,12 @@ class ClusterExecutable:
             self.plan[task] = {"texts": [print_graph(partitions[index]) for index in local],
                                "inputs": [inputs[index] for index in local],
                                "outputs": [], "local": {index: position for position, index in enumerate(local)},
-                               "feeds": sorted({i for index in local for i in inputs[index]})}
+                               "feeds": sorted({i for index in local for i in inputs[index]}),
+                               "variables": {}}                  # variable name -> its device here
+            for index in local:
+                for node in partitions[index].nodes:
+                    if node.op in (ops.read_variable, ops.assign_variable):
+                        self.plan[task]["variables"][node.attrs["var"]] = partitions[index].attrs["device"]
         for part, index in outputs:
             if part < 0:
                 self.output_places.append((None, index))
@@ -64,7 +74,8 @@ class ClusterExecutable:
         self.registered: dict[str, int] = {}             # task -> the generation registered with
         self.steps = itertools.count()
         self.kernels: dict[str, list[str]] = {}
-        self.register()
+        if not self.variables:
+            self.register()                              # (with variables: on the first step, under their locks)
         self.first = True
 
     # -- registration ------------------------------------------------------------------
@@ -75,8 +86,15 @@ class ClusterExecutable:
         stale = [task for task in self.plan if self.registered.get(task) != self.cluster.generation[task]]
         if not stale:
             return False
+        for task in stale:
+            by_device: dict[str, list] = {}
+            for name, device in self.plan[task]["variables"].items():
+                by_device.setdefault(device, []).append(self.variables[name])
+            for device, buffers in by_device.items():
+                self.cluster.home_variables(task, device, buffers)
         refs = [actors[task].register.remote(self.program, self.plan[task]["texts"], self.plan[task]["inputs"],
-                                             self.plan[task]["outputs"], self.compile_node, self.step_timeout_s)
+                                             self.plan[task]["outputs"], self.compile_node, self.step_timeout_s,
+                                             sorted(self.plan[task]["variables"]))
                 for task in stale]
         kernels = self.cluster._get(refs, CALL_TIMEOUT * 6, f"registering @{self.name} with {', '.join(stale)}",
                                     stale)
@@ -87,6 +105,20 @@ class ClusterExecutable:
 
     # -- steps -------------------------------------------------------------------------
     def __call__(self, *arrays):
+        return self._step(arrays, False)[0]
+
+    def profile(self, *arrays) -> tuple[list, dict]:
+        """One step with every task recording a span per step it runs: the outputs, and the
+        step as one Chrome trace (``cluster_trace``: a process per task, a track per device,
+        arrows for transfers, the tasks' clocks aligned with this process's)."""
+        from flowjit.runtime.cluster_trace import clock_offsets, merged_trace
+        offsets = clock_offsets(self.cluster, list(self.plan))
+        started = time.perf_counter()
+        outputs, results = self._step(arrays, True)
+        self.last_spans = {task: result["spans"] for task, result in results.items()}
+        return outputs, merged_trace(self.cluster, self.name, self.last_spans, offsets, started)
+
+    def _step(self, arrays, profile: bool):
         ray = self.cluster._ray
         compiles = self.register() or self.first
         self.first = False
@@ -104,16 +136,18 @@ class ClusterExecutable:
         for task, plan in self.plan.items():
             feeds = [shared.get(index, arrays[index]) for index in plan["feeds"]]
             ref = actors[task].run.remote(self.program, step, self.input_count,
-                                          None if timeout is None else timeout + 5.0, plan["feeds"], *feeds)
+                                          None if timeout is None else timeout + 5.0, plan["feeds"], *feeds,
+                                          profile=profile)
             refs[ref] = task
         results = self._wait(step, refs, actors, timeout)
         outputs = []
         for task, position in self.output_places:
-            value = arrays[position] if task is None else results[task][position]
+            value = arrays[position] if task is None else \
+                (results[task]["outputs"] if profile else results[task])[position]
             if isinstance(value, np.ndarray) and not value.flags.writeable:
                 value = value.copy()                     # (read-only when it came from the object store)
             outputs.append(value)
-        return outputs
+        return outputs, results
 
     def _wait(self, step: int, refs: dict, actors: dict, timeout: float | None) -> dict[str, list]:
         ray = self.cluster._ray
@@ -155,7 +189,8 @@ class ClusterExecutable:
         self._abort(step, f"{reason}; aborted here too", actors, pending)
         info = self.cluster._info.get(task)
         error = ClusterError(f"{reason}; the step was aborted on every task", task=task, kind=kind,
-                             pid=info.pid if info else None, node=info.node if info else None)
+                             pid=info.pid if info else None, node=info.node if info else None,
+                             cluster=self.cluster)
         raise error from cause
 
     def _hung(self, step: int, tasks: list[str], pending: list, actors: dict, timeout: float):
@@ -185,7 +220,8 @@ class ClusterExecutable:
         self._abort(step, f"{reason}; aborted here too", actors, answering)
         info = self.cluster._info.get(culprit)
         raise ClusterError(f"{reason}; the step was aborted on every task", task=culprit, kind="hung",
-                           pid=info.pid if info else None, node=info.node if info else None)
+                           pid=info.pid if info else None, node=info.node if info else None,
+                             cluster=self.cluster)
 
     @property
     def kernel_sources(self) -> dict[str, str]:

@@ -9,6 +9,12 @@ becomes an actor call ``deliver(program, step, key, tensor)`` on that task, whic
 the tensor to the step's call, or keeps it until the step starts here.  A recv waits
 without holding a thread.
 
+The variables that live on this task (``cluster.TaskHome``) are buffers of this process:
+the partitions' reads and assigns use them as a local program uses its own, and the driver
+reads and writes them with ``get_variables`` and ``put_variables`` (for ``v.numpy()``,
+assigns and checkpoints).  The driver holds the variables' locks over each step and each of
+those calls, so they never overlap here.
+
 Every wait has a deadline: a step's call waits at most its timeout; ``abort`` fails a
 step from outside (the driver does, when another task died, hung or raised), so that no
 task stays blocked on a recv whose sender is gone.
@@ -19,9 +25,13 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
+
+import numpy as np
 
 from flowjit.devices import Device, DeviceSet
 from flowjit.runtime.executor import ExecutionError, MultiDeviceExecutable
+from flowjit.runtime.variables import VariableBuffer
 
 
 class StepAborted(ExecutionError):
@@ -42,6 +52,8 @@ class Task:
         self.early: dict[tuple[str, int], dict] = {}        # (program, step) -> tensors come before it
         self.latest: dict[str, int] = {}                    # program -> the latest step begun or aborted
         self.aborted: dict[tuple[str, int], str] = {}
+        self.variables: dict[str, VariableBuffer] = {}      # the variables that live here
+        self.staged: dict[str, dict] = {}                   # token -> values to store (put_variables)
         self.counts = {"registered": 0, "steps": 0}
 
     # -- control -----------------------------------------------------------------------
@@ -59,12 +71,20 @@ class Task:
         self.peers = dict(peers)
 
     def register(self, program: str, texts: list[str], inputs: list[list[int]], outputs: list[tuple[int, int]],
-                 compile_node, step_timeout_s: float | None) -> list[str]:
-        """Parse this task's partitions of ``program`` and build their executable; returns the
-        names of the kernels compiled (their first call compiles, from this task's cache)."""
+                 compile_node, step_timeout_s: float | None, variables: list[str] = ()) -> list[str]:
+        """Parse this task's partitions of ``program`` and build their executable, whose reads
+        and assigns of ``variables`` use the buffers that live here; returns the names of the
+        kernels compiled (their first call compiles, from this task's cache)."""
         from flowjit.compiler.ir.parser import parse
         partitions = [parse(text, f"<{self.name}>") for text in texts]
-        executable = MultiDeviceExecutable(partitions, inputs, outputs, self.devices, compile_node,
+        with self.lock:
+            missing = [name for name in variables if name not in self.variables]
+            buffers = {name: self.variables[name] for name in variables if name in self.variables}
+        if missing:
+            raise ExecutionError(f"task {self.name} holds no variable {', '.join(missing)}, which {program} uses "
+                                 f"(this process was started after it was moved here: restore it)")
+        executable = MultiDeviceExecutable(partitions, inputs, outputs, self.devices,
+                                           lambda node: compile_node(node, buffers),
                                            step_timeout_s=step_timeout_s,
                                            transport=lambda step, key, tensor: self.send(program, step, key, tensor))
         with self.lock:
@@ -72,16 +92,55 @@ class Task:
             self.counts["registered"] += 1
         return sorted(name for _, name in executable.kernels)
 
+    def put_variables(self, values: dict, token: str | None = None) -> None:
+        """Store each name -> array: into the buffer that lives here (which the registered
+        programs use), or as a new one; with a ``token``, only keep them aside until
+        ``commit_variables(token)`` (``discard_variables(token)`` drops them)."""
+        with self.lock:
+            if token is not None:
+                self.staged[token] = {name: np.array(value, order="C") for name, value in values.items()}
+                return
+            self._store(values)
+
+    def commit_variables(self, token: str) -> None:
+        with self.lock:
+            values = self.staged.pop(token, None)
+            if values is None:
+                raise ExecutionError(f"task {self.name} holds no variable values under {token} to store")
+            self._store(values)
+
+    def discard_variables(self, token: str) -> None:
+        with self.lock:
+            self.staged.pop(token, None)
+
+    def _store(self, values: dict) -> None:
+        for name, value in values.items():
+            buffer = self.variables.get(name)
+            if buffer is not None and buffer.value.shape == value.shape and buffer.value.dtype == value.dtype:
+                buffer.value[...] = value
+            else:
+                self.variables[name] = VariableBuffer(name, np.array(value, order="C"))
+
+    def get_variables(self, names: list[str]) -> dict:
+        """name -> a copy of the value of each variable that lives here."""
+        with self.lock:
+            missing = [name for name in names if name not in self.variables]
+            if missing:
+                raise ExecutionError(f"task {self.name} holds no variable {', '.join(missing)}")
+            return {name: self.variables[name].value.copy() for name in names}
+
     def forget(self, program: str) -> None:
         with self.lock:
             self.programs.pop(program, None)
 
     # -- steps -------------------------------------------------------------------------
     def run(self, program: str, step: int, input_count: int, timeout: float | None, indices: list[int],
-            *values) -> list:
+            *values, profile: bool = False):
         """Run this task's part of step ``step`` on the program inputs ``indices`` (``values``:
         top-level arguments, so that Ray resolves those put in its object store); the outputs
-        its partitions produce."""
+        its partitions produce.  ``profile``: ``{"outputs": ..., "spans": ...}``, with a span
+        per step run here on this process's ``time.perf_counter`` clock (``clock``): (device,
+        node, op, kind, rendezvous key, the user's line, start, end)."""
         feeds = dict(zip(indices, values))
         with self.lock:
             executable = self.programs.get(program)
@@ -94,16 +153,27 @@ class Task:
             reason = self.aborted.pop((program, step), None)
             mailbox = self.early.pop((program, step), {})
             arrays = [feeds.get(index) for index in range(input_count)]
-            call = executable.begin(arrays, mailbox=mailbox, tag=step)
+            call = executable.begin(arrays, mailbox=mailbox, tag=step, profile=profile)
             self.calls[(program, step)] = call
             self.counts["steps"] += 1
         if reason is not None:
             call.fail(None, StepAborted(reason))
         try:
-            return call.wait(timeout)
+            outputs = call.wait(timeout)
         finally:
             with self.lock:
                 self.calls.pop((program, step), None)
+        if not profile:
+            return outputs
+        devices = executable.devices
+        spans = [(devices[device].name, item.node.name, item.node.op.name, item.kind, item.key,
+                  str(item.node.loc) if item.node.loc else "", start, end)
+                 for device, item, start, end in call.spans]
+        return {"outputs": outputs, "spans": spans}
+
+    def clock(self) -> float:
+        """This process's ``time.perf_counter()``: the driver aligns profiles' clocks with it."""
+        return time.perf_counter()
 
     def send(self, program: str, step: int, key: str, tensor) -> None:
         """The transport: a tensor for a recv on another task (an actor call, not waited on)."""

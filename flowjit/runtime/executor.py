@@ -424,15 +424,20 @@ def record_costs(executable: MultiDeviceExecutable, call: _Call, costs) -> None:
     """Measured kernel times into the cost model, split over the ops a kernel fused by
     their estimated shares, so that the next placement (of unfused nodes) can use them."""
     for device_index, step, start, end in call.spans:
-        if step.kind != "kernel" or step.node.op is ops.constant:
-            continue
-        device = executable.devices[device_index]
-        node = step.node
-        inner = list(node.attrs["body"].nodes) if node.op is ops.fused else [node]
-        inner = [n for n in inner if n.op is not ops.constant]
-        estimates = [costs.node(n, device) for n in inner]
-        total = sum(estimates) or 1.0
-        for n, estimate in zip(inner, estimates):
-            costs.record(n, device, (end - start) * estimate / total)
+        if step.kind == "kernel":
+            record_kernel_time(costs, step.node, executable.devices[device_index], end - start)
+
+
+def record_kernel_time(costs, node: Node, device: Device, seconds: float) -> None:
+    """A kernel's measured time into the cost model, split over the ops it fused by their
+    estimated shares (a cluster's profile records its tasks' kernels through it too)."""
+    if node.op is ops.constant:
+        return
+    inner = list(node.attrs["body"].nodes) if node.op is ops.fused else [node]
+    inner = [n for n in inner if n.op is not ops.constant]
+    estimates = [costs.node(n, device) for n in inner]
+    total = sum(estimates) or 1.0
+    for n, estimate in zip(inner, estimates):
+        costs.record(n, device, seconds * estimate / total)
 
 

@@ -132,13 +132,17 @@ class VariableBuffer:
     """The storage of one variable: its unique ``name``, its ``value`` (an owned ndarray) and
     its ``lock``."""
 
-    __slots__ = ("name", "value", "device", "lock", "__weakref__")
+    __slots__ = ("name", "value", "device", "lock", "home", "__weakref__")
 
     def __init__(self, name: str, value: np.ndarray, device: str | None = None):
         self.name = name
         self.value = value
         self.device = device
         self.lock = VariableLock()
+        # Where the value lives when not here: a cluster task (``runtime/cluster.py``'s
+        # ``TaskHome``).  Then ``value`` only keeps the shape and dtype, and the value is read
+        # and written through ``read_values``/``write_values``.
+        self.home = None
 
     def __repr__(self) -> str:
         return f"<VariableBuffer '{self.name}' {self.value.dtype}{list(self.value.shape)}>"
@@ -233,6 +237,65 @@ def locked(buffer: VariableBuffer, write: bool, what: str, timeout: float = DEFA
     """The guard of one variable, for an operation outside compiled programs (an eager
     assign, a copy of the value): ``with locked(buffer, write, what): ...``."""
     return VariableGuard({buffer.name: buffer}, [buffer.name] if write else [], what, timeout)
+
+
+def read_values(buffers) -> dict[str, np.ndarray]:
+    """name -> a copy of the value of each of ``buffers``, fetched from the task it lives on
+    (one call per task) when it lives on a cluster task.  The caller holds the locks."""
+    values, remote = {}, {}
+    for buffer in buffers:
+        if buffer.home is None:
+            values[buffer.name] = buffer.value.copy()
+        else:
+            remote.setdefault(buffer.home.key, []).append(buffer)
+    for group in remote.values():
+        values.update(group[0].home.read(group))
+    return values
+
+
+def write_values(assignments) -> None:
+    """Store each ``(buffer, array)`` of ``assignments`` (already checked to fit): in place
+    here, or on the task each lives on.  The caller holds the locks.
+
+    All or nothing: the values for tasks are first sent to each (one call per task) and kept
+    aside there, and only when every task has them are they stored (another call per task,
+    which cannot fail but by the task's death, which loses its variables anyway); then the
+    local ones.  A failure before that changes no variable."""
+    local, remote = [], {}
+    for buffer, array in assignments:
+        if buffer.home is None:
+            local.append((buffer, array))
+        else:
+            remote.setdefault(buffer.home.key, []).append((buffer, array))
+    staged = []
+    try:
+        for group in remote.values():
+            staged.append((group, group[0][0].home.stage(group)))
+    except BaseException:
+        for group, token in staged:
+            group[0][0].home.discard(token)
+        raise
+    for group, token in staged:
+        group[0][0].home.commit(group, token)
+    for buffer, array in local:
+        np.copyto(buffer.value, array)
+
+
+def read_value(buffer: VariableBuffer) -> np.ndarray:
+    """A copy of one buffer's value (see ``read_values``)."""
+    return read_values([buffer])[buffer.name]
+
+
+def write_value(buffer: VariableBuffer, array) -> None:
+    write_values([(buffer, array)])
+
+
+def check_local(buffers: Mapping[str, VariableBuffer], what: str) -> None:
+    """Refuse to run ``what`` in this process when one of its variables lives on a cluster task."""
+    for name, buffer in sorted(buffers.items()):
+        if buffer.home is not None:
+            raise VariableError(f"{what} uses variable '{name}', which lives on {buffer.home.describe()}: a program "
+                                f"that uses it runs on that cluster (jit(f, devices=cluster))")
 
 
 def storage_of(variable) -> VariableBuffer | None:

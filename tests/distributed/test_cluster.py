@@ -1,8 +1,8 @@
 """Programs across task processes on a local Ray cluster, against one process and the
 reference interpreter; tasks killed, hung and raising mid-run.
 
-One cluster ({"ps": 1, "worker": 2}, three processes) serves the module; a test that
-breaks a task restarts it before it ends.  ``FLOWJIT_CHAOS_KILLS`` raises the number of
+One cluster ({"ps": 1, "worker": 2}, three processes; conftest's) serves the session; a
+test that breaks a task restarts it before it ends.  ``FLOWJIT_CHAOS_KILLS`` raises the number of
 random kills (``make chaos``)."""
 
 import os
@@ -28,23 +28,6 @@ CHAOS_KILLS = int(os.environ.get("FLOWJIT_CHAOS_KILLS", "20"))
 # compiles, detection has taken 3.5 s, so the tests allow 5 s: still far below the step
 # deadlines (10 and 30 s), so a death noticed only by a deadline fails them, as does a hang.
 DETECTED_WITHIN_S = 5.0
-
-
-@pytest.fixture(scope="module")
-def cluster(ray_session):
-    with flowjit.Cluster({"ps": 1, "worker": 2}) as started:
-        yield started
-    for pid in started._info.values():                     # shutdown waited for every process to exit
-        assert not os.path.exists(f"/proc/{pid.pid}")
-
-
-@pytest.fixture
-def stats(cluster):
-    """Each task's counters (registered, steps, running, ...), of the tasks not in ``dead``."""
-    def read(dead=()):
-        actors = {task: actor for task, actor in cluster.actors().items() if task not in dead}
-        return dict(zip(actors, cluster._ray.get([actor.stats.remote() for actor in actors.values()], timeout=10)))
-    return read
 
 
 def pipeline(x, y):
@@ -166,27 +149,73 @@ def test_corpus_programs_on_random_placements_across_tasks(cluster, name):
         np.testing.assert_allclose(actual, want, rtol=1e-5, atol=1e-6)
 
 
-def test_the_kernels_of_a_program_on_a_cluster_list_without_compiling_here_and_profile_is_refused(cluster):
+def test_the_kernels_of_a_program_on_a_cluster_list_without_compiling_here(cluster):
     x, y = _args()
     jitted = flowjit.jit(pipeline, devices=cluster)
     compiles = flowjit.stats()["kernel_compiles"]
     text = jitted.lower(x, y).as_text("kernels")
     assert "def kernel(" in text and "tanh" in text
     assert flowjit.stats()["kernel_compiles"] == compiles
-    with pytest.raises(flowjit.ClusterError, match=r"@pipeline is placed on a cluster, .* profiling across tasks "
-                                                   r"is not built yet"):
-        jitted.profile(x, y)
 
 
-def test_programs_with_variables_are_refused_on_a_cluster(cluster):
-    counter = flowjit.Variable(np.zeros(3, np.float32), name="hosts_counter")
+def test_a_profile_across_tasks_merges_every_process_into_one_trace(cluster, tmp_path):
+    """A process per task, a track per device, an arrow per transfer (across tasks too), the
+    tasks' clocks aligned with the driver's; the kernel times reach the cost model."""
+    import json
+    x, y = _args(64, 512)
+    jitted = flowjit.jit(pipeline, devices=cluster)
+    outputs, trace = jitted.profile(x, y, path=str(tmp_path / "trace.json"))
+    _close(outputs, flowjit.jit(pipeline, backend="interpreter")(x, y))
+    assert json.loads((tmp_path / "trace.json").read_text()) == trace
+    events = trace["traceEvents"]
+    processes = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert sorted(name.split(" (pid ")[0] for name in processes.values()) == sorted(cluster.tasks)
+    pids = cluster.pids()
+    assert all(f"(pid {pids[name.split(' ')[0]]} on 127.0.0.1)" in name for name in processes.values())
+    spans = [e for e in events if e["ph"] == "X"]
+    assert {e["args"]["task"] for e in spans} == set(cluster.tasks)
+    assert all(e["args"]["device"].startswith(e["args"]["task"] + "/device:") for e in spans)
+    # an arrow for each send -> recv pair of the partitions, every one of them across tasks here
+    lowered = jitted.lower(x, y)
+    sends = [node.attrs["key"] for graph in lowered.partitioned.partitions for node in graph.nodes
+             if node.op is ops.send]
+    starts = {e["args"]["key"]: e for e in events if e["ph"] == "s"}
+    finishes = {e["args"]["key"]: e for e in events if e["ph"] == "f"}
+    assert sorted(starts) == sorted(finishes) == sorted(sends) and trace["otherData"]["transfers"] == len(sends)
+    errors = trace["otherData"]["clock_error_s"]
+    slack = 2e6 * max(errors.values())                                    # µs: both ends' alignment errors
+    for key in sends:
+        assert starts[key]["pid"] != finishes[key]["pid"]
+        assert finishes[key]["ts"] >= starts[key]["ts"] - slack           # a tensor arrives after it is sent
+    # one machine, one monotonic clock: the estimated offsets are within their error bounds of 0
+    for task, offset in trace["otherData"]["clock_offsets_s"].items():
+        assert abs(offset) <= errors[task] + 1e-3, (task, offset, errors[task])
+    kernels = {e["name"] for e in spans if e["cat"] == "kernel"}
+    assert kernels and jitted.costs.measured
 
-    def step(x):
-        counter.assign_add(x)
-        return counter + 0
-    with pytest.raises(flowjit.ClusterError, match=r"uses variables \(hosts_counter\), which do not yet live on "
-                                                   r"cluster tasks"):
-        flowjit.jit(step, devices=cluster)(np.ones(3, np.float32))
+
+def test_flowjit_profile_on_a_cluster_writes_one_trace_with_a_process_per_task(ray_session, tmp_path, capsys):
+    from flowjit.cli import main
+    (tmp_path / "model.py").write_text("import numpy as np\nimport flowjit\n\ndef step(x):\n"
+                                       "    with flowjit.device('/job:worker/task:1'):\n        a = np.tanh(x)\n"
+                                       "    with flowjit.device('/job:worker/task:0'):\n        return a.sum() + x\n")
+    output = tmp_path / "trace.json"
+    assert main(["profile", f"{tmp_path / 'model.py'}:step", "--arg", "x=f32[8]", "--cluster", "worker=2",
+                 "-o", str(output)]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {output}: " in out and "1 transfers" in out           # (x is fed to both tasks)
+    assert out.count("/job:worker/task:0 (pid ") == 1 and out.count("/job:worker/task:1 (pid ") == 1
+
+
+def test_a_planned_cluster_places_and_partitions_as_a_started_one(cluster):
+    """What ``flowjit dump --cluster ps=1,worker=2`` prints is what the cluster runs."""
+    from flowjit.runtime.cluster import planned_devices
+    x, y = _args()
+    for options in ({}, {"placement": "random", "placement_seed": 5}):
+        started = flowjit.jit(pipeline, devices=cluster, **options).lower(x, y)
+        planned = flowjit.jit(pipeline, devices=planned_devices({"ps": 1, "worker": 2}), **options).lower(x, y)
+        assert planned.as_text("partitioned") == started.as_text("partitioned")
+        assert len(started.partitioned.partitions) == 3
 
 
 # -- faults --------------------------------------------------------------------------------

@@ -35,3 +35,34 @@ def test_resources_for_a_job_or_task_the_cluster_lacks_are_refused(monkeypatch):
     with pytest.raises(flowjit.ClusterError, match=r"resources name /job:worker/task:2, ps, which is no job or task "
                                                    r"of the cluster \(/job:worker/task:0, /job:worker/task:1\)"):
         flowjit.Cluster({"worker": 2}, resources={"ps": {"a": 1}, "/job:worker/task:2": {"b": 1}})
+
+
+DUMPED = '''
+import numpy as np
+import flowjit
+
+def step(x, y):
+    with flowjit.device("/job:worker/task:1"):
+        a = np.tanh(x) * 2
+    with flowjit.device("/job:worker/task:0"):
+        b = a.sum(axis=1) + y
+    return b, a.max()
+'''
+
+
+def test_dump_of_a_cluster_placement_shows_a_graph_per_task_and_device_without_ray(tmp_path, monkeypatch, capsys):
+    from flowjit.cli import main
+    monkeypatch.setitem(sys.modules, "ray", None)                  # planning a cluster starts nothing
+    (tmp_path / "model.py").write_text(DUMPED)
+    assert main(["dump", f"{tmp_path / 'model.py'}:step", "--arg", "x=f32[3,4]", "--arg", "y=f32[3]",
+                 "--stage", "partitioned", "--cluster", "ps=1,worker=2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# task /job:worker/task:0: cpu:0 (") and "# task /job:worker/task:1: cpu:0 (" in out
+    devices = [line.split('device="')[1].split('"')[0] for line in out.splitlines() if line.startswith("graph @step")]
+    assert devices == ["/job:worker/task:0/device:cpu:0", "/job:worker/task:1/device:cpu:0"]
+    assert out.count(" = send ") == out.count(" = recv ") >= 1
+    from flowjit.compiler.ir.parser import parse_all
+    assert len(parse_all(out)) == 2                             # the text parses back (comments included)
+    assert main(["dump", f"{tmp_path / 'model.py'}:step", "--arg", "x=f32[3,4]", "--arg", "y=f32[3]",
+                 "--cluster", "ps=1,worker", "--stage", "partitioned"]) != 0
+    assert "--cluster ps=1,worker: cluster spec" in capsys.readouterr().err
