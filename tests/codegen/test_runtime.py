@@ -238,9 +238,12 @@ def run_process(cache_dir):
 def test_second_process_loads_every_kernel_from_disk_and_corruption_is_rebuilt(tmp_path):
     first = run_process(tmp_path)
     assert first["ok"] and first["stats"]["kernel_compiles"] == 2 and first["stats"]["disk_hits"] == 0
+    manifests = {path: path.stat().st_mtime_ns for path in (tmp_path / "kernels").glob("*.json")}
     second = run_process(tmp_path)
     assert second["ok"] and second["stats"]["kernel_compiles"] == 0 and second["stats"]["disk_hits"] == 2
     assert second["warnings"] == []
+    # The manifests checked at load are not written again (a warm first call spent 0.1 s on it).
+    assert {path: path.stat().st_mtime_ns for path in manifests} == manifests
     cached = sorted((tmp_path / "kernels" / "__pycache__").glob("*.nbc"))
     cached[0].write_bytes(cached[0].read_bytes()[:50])                # truncate one entry
     third = run_process(tmp_path)

@@ -146,6 +146,7 @@ class KernelCache:
         self.root = directory
         self.directory = os.path.join(directory, "kernels") if directory else None
         self.memory: dict[str, CompiledKernel] = {}
+        self.listed: dict[str, int] = {}          # files an entry's manifest lists, all checked at its load
         self.lock = threading.Lock()
         self.warned: set[str] = set()
         self.toolchain = toolchain_key()
@@ -237,7 +238,9 @@ class KernelCache:
             module = importlib.util.module_from_spec(spec)
             sys.modules[module_name] = module
             spec.loader.exec_module(module)
-            return self._wrap(kernel.name, key, text, vars(module), path=path, fma=fma)
+            compiled = self._wrap(kernel.name, key, text, vars(module), path=path, fma=fma)
+            compiled.recorded = self.listed.pop(stem, 0)     # checked above: no need to list them again
+            return compiled
         except OSError as error:                  # the directory changed under us: read-only, removed
             self._disk_failed(stem, error, "compiling the kernel in memory")
             return self._in_memory(kernel.name, key, kernel.source, fma)
@@ -320,6 +323,7 @@ class KernelCache:
                     return f"{filename} is missing"
                 if _sha256(full) != digest:
                     return f"{filename} does not match its checksum"
+            self.listed[stem] = len(manifest["files"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
             return f"it cannot be read ({type(error).__name__}: {error})"
         return None
