@@ -186,13 +186,20 @@ def stage_seconds(program, n) -> dict[str, float]:
         result = thunk()
         seconds[name] = time.perf_counter() - start
         return result
-    low = timed("trace", lambda: jitted.lower(*args))
-    optimized = timed("pipeline", lambda: Pipeline.from_names().run(low.graph))
-    timed("verify", lambda: ir.verify(optimized))
-    timed("print", lambda: ir.print_graph(optimized))
-    fused = timed("fuse", lambda: fuse(optimized.copy())[0])
-    planned = timed("plans", lambda: Pipeline.from_names(KERNEL_PASSES).run(fused))
-    timed("driver", lambda: Executable(planned, CpuBackend(kernel_cache(None))))
+    # The objects alive before the first stage (in a test worker, millions: every earlier test's
+    # graphs and numba's compiled functions) are frozen out of the collector, so each collection
+    # above walks only what these stages made, not the whole heap (seconds each, 28 per test).
+    gc.freeze()
+    try:
+        low = timed("trace", lambda: jitted.lower(*args))
+        optimized = timed("pipeline", lambda: Pipeline.from_names().run(low.graph))
+        timed("verify", lambda: ir.verify(optimized))
+        timed("print", lambda: ir.print_graph(optimized))
+        fused = timed("fuse", lambda: fuse(optimized.copy())[0])
+        planned = timed("plans", lambda: Pipeline.from_names(KERNEL_PASSES).run(fused))
+        timed("driver", lambda: Executable(planned, CpuBackend(kernel_cache(None))))
+    finally:
+        gc.unfreeze()
     return seconds
 
 
@@ -200,13 +207,23 @@ def stage_seconds(program, n) -> dict[str, float]:
 @pytest.mark.parametrize("program", [chain, transposes, residual, wide, diamonds, reductions])
 def test_every_stage_is_linear(program):
     """4x the nodes costs at most 10x the time in every stage (linear: 4x, quadratic: 16x);
-    the best of two runs, and a floor of 20 ms, against noise from other processes."""
+    the best of two runs, and a floor of 20 ms, against noise from other processes.  Noise
+    only adds time, so the large size runs a second time only when one run fails the bound
+    (the verdict is the best-of-two one, at the cost of one large run in the usual case)."""
     small = [stage_seconds(program, 400) for _ in range(2)]
-    large = [stage_seconds(program, 1600) for _ in range(2)]
-    for stage in small[0]:
-        before = max(min(run[stage] for run in small), 0.02)
-        after = min(run[stage] for run in large)
-        assert after < 10 * before, f"{program.__name__}: {stage} {before:.3f} s -> {after:.3f} s at 4x the nodes"
+    large = [stage_seconds(program, 1600)]
+
+    def slow_stages():
+        slow = []
+        for stage in small[0]:
+            before = max(min(run[stage] for run in small), 0.02)
+            after = min(run[stage] for run in large)
+            if after >= 10 * before:
+                slow.append(f"{program.__name__}: {stage} {before:.3f} s -> {after:.3f} s at 4x the nodes")
+        return slow
+    if slow_stages():
+        large.append(stage_seconds(program, 1600))
+    assert not slow_stages(), slow_stages()
 
 
 @pytest.mark.slow
