@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench fuzz chaos clean
+.PHONY: demo test test-slow bench fuzz chaos clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -n 2
+
+# The full sweeps that make test runs a sample of (tests marked sweep): with make fuzz, the rest of CI's checks.
+test-slow: $(STAMP)
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -n 2 -m sweep
 
 fuzz: $(STAMP)
 	$(BIN)/python tests/fuzz.py --count $(or $(N),2000)

@@ -23,6 +23,31 @@ settings.register_profile("dev", deadline=None, suppress_health_check=[HealthChe
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """``--dist loadgroup`` (pyproject's addopts) sends the tests of one ``xdist_group`` to one
+    worker: pytest-xdist's worker appends ``@<group>`` to each such test's nodeid, and its
+    scheduler groups by that suffix.  It does so by assigning ``item._nodeid``, which pytest 9
+    no longer reads (the nodeid lives in ``item._id``), so every group was scattered over both
+    workers: a Ray cluster started in each, and each module fixture of a group computed twice.
+    Here, after xdist's hook, the suffix goes where this pytest keeps the nodeid (a no-op
+    wherever xdist's assignment took)."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        groups = {str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                  for mark in item.iter_markers("xdist_group")}
+        nodeid = item.nodeid
+        if not groups or nodeid.rfind("@") > nodeid.rfind("]"):
+            continue
+        grouped = f"{nodeid}@{'_'.join(sorted(groups))}"
+        if hasattr(item, "_id"):
+            from _pytest.nodeid import NodeId
+            item._id = NodeId.parse(grouped)
+        else:
+            item._nodeid = grouped
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

@@ -1,8 +1,9 @@
 """numpy's semantics, exactly: elementwise ops, Python scalars and reductions against numpy.
 
 Table-driven.  For each dtype flowjit compiles, arrays hold its special values (+-0, +-inf,
-NaN, the integer extremes) and, for binary ops, every pair of them.  One jitted function
-computes every op of a table (one compile per dtype and path, not one per op), and the
+NaN, the integer extremes) and, for binary ops, every pair of them.  A few jitted functions
+compute the ops of a table, up to 16 each (a few compiles per dtype and path, not one per op;
+one kernel of a whole 51-op table took 60% more compile time than four of 13), and the
 interpreter, the fused kernels and the unfused ones must each give numpy's dtype and
 values: bit for bit (NaN where numpy has NaN, the sign of every zero, inf), and within the
 dtype's tolerance only where a libm function may round differently.  Where numpy raises,
@@ -173,29 +174,47 @@ def split_cases(cases: dict, *args):
     return good, bad
 
 
+OPS_PER_PROGRAM = 16
+
+
+def chunks(names: list[str]) -> list[list[str]]:
+    """``names`` in equal runs of at most OPS_PER_PROGRAM: compile time grows faster than a
+    kernel's size, so a table compiles as a few programs rather than one."""
+    count = -(-len(names) // OPS_PER_PROGRAM)
+    size = -(-len(names) // count) if names else 1
+    return [names[start:start + size] for start in range(0, len(names), size)]
+
+
 def table_program(cases: dict, names: list[str]):
     def program(*args):
         return tuple(cases[name](*args) for name in names)
     return program
 
 
-def paths(dtypes) -> list[tuple[str, dict]]:
+PATHS = ("interpreter", "fused", "unfused")
+
+
+def paths(dtypes, which=PATHS) -> list[tuple[str, dict]]:
+    """The paths among ``which`` that check ``dtypes`` (unfused: UNFUSED_DTYPES only)."""
     chosen = [("interpreter", {"backend": "interpreter"}), ("fused", {})]
     if all(dtype in UNFUSED_DTYPES for dtype in dtypes):
         chosen.append(("unfused", {"fuse": False}))
-    return chosen
+    return [(path, options) for path, options in chosen if path in which]
 
 
-def check_table(cases: dict, args: tuple, dtypes, approximate=frozenset()) -> None:
-    """Every case numpy computes, on every path, against numpy; every case numpy rejects, rejected."""
+def check_table(cases: dict, args: tuple, dtypes, approximate=frozenset(), which=PATHS) -> None:
+    """Every case numpy computes, on every path (of ``which``), against numpy; every case numpy
+    rejects, rejected."""
     good, bad = split_cases(cases, *args)
     names = sorted(good)
-    program = table_program(cases, names)
     rtol = max(TOLERANCE.get(np.dtype(d), 0.0) for d in dtypes) or TOLERANCE[np.dtype(np.float16)]
-    for path, options in paths(dtypes):
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            results = flowjit.jit(program, **options)(*args)
+    for path, options in paths(dtypes, which):
+        results = []
+        for chunk in chunks(names):
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                results.extend(flowjit.jit(table_program(cases, chunk), **options)(*args))
+        assert len(results) == len(names)
         for name, got in zip(names, results):
             label = f"{name}{tuple(np.dtype(d).name for d in dtypes)} {path}"
             assert_numpy_equal(got, good[name], label, rtol if name in approximate else 0.0,
@@ -221,18 +240,47 @@ def test_binary_ops_promote_mixed_dtypes(pair):
     check_table(BINARY, every_pair(*pair), pair, APPROXIMATE)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-def test_unary_ops_on_special_values(dtype):
+def unary_tables(dtype) -> list[tuple[dict, tuple, frozenset]]:
+    """The unary table for ``dtype``: (cases, arguments, approximate cases) for each part."""
     values = specials(dtype)
     if dtype in (np.uint32, np.uint64):
         # round(x, -1) of the largest values rounds up past the dtype's range, and numpy's
         # float64 -> uint cast of that is the x86 instruction's, which kernels do not copy.
         rounding = {name: case for name, case in UNARY.items() if name.startswith("round_minus")}
-        check_table(rounding, (values[values < np.iinfo(dtype).max - 10],), [dtype])
         cases = {name: case for name, case in UNARY.items() if name not in rounding}
-        check_table(cases, (values,), [dtype], APPROXIMATE)
-        return
-    check_table(UNARY, (values,), [dtype], APPROXIMATE)
+        return [(rounding, (values[values < np.iinfo(dtype).max - 10],), frozenset()),
+                (cases, (values,), APPROXIMATE)]
+    return [(UNARY, (values,), APPROXIMATE)]
+
+
+# The unary cases whose kernel inlines a math routine (mathlib's exp, log, trig, hyperbolic and
+# pow functions).  Unfused, each is a large kernel of its own per dtype (the six unfused dtypes'
+# unary tables took most of this file's compile time in a cold run) running the scalar code
+# that the fused kernels run too.
+ROUTINE_UNARY = frozenset({"exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin",
+                           "arccos", "arctan", "sinh", "cosh", "tanh", "power_of_two", "power_minus_two"})
+
+
+def _part(cases: dict, routines: bool) -> dict:
+    return {name: case for name, case in cases.items() if (name in ROUTINE_UNARY) == routines}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_unary_ops_on_special_values(dtype):
+    """Every unary case on every path, but the math-routine cases unfused: those run under
+    ``make test-slow`` (test_unary_math_routines_unfused below)."""
+    for cases, args, approximate in unary_tables(dtype):
+        check_table(_part(cases, routines=False), args, [dtype], approximate)
+        check_table(_part(cases, routines=True), args, [dtype], approximate, which=("interpreter", "fused"))
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d in UNFUSED_DTYPES], ids=lambda d: np.dtype(d).name)
+def test_unary_math_routines_unfused(dtype):
+    """The rest of test_unary_ops_on_special_values: the math-routine cases, unfused (a sweep:
+    ``make test-slow`` runs it, ``make test`` does not)."""
+    for cases, args, approximate in unary_tables(dtype):
+        check_table(_part(cases, routines=True), args, [dtype], approximate, which=("unfused",))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)

@@ -114,14 +114,20 @@ def test_short_rows_compile_without_lane_loops():
 def test_outputs_held_by_the_user_are_never_reused():
     jitted = flowjit.jit(chain)
     held, expected = [], []
-    for step in range(20):
-        x = np.full(32, float(step), np.float32)
-        result = jitted(x)
-        # keep every other result whole, and of the rest only a view: both pin the buffer
-        held.append(result if step % 2 == 0 else result[::2])
-        expected.append(chain(x) if step % 2 == 0 else chain(x)[::2])
-        del result
-        gc.collect()
+    # What was alive before the loop (in a test worker, every earlier test's objects) is frozen
+    # out of the collector: each collection below walks what the loop made, not the whole heap.
+    gc.freeze()
+    try:
+        for step in range(20):
+            x = np.full(32, float(step), np.float32)
+            result = jitted(x)
+            # keep every other result whole, and of the rest only a view: both pin the buffer
+            held.append(result if step % 2 == 0 else result[::2])
+            expected.append(chain(x) if step % 2 == 0 else chain(x)[::2])
+            del result
+            gc.collect()
+    finally:
+        gc.unfreeze()
     for got, want in zip(held, expected):
         np.testing.assert_allclose(got, want, rtol=2e-6)
 

@@ -119,6 +119,11 @@ def test_other_exponents_stay_pow():
     assert "= pow " not in _optimized(lambda x: x + np.float64(3.0) ** 3, x)
 
 
+# The tests that read the accuracy sample share one xdist worker (--dist loadgroup), so a run
+# measures it once, not once per worker.
+SAMPLE = pytest.mark.xdist_group("constant-powers-accuracy-sample")
+
+
 @pytest.fixture(scope="module")
 def rows():
     with warnings.catch_warnings():
@@ -126,12 +131,14 @@ def rows():
         return power_accuracy.measure(points=1_000_000)     # the sample of docs/math.md's table
 
 
+@SAMPLE
 def test_every_rewritten_power_within_4_ulp(rows):
     for row in rows:
         assert row["max_ulp"] <= 4, row
         assert row["special_mismatches"] == [], row
 
 
+@SAMPLE
 def test_docs_table_does_not_understate_the_error(rows):
     documented = {}
     for line in DOCS.read_text().splitlines():

@@ -1,7 +1,7 @@
 """Huge graphs (issue 13 §5): kernels are capped, every stage is linear, deep graphs work.
 
-The 10,000-op compile and the linearity checks are ``slow`` (CI runs them; so does
-``make test``).
+The linearity checks and a 2,148-op compile are ``slow`` (CI runs them; so does ``make test``);
+the 10,000-op compile is a ``sweep`` (``make test-slow``).
 """
 
 import gc
@@ -182,17 +182,24 @@ def stage_seconds(program, n) -> dict[str, float]:
 
     def timed(name, thunk):
         gc.collect()                      # a collection owed by earlier work is not this stage's
-        start = time.perf_counter()
+        start = time.thread_time()        # this thread's CPU time: other processes' load is not counted
         result = thunk()
-        seconds[name] = time.perf_counter() - start
+        seconds[name] = time.thread_time() - start
         return result
-    low = timed("trace", lambda: jitted.lower(*args))
-    optimized = timed("pipeline", lambda: Pipeline.from_names().run(low.graph))
-    timed("verify", lambda: ir.verify(optimized))
-    timed("print", lambda: ir.print_graph(optimized))
-    fused = timed("fuse", lambda: fuse(optimized.copy())[0])
-    planned = timed("plans", lambda: Pipeline.from_names(KERNEL_PASSES).run(fused))
-    timed("driver", lambda: Executable(planned, CpuBackend(kernel_cache(None))))
+    # The objects alive before the first stage (in a test worker, millions: every earlier test's
+    # graphs and numba's compiled functions) are frozen out of the collector, so each collection
+    # above walks only what these stages made, not the whole heap (seconds each, 28 per test).
+    gc.freeze()
+    try:
+        low = timed("trace", lambda: jitted.lower(*args))
+        optimized = timed("pipeline", lambda: Pipeline.from_names().run(low.graph))
+        timed("verify", lambda: ir.verify(optimized))
+        timed("print", lambda: ir.print_graph(optimized))
+        fused = timed("fuse", lambda: fuse(optimized.copy())[0])
+        planned = timed("plans", lambda: Pipeline.from_names(KERNEL_PASSES).run(fused))
+        timed("driver", lambda: Executable(planned, CpuBackend(kernel_cache(None))))
+    finally:
+        gc.unfreeze()
     return seconds
 
 
@@ -200,25 +207,49 @@ def stage_seconds(program, n) -> dict[str, float]:
 @pytest.mark.parametrize("program", [chain, transposes, residual, wide, diamonds, reductions])
 def test_every_stage_is_linear(program):
     """4x the nodes costs at most 10x the time in every stage (linear: 4x, quadratic: 16x);
-    the best of two runs, and a floor of 20 ms, against noise from other processes."""
+    CPU time of the thread, the best of two runs and a floor of 20 ms, against noise from
+    other processes (wall time under a load of 11 failed four of the six).  Noise
+    only adds time, so the large size runs a second time only when one run fails the bound
+    (the verdict is the best-of-two one, at the cost of one large run in the usual case)."""
     small = [stage_seconds(program, 400) for _ in range(2)]
-    large = [stage_seconds(program, 1600) for _ in range(2)]
-    for stage in small[0]:
-        before = max(min(run[stage] for run in small), 0.02)
-        after = min(run[stage] for run in large)
-        assert after < 10 * before, f"{program.__name__}: {stage} {before:.3f} s -> {after:.3f} s at 4x the nodes"
+    large = [stage_seconds(program, 1600)]
+
+    def slow_stages():
+        slow = []
+        for stage in small[0]:
+            before = max(min(run[stage] for run in small), 0.02)
+            after = min(run[stage] for run in large)
+            if after >= 10 * before:
+                slow.append(f"{program.__name__}: {stage} {before:.3f} s -> {after:.3f} s at 4x the nodes")
+        return slow
+    if slow_stages():
+        large.append(stage_seconds(program, 1600))
+    assert not slow_stages(), slow_stages()
 
 
-@pytest.mark.slow
-def test_ten_thousand_op_chain_compiles_in_bounded_time_and_runs():
-    function, args = chain(10_000)
+def compile_and_run_chain(count: int, bound_s: float) -> None:
+    """A chain of ``count`` ops compiled cold (memory only) and run: numpy's result, one kernel
+    per MAX_KERNEL_OPS ops, within ``bound_s``."""
+    function, args = chain(count)
     x = np.linspace(-1, 1, 1000)
     jitted = flowjit.jit(function, cache_dir=None)       # memory only: a cold compile
     start = time.perf_counter()
     result = jitted(x)
     seconds = time.perf_counter() - start
     np.testing.assert_allclose(result, function(x), rtol=1e-12)
-    assert len(kernels_of(jitted.lower(x).fused)) == math.ceil(10_000 / MAX_KERNEL_OPS)
+    assert len(kernels_of(jitted.lower(x).fused)) == math.ceil(count / MAX_KERNEL_OPS)
+    assert seconds < bound_s, f"{count:,} ops took {seconds:.0f} s to compile"
+
+
+@pytest.mark.slow
+def test_a_chain_of_five_capped_kernels_compiles_in_bounded_time_and_runs():
+    """The 10,000-op test below at a quarter of the size (four full kernels and a partial one),
+    with a quarter of its bound; the 10,000-op one runs under ``make test-slow``."""
+    compile_and_run_chain(4 * MAX_KERNEL_OPS + 100, 150)
+
+
+@pytest.mark.sweep
+def test_ten_thousand_op_chain_compiles_in_bounded_time_and_runs():
     # ~40 s on this 2-core machine under a load of 3; 297 s was seen under a load of 11 (six
     # engineers' test runs): the bound catches a blow-up, the kernel count the missing cap.
-    assert seconds < 600, f"10,000 ops took {seconds:.0f} s to compile"
+    compile_and_run_chain(10_000, 600)
