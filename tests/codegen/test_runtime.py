@@ -95,6 +95,8 @@ def test_kernel_keys_rename_locals_only():
     assert canonical("T = 1\ndef k(a):\n    return a + T\n") != canonical("S = 1\ndef k(a):\n    return a + S\n")
     assert canonical("def k(a):\n    return a + T\n") != canonical("def k(a):\n    return a + S\n")
     assert canonical("def k(a):\n    # %x = add\n    return a\n") == canonical("def k(b):\n    return b\n")
+    # A global that looks like a renamed local is never taken for one.
+    assert canonical("def k(a, b):\n    return _l1(a)\n") != canonical("def k(a, f):\n    return f(a)\n")
 
 
 def test_short_rows_compile_without_lane_loops():

@@ -82,6 +82,8 @@ def canonical(text: str) -> str:
     Global names (``np``, ``fj``, ``range``), attributes and module-level code are kept as
     they are.  (Text, not ``ast``: a key is computed for every kernel of every program a
     process lowers, and this is a few times faster than parsing.)"""
+    if _RENAMED.search(text):       # a name of the renamed form already there: rename nothing
+        return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
     out: list[str] = []
     function: list[str] = []          # the lines of the function being read, from its ``def``
     for line in text.splitlines():
@@ -98,6 +100,7 @@ def canonical(text: str) -> str:
 _DEF = re.compile(r"def\s+\w+\s*\(([^)]*)\)")
 _STORE = re.compile(r"^\s+(?:for\s+)?((?:[A-Za-z_]\w*\s*,\s*)*[A-Za-z_]\w*)\s*(?:in\b|[-+*/%&|^@]?=(?!=)|//=|\*\*=)")
 _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+_RENAMED = re.compile(r"(?<![\w.])_l\d")            # what _rename_locals names locals
 _KEYWORD_ARGUMENT = re.compile(r"\s*=(?!=)")            # ``f(name=...)``: the callee's name, kept
 
 
