@@ -81,21 +81,16 @@ def test_two_functions_using_variables_in_opposite_orders_neither_deadlock_nor_l
     b = flowjit.Variable(np.zeros(3), name="order_b")
     m = np.linspace(0, 1, 100 * 100).reshape(100, 100)
 
-    @flowjit.jit(**MODES[mode])
-    def a_then_b(m):
-        new_a = a + 1
-        new_b = b + (m @ m).sum() * 0 + 1
-        a.assign(new_a)
-        b.assign(new_b)
-        return new_a, new_b
-
-    @flowjit.jit(**MODES[mode])
-    def b_then_a(m):
-        new_b = b + 1
-        new_a = a + (m @ m).sum() * 0 + 1
-        b.assign(new_b)
-        a.assign(new_a)
-        return new_b, new_a
+    def in_order(first, second):
+        @flowjit.jit(**MODES[mode])
+        def step(m):
+            new_first = first + 1
+            new_second = second + (m @ m).sum() * 0 + 1
+            first.assign(new_first)
+            second.assign(new_second)
+            return new_first, new_second
+        return step
+    a_then_b, b_then_a = in_order(a, b), in_order(b, a)
 
     def calls(function):
         def run():
