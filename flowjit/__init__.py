@@ -30,12 +30,19 @@ from flowjit.runtime.cluster import Cluster, ClusterError
 __version__ = "0.1.0"
 
 
+def wait_for_compiles(timeout: float = 120.0) -> bool:
+    """Block until every parallel kernel compiling in the background (the compile worker) is
+    ready, at most ``timeout`` seconds; whether all are.  Call it before timing a program."""
+    from flowjit.compiler.codegen.background import wait
+    return wait(timeout)
+
+
 def stats() -> dict:
     """Counters since start: traces, executables, kernel compiles, disk cache hits and misses."""
     from flowjit.counters import STATS
     return STATS.snapshot()
 
-__all__ = ["Graph", "placeholder", "Session", "SessionError", "SpecializeError", "random", "stats", "jit", "grad", "value_and_grad", "gradients", "device", "colocate_with", "Device", "DeviceSet", "set_devices", "current_devices", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",
+__all__ = ["Graph", "placeholder", "Session", "SessionError", "SpecializeError", "random", "stats", "wait_for_compiles", "jit", "grad", "value_and_grad", "gradients", "device", "colocate_with", "Device", "DeviceSet", "set_devices", "current_devices", "Jitted", "ShapeDtype", "interpret", "ir", "CompileOptions", "errors", "FlowjitError",
            "TraceError", "ShapeError", "TracerConversionError", "UnsupportedFunctionError",
            "ArgumentError", "OpTypeError", "UnsupportedDTypeError", "UnsupportedAttributeError",
            "UnsupportedOperatorError", "UnsupportedInputError", "InternalError", "supported_functions",

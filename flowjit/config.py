@@ -22,6 +22,7 @@ class CompileOptions:
     fold_size_limit: int = 1 << 16          # largest constant (elements) folding may create
     max_iterations: int = 8                 # fixed-point rounds of the default pipeline
     cache_dir: str | None = "default"       # kernel cache directory; None: memory only
+    background_compile: bool | None = None  # parallel twins compile in a worker process (None: FLOWJIT_BACKGROUND_COMPILE, on)
     log_recompiles: bool | None = None      # log why each retrace happened (None: FLOWJIT_LOG)
     recompile_warning_limit: int = 8        # warn once a function has been traced this often
     devices: object = None                  # a DeviceSet (jit(devices=[...])); None: the session's
@@ -64,6 +65,14 @@ def cache_directory(option: str | None) -> str | None:
     if configured.lower() in ("none", "off", "0"):
         return None
     return configured or os.path.join(os.path.expanduser("~"), ".cache", "flowjit")
+
+
+def background_compile(option: bool | None) -> bool:
+    """Whether a kernel's parallel twin compiles in the compile worker while its serial twin
+    runs: the option, else ``FLOWJIT_BACKGROUND_COMPILE`` (``0`` turns it off), else on."""
+    if option is not None:
+        return option
+    return env_flag("FLOWJIT_BACKGROUND_COMPILE", "1").lower() not in ("0", "off", "no", "false")
 
 
 def cache_directory_origin(directory: str) -> str:

@@ -108,6 +108,8 @@ def test_cli_writes_json(tmp_path):
     assert 0 < compile_row["empty_cache_s"] < compile_row["empty_cache_exit_s"]
     assert len(compile_row["warm_cache_times_s"]) == 1
     assert 0 < compile_row["warm_cache_s"] < compile_row["warm_cache_exit_s"]
+    assert 0 < compile_row["empty_cache_call_s"] < compile_row["empty_cache_s"]
+    assert "(the call itself: " in result.stdout
 
 
 def test_cli_rejects_unknown_names():

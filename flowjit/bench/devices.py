@@ -49,6 +49,7 @@ def tiny_chains(x, y):
 
 def median_time(function, args, repeat: int) -> float:
     function(*args)
+    flowjit.wait_for_compiles()
     times = []
     for _ in range(repeat):
         start = time.perf_counter()

@@ -163,7 +163,8 @@ def to_numpy(value):
 
 
 def prepare(row: Row, call, expected, dtype: str) -> bool:
-    """Time the first call (it compiles), check its result, warm up; False if it is wrong."""
+    """Time the first call (it compiles), check its result, warm up; False if it is wrong.
+    Warming up waits for flowjit's parallel kernels that compile in the background."""
     start = time.perf_counter()
     result = call()
     row.first_call_s = time.perf_counter() - start
@@ -172,6 +173,7 @@ def prepare(row: Row, call, expected, dtype: str) -> bool:
         row.status, row.detail = "wrong", problem
         return False
     del result
+    flowjit.wait_for_compiles()
     for _ in range(2):
         call()
     return True
@@ -227,12 +229,15 @@ def bytes_moved(args, expected) -> int:
 
 # -- compile rows: a fresh process per measurement -----------------------------------------------------
 COMPILE_SCRIPT = """
+import time
 import numpy as np
 from flowjit.bench.harness import make_callable
 from flowjit.bench.workloads import WORKLOADS
 workload = WORKLOADS[{name!r}]
-make_callable("fused", workload, workload.make({elements}, np.random.default_rng(0)))()
-print("first result", flush=True)
+call = make_callable("fused", workload, workload.make({elements}, np.random.default_rng(0)))
+start = time.perf_counter()
+call()
+print("first result", time.perf_counter() - start, flush=True)
 """
 
 
@@ -242,9 +247,10 @@ def compile_rows_for(workloads) -> list[str]:
     return ["chain", "softmax"] + (["train_mlp"] if "train_mlp" in workloads else [])
 
 
-def compile_time(name: str, cache_dir: str) -> tuple[float, float]:
+def compile_time(name: str, cache_dir: str) -> tuple[float, float, float]:
     """Seconds from starting a fresh interpreter to its first result (import, trace,
-    compile or cache load, run), and to the process's exit (interpreter teardown too)."""
+    compile or cache load, run), to the process's exit (interpreter teardown too), and of
+    the first call alone (trace, compile or cache load, run)."""
     # The fresh process imports the flowjit this one runs (installed, or a checkout on the
     # path), from a directory of its own so that nothing in the current one shadows it.
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -253,13 +259,13 @@ def compile_time(name: str, cache_dir: str) -> tuple[float, float]:
     start = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-c", COMPILE_SCRIPT.format(name=name, elements=4096)], env=env,
                                cwd=cache_dir, stdout=subprocess.PIPE, text=True)
-    result = None
+    result = call = None
     for line in process.stdout:
         if line.startswith("first result"):
-            result = time.perf_counter() - start
+            result, call = time.perf_counter() - start, float(line.split()[-1])
     if process.wait() != 0 or result is None:
         raise RuntimeError(f"the fresh process for {name} failed (exit status {process.returncode})")
-    return result, time.perf_counter() - start
+    return result, time.perf_counter() - start, call
 
 
 # -- the run ----------------------------------------------------------------------------------------
@@ -435,9 +441,10 @@ def run_compiles(report: dict, names: list[str], compile_repeat: int, progress) 
             warm = [compile_time(name, directories[0]) for _ in range(compile_repeat)]
         row = {"workload": name}
         for label, runs in (("empty_cache", cold), ("warm_cache", warm)):
-            row[f"{label}_s"] = statistics.median(first for first, _ in runs)
-            row[f"{label}_times_s"] = [first for first, _ in runs]
-            row[f"{label}_exit_s"] = statistics.median(end for _, end in runs)
+            row[f"{label}_s"] = statistics.median(first for first, _, _ in runs)
+            row[f"{label}_times_s"] = [first for first, _, _ in runs]
+            row[f"{label}_exit_s"] = statistics.median(end for _, end, _ in runs)
+            row[f"{label}_call_s"] = statistics.median(call for _, _, call in runs)
         report["compile"].append(row)
         progress.step()
 

@@ -64,9 +64,11 @@ def format_table(report: dict, modes) -> str:
         for r in report["dispatch"]))
     for row in report["compile"]:
         runs = len(row.get("warm_cache_times_s", [])) or 1
+        calls = (f" (the call itself: {row['empty_cache_call_s']:.2f} s and {row['warm_cache_call_s']:.2f} s)"
+                 if "empty_cache_call_s" in row else "")
         lines.append(f"first call, fresh process ({row['workload']}): empty cache {row['empty_cache_s']:.2f} s, "
                      f"warm cache {row['warm_cache_s']:.2f} s (interpreter start and import included, to the "
-                     f"first result; medians of {runs})")
+                     f"first result; medians of {runs}){calls}")
     lines.extend(skip_summary(report["rows"] + report["dispatch"]))
     wrong = [r for r in report["rows"] if r["status"] in ("wrong", "error")]
     for r in wrong:

@@ -16,7 +16,7 @@ from flowjit.compiler.passes.dce import DeadCodeElimination
 from flowjit.compiler.passes.expand_composites import ExpandComposites
 from flowjit.compiler.passes.fuse import run_fuser
 from flowjit.compiler.passes.pipeline import PassRecord, Pipeline
-from flowjit.config import CompileOptions, cache_directory
+from flowjit.config import CompileOptions, background_compile, cache_directory
 
 # Passes that rewrite the kernel plans fusion recorded; the printed ``fused`` stage is after them.
 KERNEL_PASSES = ("collapse-reductions", "plan-reductions")
@@ -299,7 +299,8 @@ class Lowered:
         """What renders and compiles kernels for the CPU devices: numba."""
         from flowjit.compiler.codegen.backend import CpuBackend
         from flowjit.compiler.codegen.cache import kernel_cache
-        return CpuBackend(kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma)
+        return CpuBackend(kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma,
+                          background_compile(self.options.background_compile))
 
     @cached_property
     def cuda_backend(self):
@@ -406,4 +407,4 @@ def _cpu_backend(cache_dir: str | None, fma: bool):
     """One CPU backend per kernel cache and fma setting in this process."""
     from flowjit.compiler.codegen.backend import CpuBackend
     from flowjit.compiler.codegen.cache import kernel_cache
-    return CpuBackend(kernel_cache(cache_dir), fma)
+    return CpuBackend(kernel_cache(cache_dir), fma, background_compile(None))

@@ -290,8 +290,10 @@ LOAD_SCRIPT = textwrap.dedent("""
 def test_kernels_load_from_disk_without_refreshing_numba_and_a_new_kernel_still_compiles(tmp_path):
     """A warm-cache process loads serial and parallel kernels (scratch rows use the NRT
     allocator) without numba's target-context refresh, the 0.3 s that made a fresh
-    process's first call slow, and can compile a new kernel afterwards."""
-    env = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path))
+    process's first call slow, and can compile a new kernel afterwards.  (Parallel kernels
+    compile in the process here, so that the second process finds every one of them cached:
+    the first one's compile worker may still be compiling when it starts.)"""
+    env = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path), FLOWJIT_BACKGROUND_COMPILE="0")
 
     def run(scale):
         result = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, scale], cwd=ROOT, env=env, capture_output=True,

@@ -37,15 +37,20 @@ class Backend(ABC):
 
 class CpuBackend(Backend):
     """numba on the host: kernels compiled once per source (``KernelCache``), with or without
-    FMA contraction."""
+    FMA contraction; with ``background``, a kernel cached on disk gets a ``TieredKernel`` that
+    runs its serial twin while the compile worker compiles the parallel one (background.py)."""
 
     target = "cpu"
 
-    def __init__(self, cache: KernelCache, fma: bool = True):
-        self.cache, self.fma = cache, fma
+    def __init__(self, cache: KernelCache, fma: bool = True, background: bool = True):
+        self.cache, self.fma, self.background = cache, fma, background
 
     def compile(self, kernel: KernelSource) -> CompiledKernel:
-        return self.cache.get(kernel, self.fma)
+        compiled = self.cache.get(kernel, self.fma)
+        if self.background and compiled.tiered is None and compiled.path is not None and self.cache.writable:
+            from flowjit.compiler.codegen.background import WORKER, TieredKernel
+            compiled.tiered = TieredKernel(compiled, WORKER)
+        return compiled
 
     def ran(self, compiled: list[CompiledKernel]) -> None:
         for kernel in compiled:

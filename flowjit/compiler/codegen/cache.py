@@ -69,6 +69,8 @@ class CompiledKernel:
     parallel: object
     path: str | None = None
     recorded: int = field(default=0)         # cache files listed in the manifest so far
+    fma: bool = True
+    tiered: object = None                    # the backend's ``TieredKernel`` for the parallel twin, if any
 
 
 @functools.lru_cache(maxsize=4096)
@@ -233,20 +235,24 @@ class KernelCache:
                 if not self.writable:
                     return self._in_memory(kernel.name, key, text, fma)
                 write_atomically(path, text)
-            else:
-                with open(path, encoding="utf-8") as stream:
-                    text = stream.read()           # the same code, first written for another program
-            module_name = f"flowjit_kernels.{stem}"
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module
-            spec.loader.exec_module(module)
-            compiled = self._wrap(kernel.name, key, text, vars(module), path=path, fma=fma)
+            compiled = self.import_entry(kernel.name, key, path, fma)
             compiled.recorded = self.listed.pop(stem, 0)     # checked above: no need to list them again
             return compiled
         except OSError as error:                  # the directory changed under us: read-only, removed
             self._disk_failed(stem, error, "compiling the kernel in memory")
             return self._in_memory(kernel.name, key, kernel.source, fma)
+
+    def import_entry(self, name: str, key: str, path: str, fma: bool) -> CompiledKernel:
+        """The kernel module of an entry on disk (the same code may have been written first for
+        another program), imported, its functions wrapped in dispatchers with the entry's cache."""
+        with open(path, encoding="utf-8") as stream:
+            text = stream.read()
+        module_name = f"flowjit_kernels.k_{key}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        return self._wrap(name, key, text, vars(module), path=path, fma=fma)
 
     def _in_memory(self, name: str, key: str, text: str, fma: bool) -> CompiledKernel:
         filename = f"<flowjit kernel {name} {key}>"
@@ -262,7 +268,7 @@ class KernelCache:
         serial = njit(cache=native, **flags)(namespace[SERIAL])
         parallel = njit(parallel=True, cache=native, **flags)(namespace[PARALLEL])
         STATS.dispatchers.extend([serial, parallel])
-        compiled = CompiledKernel(name, key, text, serial, parallel, path)
+        compiled = CompiledKernel(name, key, text, serial, parallel, path, fma=fma)
         if path is not None and KernelFunctionCache is not None:
             for dispatcher in (serial, parallel):
                 dispatcher._cache = KernelFunctionCache(dispatcher.py_func, _EntryHooks(self, compiled))

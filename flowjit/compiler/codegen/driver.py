@@ -394,7 +394,7 @@ class DriverBuilder:
                 self.emit(f"{self.name(value)} = {self.buffer(value, free_slots, slot_of)}")
             outputs.append(self.name(value))
         parallel = self.parallel_of(kernel)
-        function = compiled.parallel if parallel else compiled.serial
+        function = (compiled.tiered or compiled.parallel) if parallel else compiled.serial
         symbol = self.global_(f"{node.name}_parallel_" if parallel else f"{node.name}_", function)
         self.emit(f"{symbol}({', '.join(inputs + outputs)})")
         if self.check_numerics:

@@ -116,3 +116,20 @@ def _kernel_function_cache():
 
 
 KernelFunctionCache = _kernel_function_cache()
+
+
+def load_cached(dispatcher, signature: tuple) -> bool:
+    """Give ``dispatcher`` its overload for ``signature`` (argument types) from memory or its
+    disk cache, compiling nothing; whether it has it now.  (numba's ``Dispatcher.compile``
+    up to the point where it would compile.)"""
+    from numba.core.compiler_lock import global_compiler_lock
+    with global_compiler_lock:
+        if tuple(signature) in dispatcher.overloads:
+            return True
+        cached = dispatcher._cache.load_overload(signature, dispatcher.targetctx)
+        if cached is None:
+            return False
+        dispatcher._cache_hits[signature] += 1
+        dispatcher.targetctx.insert_user_function(cached.entry_point, cached.fndesc, [cached.library])
+        dispatcher.add_overload(cached)
+        return True

@@ -1,0 +1,107 @@
+"""Tiered compilation (codegen/background.py): a parallel kernel's first call runs its serial
+twin while the compile worker compiles the parallel twin into the kernel cache; later calls
+run the twin, with the same results to the bit; a warm cache runs it at once; a worker that
+fails, dies or hangs turns it off with one warning and nothing else changes."""
+
+import re
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import flowjit
+from flowjit.compiler.codegen import background
+from flowjit.compiler.codegen.cache import kernel_cache
+from flowjit.compiler.codegen.driver import PARALLEL_MIN_ELEMENTS
+from flowjit.errors import KernelCacheWarning
+
+
+def program(x, rows, w):
+    """Every kind of parallel kernel: a loop, whole-domain and arg reductions (in parts), row
+    and column reductions, a row kernel, a matmul epilogue."""
+    return (np.tanh(x) * 2 + 1, np.sum(x * 2), np.argmax(x), x.mean(), rows.sum(axis=0), rows.max(axis=1),
+            (rows - rows.mean(axis=1, keepdims=True)).std(axis=1), np.maximum(rows @ w + 1, 0))
+
+
+pytestmark = pytest.mark.xdist_group("background")     # one worker: the warm test finds the first's kernels
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("background-cache"))
+
+
+@pytest.fixture(scope="module")
+def arguments():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(PARALLEL_MIN_ELEMENTS + 1000).astype(np.float32)
+    rows = rng.standard_normal((PARALLEL_MIN_ELEMENTS // 128 + 3, 128)).astype(np.float32)
+    return x, rows, rng.standard_normal((128, 128)).astype(np.float32)
+
+
+def tiered_kernels(jitted, args):
+    """The TieredKernel objects the program's driver calls, by driver symbol."""
+    executable = jitted.lower(*args).executable
+    names = re.findall(r"^    (k\d+\w*?_parallel_\d*)\(", executable.driver_source, re.M)
+    return {name: executable.driver.__globals__[name] for name in names}
+
+
+def test_first_call_runs_serial_twins_then_the_parallel_ones_with_the_same_bits(cache_dir, arguments):
+    jitted = flowjit.jit(program, cache_dir=cache_dir)
+    tiered = tiered_kernels(jitted, arguments)
+    assert len(tiered) >= 5 and all(isinstance(k, background.TieredKernel) for k in tiered.values()), tiered
+    first = jitted(*arguments)
+    assert all(k.function is k.compiled.serial or k.function is k.compiled.parallel for k in tiered.values())
+    assert any(k.function is k.compiled.serial for k in tiered.values())      # some waited for the worker
+    assert flowjit.wait_for_compiles(120)
+    assert all(k.function is k.compiled.parallel for k in tiered.values())
+    second = jitted(*arguments)
+    for index, (a, b, want) in enumerate(zip(first, second, program(*arguments))):
+        np.testing.assert_array_equal(a, b, err_msg=f"output {index}: serial and parallel twins differ")
+        np.testing.assert_allclose(a, want, rtol=1e-4, atol=1e-4, err_msg=f"output {index}")
+    assert all(k.compiled.parallel.signatures for k in tiered.values())
+
+
+def test_a_warm_cache_runs_the_parallel_twin_from_the_first_call(cache_dir, arguments):
+    flowjit.jit(program, cache_dir=cache_dir)(*arguments)      # (in memory already after the test above)
+    assert background.wait(120)
+    kernel_cache(cache_dir).memory.clear()                  # as a new process finds the cache
+    jitted = flowjit.jit(lambda x, rows, w: program(x, rows, w), cache_dir=cache_dir)
+    tiered = tiered_kernels(jitted, arguments)
+    jitted(*arguments)
+    assert all(k.function is k.compiled.parallel for k in tiered.values())
+    assert not any(k.compiled.parallel.stats.cache_misses for k in tiered.values())    # loaded, not compiled
+
+
+def test_turned_off_the_parallel_twin_compiles_here(tmp_path, arguments):
+    jitted = flowjit.jit(program, cache_dir=str(tmp_path), background_compile=False)
+    called = tiered_kernels(jitted, arguments)
+    assert len(called) >= 5 and all(k.targetoptions.get("parallel") for k in called.values()), called
+
+
+@pytest.mark.parametrize("how", ["exits", "hangs", "fails"])
+def test_a_broken_worker_turns_background_compiling_off_with_one_warning(tmp_path, monkeypatch, arguments, how):
+    """The parallel twins then compile here on their next call; the results stay right."""
+    command = {"exits": [sys.executable, "-c", "import sys; sys.exit(3)"],
+               "hangs": [sys.executable, "-c", "import time; time.sleep(60)"],
+               "fails": [sys.executable, "-c", "import sys, runpy; sys.argv = ['w']; "
+                         "import flowjit.compiler.codegen.background as b; b._compile = None; b.main()"]}[how]
+    worker = background.CompileWorker(command)
+    monkeypatch.setattr(background, "WORKER", worker)
+    monkeypatch.setattr(background, "JOB_DEADLINE_S", 0.5)
+    monkeypatch.setattr(background, "POLL_S", 0.05)
+    x, rows, w = arguments
+    jitted = flowjit.jit(lambda x: np.tanh(x) * 3 - 1, cache_dir=str(tmp_path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = jitted(x)
+        assert worker.wait(30)
+        second = jitted(x)
+    messages = [str(w.message) for w in caught if issubclass(w.category, KernelCacheWarning)]
+    assert len(messages) == 1 and "parallel kernels compile in this process" in messages[0], messages
+    assert not worker.enabled() and worker.process is None
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_allclose(second, np.tanh(x) * 3 - 1, rtol=1e-5, atol=1e-6)
+    (kernel,) = tiered_kernels(jitted, (x,)).values()
+    assert kernel.function is kernel.compiled.parallel and kernel.compiled.parallel.signatures
