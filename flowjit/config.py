@@ -69,7 +69,11 @@ def cache_directory(option: str | None) -> str | None:
 
 def background_compile(option: bool | None) -> bool:
     """Whether a kernel's parallel twin compiles in the compile worker while its serial twin
-    runs: the option, else ``FLOWJIT_BACKGROUND_COMPILE`` (``0`` turns it off), else on."""
+    runs: the option, else ``FLOWJIT_BACKGROUND_COMPILE`` (``0`` turns it off), else on.  Only
+    on POSIX systems: the worker's pipes are watched with ``select`` and its jobs timed with
+    ``SIGALRM``."""
+    if os.name != "posix":
+        return False
     if option is not None:
         return option
     return env_flag("FLOWJIT_BACKGROUND_COMPILE", "1").lower() not in ("0", "off", "no", "false")
