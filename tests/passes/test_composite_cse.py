@@ -85,3 +85,36 @@ def test_argmax_and_its_keepdims_twin_are_one_reduction():
     for got, want in zip(flowjit.jit(program)(x), program(x)):
         assert got.shape == want.shape
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("function, keepdims", [
+    (lambda x: (x - x.mean(axis=1)[:, None]) / (x.std(axis=1)[:, None] + 1e-8),
+     lambda x: (x - x.mean(axis=1, keepdims=True)) / (x.std(axis=1, keepdims=True) + 1e-8)),
+    (lambda x: x / x.sum(axis=1).reshape(-1, 1), lambda x: x / x.sum(axis=1, keepdims=True)),
+    (lambda x: x - x.max(axis=0)[None, :], lambda x: x - x.max(axis=0, keepdims=True)),
+    (lambda x: x * np.argmax(x, axis=1)[:, np.newaxis], lambda x: x * np.argmax(x, axis=1, keepdims=True)),
+    (lambda x: (x - x.mean(axis=1)[:, None], x.mean(axis=1)),          # the reduction used twice
+     lambda x: (x - x.mean(axis=1, keepdims=True), x.mean(axis=1))),
+], ids=["zscore", "reshape", "leading", "argmax", "two-uses"])
+def test_broadcasting_a_reduction_back_is_its_keepdims_form(function, keepdims):
+    """``x.mean(axis=1)[:, None]`` is ``x.mean(axis=1, keepdims=True)``: the same kernels as
+    the keepdims spelling (one, for a row reduction and its consumers)."""
+    x = np.random.default_rng(7).standard_normal((6, 9)).astype(np.float32)
+    lowered, twin = flowjit.jit(function).lower(x), flowjit.jit(keepdims).lower(x)
+    for stage, word in (("optimized", " = reshape "), ("fused", " = fused ")):
+        assert lowered.as_text(stage).count(word) == twin.as_text(stage).count(word), lowered.as_text(stage)
+    expected = function(x)
+    for fuse in (True, False):
+        got = flowjit.jit(function, fuse=fuse)(x)
+        for g, e in zip(got if isinstance(got, tuple) else (got,), expected if isinstance(expected, tuple)
+                        else (expected,)):
+            assert g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=2e-5, atol=1e-6)
+
+
+def test_a_reshape_to_another_shape_stays_a_reshape():
+    def program(x):                     # (6,) -> (1, 6): not the kept shape (6, 1) of axis 1
+        return x - x.mean(axis=1)[None, :]
+    x = np.random.default_rng(8).standard_normal((6, 6)).astype(np.float32)
+    assert "reshape" in flowjit.jit(program).lower(x).as_text("optimized")
+    np.testing.assert_allclose(flowjit.jit(program)(x), program(x), rtol=2e-5, atol=1e-6)

@@ -120,6 +120,18 @@ def reshape_reshape(node: Node, rw: Rewriter) -> Value | None:
     return rw.emit(ops.reshape, [source], {"shape": node.attrs["shape"]})
 
 
+def reshape_of_reduction(node: Node, rw: Rewriter) -> Value | None:
+    """reshape(reduce(x, keepdims=False), its keepdims shape) -> reduce(x, keepdims=True)
+    (``x.mean(axis=1)[:, None]``: the kept axis lets the consumers fuse with the reduction)"""
+    inner = node.inputs[0].producer
+    if inner is None or inner.op.kind is not OpKind.REDUCTION or inner.attrs.get("keepdims") is not False:
+        return None
+    kept = dict(inner.attrs, keepdims=True)
+    if inner.op.infer_types([v.type for v in inner.inputs], kept)[0] != node.output.type:
+        return None
+    return rw.emit(inner.op, list(inner.inputs), kept)
+
+
 def no_op_shape(node: Node, rw: Rewriter) -> Value | None:
     """reshape / broadcast_to / transpose / slice / cast that change nothing -> x"""
     x = node.inputs[0]
@@ -200,7 +212,7 @@ def div_constant(node: Node, rw: Rewriter) -> Value | None:
 EXACT_RULES: dict = {
     ops.add: [add_zero], ops.sub: [sub_zero], ops.mul: [mul_one], ops.div: [div_one],
     ops.pow: [pow_one, pow_two], ops.neg: [neg_neg], ops.transpose: [transpose_transpose, no_op_shape],
-    ops.reshape: [reshape_reshape, no_op_shape], ops.broadcast_to: [no_op_shape],
+    ops.reshape: [reshape_reshape, reshape_of_reduction, no_op_shape], ops.broadcast_to: [no_op_shape],
     ops.slice: [no_op_shape], ops.cast: [no_op_shape], ops.constant: [uniform_constant],
 }
 FASTMATH_RULES: dict = {ops.mul: [mul_zero], ops.sub: [sub_self], ops.div: [div_constant]}
