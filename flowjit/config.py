@@ -70,9 +70,9 @@ def cache_directory(option: str | None) -> str | None:
 def background_compile(option: bool | None) -> bool:
     """Whether a kernel's parallel twin compiles in the compile worker while its serial twin
     runs: the option, else ``FLOWJIT_BACKGROUND_COMPILE`` (``0`` turns it off), else on.  Only
-    on POSIX systems: the worker's pipes are watched with ``select`` and its jobs timed with
-    ``SIGALRM``."""
-    if os.name != "posix":
+    on POSIX systems (the worker's pipes are watched with ``select`` and its jobs timed with
+    ``SIGALRM``) with two cores or more."""
+    if os.name != "posix" or len(os.sched_getaffinity(0)) < 2:     # (one core: nothing to gain)
         return False
     if option is not None:
         return option

@@ -99,9 +99,68 @@ def test_a_broken_worker_turns_background_compiling_off_with_one_warning(tmp_pat
         assert worker.wait(30)
         second = jitted(x)
     messages = [str(w.message) for w in caught if issubclass(w.category, KernelCacheWarning)]
-    assert len(messages) == 1 and "parallel kernels compile in this process" in messages[0], messages
+    assert len(messages) == 1 and "kernels compile in this process from now on" in messages[0], messages
     assert not worker.enabled() and worker.process is None
     np.testing.assert_array_equal(first, second)
     np.testing.assert_allclose(second, np.tanh(x) * 3 - 1, rtol=1e-5, atol=1e-6)
     (kernel,) = tiered_kernels(jitted, (x,)).values()
     assert kernel.function is kernel.compiled.parallel and kernel.compiled.parallel.signatures
+
+
+def several(x, y):
+    """Five kernels of four kinds, one with a constant and a 0-d result."""
+    a = np.tanh(x) * 2
+    b = a - a.mean(axis=1, keepdims=True)
+    c = np.maximum(b @ y + 1, 0)
+    return c.sum(axis=0), np.exp(x).max() * 0.5, x.astype(np.float64) ** 3
+
+
+def program_kernels(executable):
+    return {compiled.key: compiled for compiled in executable.compiled}
+
+
+def test_the_worker_compiles_a_first_calls_kernels_ahead_with_the_types_they_get(tmp_path):
+    """Each kernel's argument types are predicted right: handed to the worker before the
+    first call, every kernel but the first loads from the cache and none compiles twice."""
+    rng = np.random.default_rng(9)
+    x, y = rng.standard_normal((8, 16)).astype(np.float32), rng.standard_normal((16, 4)).astype(np.float32)
+    jitted = flowjit.jit(several, cache_dir=str(tmp_path))
+    executable = jitted.lower(x, y).executable
+    kernels = list(program_kernels(executable).values())
+    assert len(kernels) >= 5 and len(executable.ahead) == len(executable.compiled)
+    executable.backend.compile_ahead(executable.ahead, (x, y))
+    assert flowjit.wait_for_compiles(120)
+    got = jitted(x, y)
+    first = executable.compiled[0]
+    for compiled in kernels:
+        stats = compiled.serial.stats
+        loaded, compiled_here = sum(stats.cache_hits.values()), sum(stats.cache_misses.values())
+        assert (loaded, compiled_here) == ((0, 1) if compiled is first else (1, 0)), compiled.name
+    for g, want in zip(got, several(x, y)):
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_first_call_meeting_the_worker_midway_neither_hangs_nor_compiles_wrong(tmp_path):
+    """The program and the worker compile at once: whatever each takes, results are right and
+    every job ends (taken back, waited for, or compiled)."""
+    rng = np.random.default_rng(10)
+    x, y = rng.standard_normal((8, 16)).astype(np.float32), rng.standard_normal((16, 4)).astype(np.float32)
+    for scale in (1.0, 2.0):                     # a new constant: new kernels each time
+        jitted = flowjit.jit(lambda x, y: several(x * scale, y), cache_dir=str(tmp_path))
+        got = jitted(x, y)
+        assert flowjit.wait_for_compiles(120)
+        for g, want in zip(got, several(x * scale, y)):
+            np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-5)
+    assert background.WORKER.targets == {} and background.WORKER.jobs == {}
+
+
+def test_a_wrong_prediction_only_compiles_here(tmp_path, monkeypatch):
+    from flowjit.compiler.codegen import backend
+    from numba.core import types
+    monkeypatch.setattr(backend, "_argument_type", lambda spec, arrays: types.Array(types.float64, 3, "A"))
+    x, y = np.ones((8, 16), np.float32), np.ones((16, 4), np.float32)
+    jitted = flowjit.jit(several, cache_dir=str(tmp_path))
+    got = jitted(x, y)
+    assert flowjit.wait_for_compiles(120)
+    for g, want in zip(got, several(x, y)):
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-5)

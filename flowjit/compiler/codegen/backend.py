@@ -34,6 +34,11 @@ class Backend(ABC):
         """Called once after a program's first run with every kernel it ran (a backend may
         record what compiling left behind)."""
 
+    def compile_ahead(self, kernels: list[tuple], arrays: tuple) -> None:
+        """Called once before a program's first run with its kernels in order, each with the
+        specs of its arguments (``DriverBuilder.argument_spec``) and the program's arguments:
+        a backend may start compiling them."""
+
 
 class CpuBackend(Backend):
     """numba on the host: kernels compiled once per source (``KernelCache``), with or without
@@ -55,3 +60,37 @@ class CpuBackend(Backend):
     def ran(self, compiled: list[CompiledKernel]) -> None:
         for kernel in compiled:
             self.cache.record(kernel)        # list numba's cache files in the entry's manifest
+
+    def compile_ahead(self, kernels: list[tuple], arrays: tuple) -> None:
+        """The compile worker takes the later kernels of the first call (background.py)."""
+        if not (self.background and self.cache.writable):
+            return
+        from flowjit.compiler.codegen.background import WORKER
+        typed = []
+        for compiled, specs in kernels:
+            types = [_argument_type(spec, arrays) for spec in specs]
+            if None not in types:
+                typed.append((compiled, tuple(types)))
+        WORKER.compile_ahead(typed)
+
+
+def _argument_type(spec: tuple, arrays: tuple):
+    """The numba type of a kernel argument (``DriverBuilder.argument_spec``); None if unknown."""
+    import numba
+    import numpy as np
+    from numba.core import types
+    kind, *rest = spec
+    if kind == "array":
+        dtype, rank = rest
+        return types.Array(numba.from_dtype(np.dtype(dtype)), rank, "C")
+    array = rest[0] if kind == "object" else arrays[rest[0]]
+    if not isinstance(array, np.ndarray):
+        return None
+    if array.dtype == np.float16:                     # the driver converts it first
+        return types.Array(types.float32, rest[1] if len(rest) > 1 else max(1, array.ndim), "C")
+    if len(rest) > 1 or array.ndim == 0:              # reshaped, or passed as .reshape(1)
+        if not array.flags.c_contiguous:                  # (a copy or a strided view: not known)
+            return None
+        return types.Array(numba.from_dtype(array.dtype), rest[1] if len(rest) > 1 else 1, "C",
+                           readonly=not array.flags.writeable)
+    return numba.typeof(array)

@@ -471,6 +471,12 @@ class _EntryHooks:
     def save(self, numba_cache, write) -> None:
         self.cache.save(self.compiled, write)
 
+    def before_load(self, numba_cache, sig) -> None:
+        """numba is about to look on disk, and to compile on a miss: if the compile worker is
+        compiling this overload, wait for it (background.py)."""
+        from flowjit.compiler.codegen.background import WORKER
+        WORKER.settle(self.compiled.key, numba_cache.function_name, sig)
+
 
 _CACHES: dict = {}
 

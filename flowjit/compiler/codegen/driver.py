@@ -112,6 +112,8 @@ class DriverBuilder:
         self.taken: set[Value] = set()                # concat results whose buffer is taken
         self.sources: dict[str, str] = {}
         self.compiled: list = []
+        self.ahead: list[tuple] = []            # (compiled kernel, argument specs): see argument_spec
+        self.objects: dict[Value, object] = {}  # values that are the same array on every call
 
     def name(self, value: Value) -> str:
         if value not in self.names:
@@ -393,6 +395,12 @@ class DriverBuilder:
             else:
                 self.emit(f"{self.name(value)} = {self.buffer(value, free_slots, slot_of)}")
             outputs.append(self.name(value))
+        specs = ([("array", compute_dtype(matmul.output.dtype), matmul.output.type.rank)] + [
+            self.argument_spec(v) for v in kernel.inputs[1:]] if kind is KernelKind.MATMUL
+            else [self.argument_spec(v) for v in kernel.inputs])
+        specs += [None if value in self.piece_of else self.argument_spec(value) for value in kernel.outputs]
+        if None not in specs:
+            self.ahead.append((compiled, specs))
         parallel = self.parallel_of(kernel)
         function = (compiled.tiered or compiled.parallel) if parallel else compiled.serial
         symbol = self.global_(f"{node.name}_parallel_" if parallel else f"{node.name}_", function)
@@ -401,6 +409,27 @@ class DriverBuilder:
             self.emit_check(node, [self.name(value) for value in node.outputs])
         if dying is not None and dying in slot_of:
             free_slots.setdefault((storage_shape(dying), compute_dtype(dying.dtype)), []).append(slot_of.pop(dying))
+
+    def argument_spec(self, value: Value):
+        """What a kernel gets for ``value``, known before the program runs so that the kernel
+        can compile ahead of it (``Backend.compile_ahead``): ``("input", i)`` the program's
+        i-th argument as the driver passes it, ``("array", dtype, rank)`` a C-contiguous
+        writable array (a buffer the driver allocates, a variable's, or a reshape of one),
+        ``("object", array)`` that array, ``("input", i, rank)`` a reshape of the i-th
+        argument; None when only running tells (other views)."""
+        producer = value.producer
+        if producer is None:
+            return ("input", self.graph.inputs.index(value))
+        if value in self.objects:
+            array = self.objects[value]
+            return ("object", array if value.shape else array.reshape(1))
+        if producer.op in (ops.fused, ops.matmul, ops.read_variable):
+            return ("array", compute_dtype(value.dtype), max(1, value.type.rank))
+        if producer.op is ops.reshape and value.shape:
+            source = self.argument_spec(producer.inputs[0])
+            if source is not None and source[0] in ("array", "input"):
+                return source[:2] + (value.type.rank,)
+        return None
 
     def emit_matmul(self, a: str, b: str, out: str) -> None:
         """``out = a @ b``: numpy's, or the backend's (cuBLAS on a GPU)."""
@@ -417,9 +446,11 @@ class DriverBuilder:
             value = attrs["value"]
             if value.dtype == np.float16:
                 value = value.astype(np.float32)
+            self.objects[node.outputs[0]] = value
             self.emit(f"{out} = {self.global_('const', value)}")
         elif op is ops.iota:                 # the same array every call: made once, like a constant
-            self.emit(f"{out} = {self.global_('iota', op.evaluate([], attrs)[0])}")
+            value = self.objects[node.outputs[0]] = op.evaluate([], attrs)[0]
+            self.emit(f"{out} = {self.global_('iota', value)}")
         elif op in VIEWS:
             function, attr = VIEWS[op]
             self.emit(f"{out} = {function}({args[0]}, {tuple(attrs[attr])})")
@@ -491,6 +522,7 @@ class Executable:
         self.kernel_sources = builder.sources
         self.slot_specs = builder.slot_specs
         self.compiled = builder.compiled
+        self.ahead: list | None = builder.ahead         # handed to the backend at the first call
         self.backend = backend
         self.lock = threading.Lock()
         self.workspace: list | None = None
@@ -519,6 +551,9 @@ class Executable:
         return [np.empty(shape, dtype) for shape, dtype in self.slot_specs]
 
     def __call__(self, *arrays):
+        if self.ahead is not None:
+            ahead, self.ahead = self.ahead, None
+            self.backend.compile_ahead(ahead, arrays)
         try:
             if self.lock.acquire(blocking=False):
                 try:

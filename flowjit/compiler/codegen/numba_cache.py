@@ -81,14 +81,15 @@ def _kernel_function_cache():
 
     class KernelFunctionCache(FunctionCache):
         """A kernel dispatcher's cache; ``owner`` is the kernel cache that decides what an
-        unreadable file or a failed save means (``unreadable(self, error)``, ``save(self, write)``)."""
+        unreadable file or a failed save means (``unreadable(self, error)``, ``save(self, write)``)
+        and is told before each load (``before_load(self, sig)``)."""
 
         _impl_class = KernelCacheImpl
 
         def __init__(self, py_func, owner):
             super().__init__(py_func)
             self._cache_file.__class__ = SyncedIndexDataCacheFile
-            self.owner = owner
+            self.owner, self.function_name = owner, py_func.__name__
 
         @property
         def filename_base(self) -> str:
@@ -103,6 +104,7 @@ def _kernel_function_cache():
             which ``rtsys.initialize`` provides; a cache miss compiles through numba's
             pipeline, which refreshes the context itself."""
             rtsys.initialize(target_context)
+            self.owner.before_load(self, sig)         # the compile worker may be compiling it
             try:
                 return self._load_overload(sig, target_context)
             except Exception as error:          # garbage, truncated, another pickle: compile instead
