@@ -164,3 +164,28 @@ def test_a_wrong_prediction_only_compiles_here(tmp_path, monkeypatch):
     assert flowjit.wait_for_compiles(120)
     for g, want in zip(got, several(x, y)):
         np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-5)
+
+
+def test_predicted_argument_types_are_the_ones_the_kernels_get():
+    """For every kernel of programs with inputs, buffers, variables, constants and views of
+    them, the types handed to the worker are exactly those the kernel is called with."""
+    from flowjit.compiler.codegen.backend import _argument_type
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    w = flowjit.Variable(rng.standard_normal((16, 4)).astype(np.float32), name="ahead_w")
+
+    def loss(params, x):
+        return (np.maximum(x @ params[0], 0) ** 2).mean(axis=1).sum()
+
+    programs = [(several, (x, np.asfortranarray(x.T[:, :4])), 5),
+                (flowjit.grad(lambda x: (np.tanh(x) ** 2).mean(axis=1).sum()), (x,), 2),
+                (lambda x, sgd=flowjit.optim.SGD(0.1): sgd.minimize(loss, [w], x), (x,), 6),
+                (lambda x, s: (x[::2] * s + np.float32(1), x.sum()), (x, np.float32(3)), 1)]   # (a strided view: not)
+    for function, args, predicted_kernels in programs:
+        executable = flowjit.jit(function, background_compile=False).lower(*args).executable
+        ahead = list(executable.ahead)
+        assert len(ahead) == predicted_kernels, executable.driver_source
+        executable(*args)
+        for compiled, specs in ahead:
+            predicted = tuple(_argument_type(spec, args) for spec in specs)
+            assert predicted in compiled.serial.signatures, (compiled.name, predicted, compiled.serial.signatures)

@@ -78,8 +78,8 @@ class OutputPool:
 
 
 # View ops the driver runs with numpy: op -> (function, the attribute that is its argument).
-VIEWS = {ops.reshape: ("np.reshape", "shape"), ops.transpose: ("np.transpose", "perm"),
-         ops.broadcast_to: ("np.broadcast_to", "shape")}
+VIEWS = {ops.reshape: (np.reshape, "shape"), ops.transpose: (np.transpose, "perm"),
+         ops.broadcast_to: (np.broadcast_to, "shape")}
 
 
 def piece_view(array: np.ndarray, shape: tuple) -> np.ndarray:
@@ -453,9 +453,13 @@ class DriverBuilder:
             self.emit(f"{out} = {self.global_('iota', value)}")
         elif op in VIEWS:
             function, attr = VIEWS[op]
-            self.emit(f"{out} = {function}({args[0]}, {tuple(attrs[attr])})")
+            self.emit(f"{out} = np.{function.__name__}({args[0]}, {tuple(attrs[attr])})")
+            if node.inputs[0] in self.objects:          # a view of a constant: the same every call
+                self.objects[node.outputs[0]] = function(self.objects[node.inputs[0]], tuple(attrs[attr]))
         elif op is ops.slice:
             self.emit(f"{out} = {args[0]}[{self.global_('slices', python_slices(attrs))}]")
+            if node.inputs[0] in self.objects:
+                self.objects[node.outputs[0]] = self.objects[node.inputs[0]][python_slices(attrs)]
         elif op is ops.concat and node.output in self.taken:     # some pieces are written already
             start = 0
             for value, arg in zip(node.inputs, args):
