@@ -132,6 +132,17 @@ def reshape_of_reduction(node: Node, rw: Rewriter) -> Value | None:
     return rw.emit(inner.op, list(inner.inputs), kept)
 
 
+def reshape_of_broadcast(node: Node, rw: Rewriter) -> Value | None:
+    """reshape(broadcast_to(a, S), T) -> broadcast_to(a as a scalar, T) when a has one element
+    (a mean's gradient: the elementwise ops after it then see the broadcast and fold)"""
+    inner = node.inputs[0].producer
+    if inner is None or inner.op is not ops.broadcast_to or inner.inputs[0].type.size != 1:
+        return None
+    source = inner.inputs[0]
+    scalar = source if not source.shape else rw.emit(ops.reshape, [source], {"shape": ()})
+    return rw.emit(ops.broadcast_to, [scalar], {"shape": node.attrs["shape"]})
+
+
 def no_op_shape(node: Node, rw: Rewriter) -> Value | None:
     """reshape / broadcast_to / transpose / slice / cast that change nothing -> x"""
     x = node.inputs[0]
@@ -212,7 +223,7 @@ def div_constant(node: Node, rw: Rewriter) -> Value | None:
 EXACT_RULES: dict = {
     ops.add: [add_zero], ops.sub: [sub_zero], ops.mul: [mul_one], ops.div: [div_one],
     ops.pow: [pow_one, pow_two], ops.neg: [neg_neg], ops.transpose: [transpose_transpose, no_op_shape],
-    ops.reshape: [reshape_reshape, reshape_of_reduction, no_op_shape], ops.broadcast_to: [no_op_shape],
+    ops.reshape: [reshape_reshape, reshape_of_reduction, reshape_of_broadcast, no_op_shape], ops.broadcast_to: [no_op_shape],
     ops.slice: [no_op_shape], ops.cast: [no_op_shape], ops.constant: [uniform_constant],
 }
 FASTMATH_RULES: dict = {ops.mul: [mul_zero], ops.sub: [sub_self], ops.div: [div_constant]}
