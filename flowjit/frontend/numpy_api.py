@@ -58,6 +58,9 @@ def apply_ufunc(trace: TraceContext, ufunc, method: str, inputs: tuple, kwargs: 
         return inputs[0]
     if ufunc is np.divmod and method == "__call__":
         return divmod_(*inputs, **kwargs)
+    if ufunc is np.hypot and method == "__call__":
+        from flowjit.frontend.numpy_arrays import hypot
+        return hypot(trace, list(inputs), kwargs)
     if method == "reduce" and ufunc in UFUNC_REDUCTIONS:
         _reject_kwargs(f"{name}.reduce", kwargs, ("axis", "keepdims", "dtype"))
         return REDUCTIONS[UFUNC_REDUCTIONS[ufunc]](inputs[0], axis=kwargs.get("axis", 0),
@@ -470,8 +473,9 @@ def dot(a, b, out=None):
     if 0 in ranks:
         return np.multiply(a, b)
     if builtins.max(ranks) > 2:
-        raise UnsupportedFunctionError("np.dot of arrays with more than 2 dimensions is not supported; "
-                                       "use np.matmul (@) or np.einsum-free reshapes", user_location())
+        from flowjit.frontend.numpy_arrays import dot_nd
+        trace = _trace_of(a, b)
+        return dot_nd(*(_as_tracer(trace, item) for item in (a, b)))
     return matmul(a, b)
 
 
@@ -573,3 +577,12 @@ METHODS = {
     "copy": lambda self, order="C": self._copy(),
 }
 PROPERTIES = {"T": lambda self: transpose(self), "mT": lambda self: swapaxes(self, -1, -2)}
+
+
+def _register_compositions():
+    """np.diff, np.pad, np.linalg.norm...: numpy functions written in terms of the ones above."""
+    from flowjit.frontend.numpy_arrays import FUNCTIONS as COMPOSED
+    FUNCTIONS.update(COMPOSED)
+
+
+_register_compositions()

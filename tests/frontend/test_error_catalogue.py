@@ -205,14 +205,13 @@ CATALOGUE = [
      "value, which is not known while tracing. Index arrays with Python ints and slices, or mark the argument "
      "static with static_argnums / static_argnames.", "L-range"),
     # -- numpy functions and ufuncs --------------------------------------------------------------------
-    ("np.diff", lambda x: np.diff(x), (F64,), UnsupportedFunctionError, NotImplementedError,  # L-diff
-     f"np.diff is not supported by flowjit; use slicing instead: x[1:] - x[:-1] (x[:, 1:] - x[:, :-1] along "
-     f"axis 1) {SEE}", "L-diff"),
-    ("np.outer", lambda x: np.outer(x, x), (F64,), UnsupportedFunctionError, NotImplementedError,  # L-outer
-     f"np.outer is not supported by flowjit; use broadcasting instead: a[:, None] * b[None, :] {SEE}", "L-outer"),
-    ("np.linalg.norm", lambda x: np.linalg.norm(x), (F64,), UnsupportedFunctionError,  # L-norm
-     NotImplementedError, f"np.linalg.norm is not supported by flowjit; use np.sqrt((x * x).sum(axis)) {SEE}",
-     "L-norm"),
+    ("np.ediff1d", lambda x: np.ediff1d(x), (F64,), UnsupportedFunctionError, NotImplementedError,  # L-ediff1d
+     f"np.ediff1d is not supported by flowjit; use slicing instead: x.ravel()[1:] - x.ravel()[:-1] {SEE}",
+     "L-ediff1d"),
+    ("np.inner", lambda x: np.inner(x, x), (F64,), UnsupportedFunctionError, NotImplementedError,  # L-inner
+     f"np.inner is not supported by flowjit; use (a * b).sum(axis=-1), or a @ b for 1-d arrays {SEE}", "L-inner"),
+    ("np.linalg.svd", lambda x: np.linalg.svd(x), (F64,), UnsupportedFunctionError,  # L-svd
+     NotImplementedError, f"np.linalg.svd is not supported by flowjit {SEE}", "L-svd"),
     ("np.median", lambda x: np.median(x), (F64,), UnsupportedFunctionError, NotImplementedError,  # L-median
      f"np.median is not supported by flowjit {SEE}", "L-median"),
     ("np.left_shift", lambda x: np.left_shift(x, 1), (I64,), UnsupportedFunctionError,  # L-np-shift
