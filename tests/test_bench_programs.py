@@ -23,8 +23,6 @@ TINY = 4096
 UNSUPPORTED = {
     "attention_einsum": "np.einsum is not supported",
     "cross_entropy_labels": "indexing with arrays (advanced indexing) is not supported",
-    "max_drawdown": "np.maximum.accumulate is not supported",
-    "moving_average": "np.cumsum is not supported",
     "historical_var": "np.percentile is not supported",
     "heat_equation": "traced arrays are immutable: instead of x[i] = v",
     "robust_zscore": "np.median is not supported",

@@ -61,6 +61,9 @@ def apply_ufunc(trace: TraceContext, ufunc, method: str, inputs: tuple, kwargs: 
     if ufunc is np.hypot and method == "__call__":
         from flowjit.frontend.numpy_arrays import hypot
         return hypot(trace, list(inputs), kwargs)
+    if method == "accumulate" and ufunc in UFUNC_REDUCTIONS:
+        from flowjit.frontend.numpy_arrays import accumulate
+        return accumulate(ufunc, *inputs, **kwargs)
     if method == "reduce" and ufunc in UFUNC_REDUCTIONS:
         _reject_kwargs(f"{name}.reduce", kwargs, ("axis", "keepdims", "dtype"))
         return REDUCTIONS[UFUNC_REDUCTIONS[ufunc]](inputs[0], axis=kwargs.get("axis", 0),
@@ -581,8 +584,9 @@ PROPERTIES = {"T": lambda self: transpose(self), "mT": lambda self: swapaxes(sel
 
 def _register_compositions():
     """np.diff, np.pad, np.linalg.norm...: numpy functions written in terms of the ones above."""
-    from flowjit.frontend.numpy_arrays import FUNCTIONS as COMPOSED
+    from flowjit.frontend.numpy_arrays import FUNCTIONS as COMPOSED, METHODS as COMPOSED_METHODS
     FUNCTIONS.update(COMPOSED)
+    METHODS.update(COMPOSED_METHODS)
 
 
 _register_compositions()

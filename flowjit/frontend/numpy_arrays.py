@@ -18,6 +18,7 @@ import warnings
 
 import numpy as np
 
+from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.ops.base import normalize_axis
 from flowjit.errors import OpTypeError, ShapeError, TracerConversionError, UnsupportedFunctionError, user_location
 from flowjit.frontend import numpy_api
@@ -426,6 +427,44 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     return numpy_api.squeeze(product)
 
 
+# -- scans ----------------------------------------------------------------------------------------------------
+SCANS = {np.add: ops.cumsum, np.multiply: ops.cumprod, np.maximum: ops.cummax, np.minimum: ops.cummin}
+
+
+def accumulate(ufunc, a, axis=0, dtype=None, out=None, what: str | None = None):
+    """``ufunc.accumulate`` along one axis (np.cumsum, np.maximum.accumulate...): the operand
+    cast to the dtype numpy accumulates in (add's and multiply's of a small integer or a
+    bool is int64, as their reductions'), then one scan op."""
+    what = what or f"np.{ufunc.__name__}.accumulate"
+    numpy_api._reject_kwargs(what, {"out": out})
+    x = _tracer(a)
+    if x.ndim == 0:
+        raise ShapeError(f"{what}: cannot accumulate on a 0-d array ({x._value.type})", user_location())
+    if axis is None and x.ndim != 1 or isinstance(axis, (tuple, list)):
+        raise ShapeError(f"{what}: accumulate takes one axis, not {axis!r} (of {x._value.type})", user_location())
+    axis = _axis(0 if axis is None else _static(axis, what, "axis"), x.ndim, what)
+    try:
+        result_dtype = ufunc.accumulate(np.zeros((1,), x.dtype), dtype=dtype).dtype
+    except TypeError as error:
+        raise OpTypeError(f"{what}({x._value.type}, dtype={dtype}): {error}", user_location()) from None
+    x = numpy_api.astype(x, result_dtype, copy=False)
+    return x._trace.emit1(SCANS[ufunc], [x], {"axis": axis}, what=what)
+
+
+def _cumulative(name: str, ufunc):
+    def cumulative(a, axis=None, dtype=None, out=None):
+        x = _tracer(a)
+        if axis is None:                 # numpy: the flattened array
+            x, axis = numpy_api.ravel(x), 0
+        return accumulate(ufunc, x, axis=_static(axis, f"np.{name}", "axis"), dtype=dtype, out=out,
+                          what=f"np.{name}")
+    cumulative.__name__ = name
+    return cumulative
+
+
+cumsum, cumprod = _cumulative("cumsum", np.add), _cumulative("cumprod", np.multiply)
+
+
 # -- np.dot of N-d operands -----------------------------------------------------------------------
 def dot_nd(a: Tracer, b: Tracer) -> Tracer:
     """numpy.dot for operands beyond 2-d: a sum product over a's last axis and b's second to
@@ -446,5 +485,6 @@ def dot_nd(a: Tracer, b: Tracer) -> Tracer:
 
 FUNCTIONS = {
     np.diff: diff, np.roll: roll, np.pad: pad, np.triu: _triangle("triu"), np.tril: _triangle("tril"),
-    np.diag: diag, np.outer: outer, np.linalg.norm: norm, np.cov: cov,
+    np.diag: diag, np.outer: outer, np.linalg.norm: norm, np.cov: cov, np.cumsum: cumsum, np.cumprod: cumprod,
 }
+METHODS = {"cumsum": cumsum, "cumprod": cumprod}

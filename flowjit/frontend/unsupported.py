@@ -29,9 +29,6 @@ HINTS = {
     "atleast_1d": "use reshape or x[None]",
     "atleast_2d": "use reshape or x[None]",
     "take": "use basic indexing (x[i] with a Python int, or slices)",
-    "cumsum": "flowjit has no scan op yet; for a short static length, add slices in a Python loop",
-    "cumprod": "flowjit has no scan op yet; for a short static length, multiply slices in a Python loop",
-    "accumulate": "flowjit has no scan op yet",
     "sort": "flowjit does not sort (no data-dependent ops)",
     "argsort": "flowjit does not sort (no data-dependent ops)",
     "nonzero": "its shape depends on the data; use np.where(cond, x, y) or a mask product",
@@ -123,7 +120,8 @@ def supported_functions() -> list[str]:
     names = {numpy_name(function) for function in numpy_api.FUNCTIONS}
     names |= {f"np.{ufunc.__name__}" for ufunc in numpy_api.UFUNCS}
     names |= {"np.matmul", "np.positive", "np.divmod", "np.hypot"}
-    names |= {f"np.{ufunc.__name__}.reduce" for ufunc in numpy_api.UFUNC_REDUCTIONS}
+    names |= {f"np.{ufunc.__name__}.{method}" for ufunc in numpy_api.UFUNC_REDUCTIONS
+              for method in ("reduce", "accumulate")}
     names |= {f"scipy.special.{name}" for name in numpy_api.SCIPY_UFUNCS}
     names |= {f"ndarray.{name}" for name in list(numpy_api.METHODS) + list(numpy_api.PROPERTIES)
               if hasattr(np.ndarray, name)}

@@ -181,9 +181,9 @@ CATALOGUE = [
     # -- attributes and methods ------------------------------------------------------------------------
     ("unknown attribute", lambda x: x.foo, (F64,), UnsupportedAttributeError, AttributeError,  # L-foo
      "numpy arrays have no attribute 'foo' (the value is a traced f64[2,3] array)", "L-foo"),
-    ("x.cumsum", lambda x: x.cumsum(axis=1), (F64,), UnsupportedAttributeError, AttributeError,  # L-cumsum
-     f"ndarray.cumsum is not supported by flowjit; flowjit has no scan op yet; for a short static length, add "
-     f"slices in a Python loop {SEE}", "L-cumsum"),
+    ("x.argsort", lambda x: x.argsort(axis=1), (F64,), UnsupportedAttributeError, AttributeError,  # L-argsort
+     f"ndarray.argsort is not supported by flowjit; flowjit does not sort (no data-dependent ops) {SEE}",
+     "L-argsort"),
     ("x.sort", lambda x: x.sort(), (F64,), UnsupportedAttributeError, AttributeError,  # L-sort
      f"ndarray.sort is not supported by flowjit; flowjit does not sort (no data-dependent ops) {SEE}", "L-sort"),
     ("x.real", lambda x: x.real, (F64,), UnsupportedAttributeError, AttributeError,  # L-real
@@ -217,8 +217,8 @@ CATALOGUE = [
     ("np.left_shift", lambda x: np.left_shift(x, 1), (I64,), UnsupportedFunctionError,  # L-np-shift
      NotImplementedError, f"np.left_shift is not supported by flowjit; for non-negative shifts that stay in "
      f"range, use x * 2**n {SEE}", "L-np-shift"),
-    ("np.add.accumulate", lambda x: np.add.accumulate(x), (F64,), UnsupportedFunctionError,  # L-accumulate
-     NotImplementedError, f"np.add.accumulate is not supported by flowjit; flowjit has no scan op yet {SEE}",
+    ("np.subtract.accumulate", lambda x: np.subtract.accumulate(x), (F64,),  # L-accumulate
+     UnsupportedFunctionError, NotImplementedError, f"np.subtract.accumulate is not supported by flowjit {SEE}",
      "L-accumulate"),
     # -- operands that are not arrays or numbers --------------------------------------------------------
     ("x + str", lambda x: x + "a", (F64,), UnsupportedInputError, TypeError,  # L-str

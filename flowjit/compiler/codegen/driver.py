@@ -35,7 +35,9 @@ from flowjit.compiler.codegen.kernel import KernelSource
 from flowjit.compiler.codegen.scalar import CodegenError
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
+from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.compiler.ir.ops.misc import variable_of
+from flowjit.compiler.ir.ops.scan import compiled_scan
 from flowjit.compiler.ir.ops.shape import python_slices
 from flowjit.compiler.ir.plan import KernelKind
 from flowjit.compiler.ir.printer import format_node
@@ -435,6 +437,9 @@ class DriverBuilder:
                 start = stop
         elif op is ops.concat:
             self.emit(f"{out} = np.concatenate(({', '.join(args)},), axis={attrs['axis']})")
+        elif op.kind is OpKind.SCAN:         # numpy's accumulate loop, called as a library (ir/ops/scan.py)
+            call = compiled_scan(op.extensions["accumulate"], attrs["axis"], node.output.dtype)
+            self.emit(f"{out} = {self.global_(call.__name__, call)}({args[0]})")
         elif op is ops.matmul and self.backend.matmul is None:
             self.emit(f"{out} = np.matmul({args[0]}, {args[1]})")
             if self.check_numerics:
