@@ -21,8 +21,6 @@ TINY = 4096
 
 # program -> what flowjit's error says it does not support (a part of its message).
 UNSUPPORTED = {
-    "attention_einsum": "np.einsum is not supported",
-    "cross_entropy_labels": "indexing with arrays (advanced indexing) is not supported",
     "historical_var": "np.percentile is not supported",
     "heat_equation": "traced arrays are immutable: instead of x[i] = v",
     "robust_zscore": "np.median is not supported",

@@ -557,7 +557,12 @@ FUNCTIONS = {
 # -- indexing ----------------------------------------------------------------------------------------
 def getitem(x: Tracer, key):
     """Basic indexing: a slice of ``x`` (unless it takes everything), reshaped for integer
-    indices and ``None`` (indexing.py reads the key)."""
+    indices and ``None`` (indexing.py reads the key); a key with integer arrays is a gather
+    (fancy_indexing.py)."""
+    from flowjit.frontend import fancy_indexing
+    items = key if isinstance(key, tuple) else (key,)
+    if any(fancy_indexing.is_index_array(item) for item in items):
+        return fancy_indexing.getitem(x, items)
     starts, stops, steps, final_shape = basic_index(x.shape, x._value.type, key)
     result = x
     identity = all(start == 0 and stop == dim and step == 1
@@ -584,9 +589,10 @@ PROPERTIES = {"T": lambda self: transpose(self), "mT": lambda self: swapaxes(sel
 
 def _register_compositions():
     """np.diff, np.pad, np.linalg.norm...: numpy functions written in terms of the ones above."""
-    from flowjit.frontend.numpy_arrays import FUNCTIONS as COMPOSED, METHODS as COMPOSED_METHODS
-    FUNCTIONS.update(COMPOSED)
-    METHODS.update(COMPOSED_METHODS)
+    from flowjit.frontend import einsum, fancy_indexing, numpy_arrays
+    for module in (numpy_arrays, fancy_indexing, einsum):
+        FUNCTIONS.update(module.FUNCTIONS)
+        METHODS.update(module.METHODS)
 
 
 _register_compositions()

@@ -130,12 +130,13 @@ def test_wrong_number_of_arguments():
     assert isinstance(info.value, TypeError)       # callers catching TypeError still work
 
 
-def test_advanced_indexing():
+def test_boolean_mask_indexing():
     def f(x, i):
-        return x[i]  # E-index
+        return x[i > 0]  # E-index
     with pytest.raises(UnsupportedFunctionError) as info:
-        flowjit.jit(f)(np.ones(3), np.array([0, 1]))
-    assert info.value.message.startswith("indexing with arrays (advanced indexing) is not supported")
+        flowjit.jit(f)(np.ones(3), np.array([0, 1, 2]))
+    assert info.value.message.startswith("indexing f64[3]: indexing with a boolean array (a mask) has a "
+                                         "data-dependent shape")
     assert info.value.location.line == line_of("E-index")
 
 

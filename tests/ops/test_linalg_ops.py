@@ -144,6 +144,15 @@ def test_dot_of_nd_operands_follows_numpy_not_matmul():
     agree(f, A3, B3, RNG.normal(size=4))
 
 
+def test_matmul_with_a_constant_operand():
+    """A constant operand that fusion puts inside the matmul's kernel reaches BLAS as an array
+    (it was passed as None: einsum's and cov's gradients build such matmuls)."""
+    def f(m):
+        return (np.ones((1, 1)) @ m[:1], m @ np.eye(5), np.full((2, 4), 0.5, np.float32) @ m.astype(np.float32),
+                np.exp(np.arange(4.0)[None] @ m) + 1)
+    agree(f, F64)
+
+
 def test_dot_misaligned_shapes_name_the_dims():
     def misaligned(a, b):
         return np.dot(a, b)  # dot

@@ -23,7 +23,7 @@ from flowjit.errors import OpTypeError, ShapeError
 class OpKind(enum.Enum):
     ELEMENTWISE = "elementwise"
     REDUCTION = "reduction"
-    SCAN = "scan"                   # a cumulative op along one axis (ops/scan.py): runs outside kernels
+    LIBRARY = "library"             # one library call outside kernels: extensions["compiled"](node) makes it
     SHAPE = "shape"
     MATMUL = "matmul"
     CONSTANT = "constant"

@@ -3,7 +3,7 @@ multiply, maximum and minimum).
 
 ``scan {axis}`` keeps its operand's shape and dtype: the frontend casts to the dtype numpy
 accumulates in first (np.cumsum of int8 is int64), so the op's reference is exactly
-``ufunc.accumulate(x, axis, dtype=x.dtype)``.  A scan runs outside kernels, as one call of
+``ufunc.accumulate(x, axis, dtype=x.dtype)``.  A scan (OpKind.LIBRARY) runs outside kernels, as one call of
 numpy's own accumulate loop (one pass, sequential along the axis and contiguous across the
 others: what a hand-written scan kernel would do); ``compiled_scan`` is that call as the
 driver makes it, on the float32 arrays that hold float16 values at run time.  cumsum's
@@ -47,9 +47,10 @@ def _cumsum_grad(node, g, b):
     return (_reversed(b(cumsum, [_reversed(g, axis, b)], {"axis": axis}), axis, b),)
 
 
-def compiled_scan(ufunc, axis: int, dtype: np.dtype):
-    """The driver's call for a scan of ``dtype`` values along ``axis``: float16 accumulates in
-    float16, as numpy's loop does, though the driver holds it in float32."""
+def compiled_scan(node):
+    """The driver's call for a scan node: float16 accumulates in float16, as numpy's loop does,
+    though the driver holds it in float32."""
+    ufunc, axis, dtype = node.op.extensions["accumulate"], node.attrs["axis"], node.output.dtype
     if dtype == np.float16:
         def scan(array):
             return ufunc.accumulate(array.astype(np.float16), axis=axis).astype(np.float32)
@@ -67,9 +68,9 @@ def _scan(name: str, ufunc, gradient=None):
             return [ufunc.accumulate(array, axis=attrs["axis"], dtype=array.dtype)]
         except TypeError as error:
             raise OpTypeError(f"{name} of {array.dtype}: {error}") from None
-    return register(Op(name, OpKind.SCAN, 1, _scan_rule, reference, attrs={"axis": required(AttrKind.INT)},
+    return register(Op(name, OpKind.LIBRARY, 1, _scan_rule, reference, attrs={"axis": required(AttrKind.INT)},
                        ufunc=None, doc=f"numpy.{ufunc.__name__}.accumulate along one axis, in the operand's dtype",
-                       gradient=gradient, extensions={"accumulate": ufunc}))
+                       gradient=gradient, extensions={"accumulate": ufunc, "compiled": compiled_scan}))
 
 
 cumsum = _scan("cumsum", np.add, gradient=_cumsum_grad)
