@@ -21,9 +21,7 @@ TINY = 4096
 
 # program -> what flowjit's error says it does not support (a part of its message).
 UNSUPPORTED = {
-    "historical_var": "np.percentile is not supported",
     "heat_equation": "traced arrays are immutable: instead of x[i] = v",
-    "robust_zscore": "np.median is not supported",
     "histogram": "np.histogram is not supported",
     "power_spectrum": "np.fft.rfft is not supported",
     "moving_average_convolve": "np.convolve is not supported",
