@@ -24,7 +24,6 @@ UNSUPPORTED = {
     "heat_equation": "traced arrays are immutable: instead of x[i] = v",
     "histogram": "np.histogram is not supported",
     "power_spectrum": "np.fft.rfft is not supported",
-    "moving_average_convolve": "np.convolve is not supported",
 }
 
 

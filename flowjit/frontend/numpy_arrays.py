@@ -1,5 +1,6 @@
 """numpy functions flowjit traces as compositions of its own ops: np.diff, np.roll, np.pad,
-np.triu/np.tril, np.diag, np.outer, np.hypot, np.linalg.norm, np.cov and N-d np.dot.
+np.triu/np.tril, np.diag, np.outer, np.hypot, np.linalg.norm, np.cov, np.convolve and N-d
+np.dot; and the frontend of the scan ops (np.cumsum, np.cumprod, ufunc.accumulate).
 
 Each is written while tracing, with numpy's semantics (dtype rules, negative axes, argument
 checks, the shapes of empty and 0-d inputs), out of slices, concatenations, where-masks,
@@ -427,6 +428,41 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     return numpy_api.squeeze(product)
 
 
+# -- convolution ------------------------------------------------------------------------------------------
+CONVOLVE_UNROLL = 64        # np.convolve is unrolled into one product per kernel element
+
+
+def convolve(a, v, mode="full"):
+    """numpy.convolve of 1-d arrays, as numpy computes it directly: the shorter one reversed
+    slides over the longer (zero-padded for 'full' and 'same'); one sliced product per element
+    of the shorter, summed in one fused loop."""
+    x, w = _tracer(a, v), _tracer(v, a)
+    x, w = (numpy_api.reshape(item, (1,)) if item.ndim == 0 else item for item in (x, w))
+    if x.ndim != 1 or w.ndim != 1:
+        raise ShapeError(f"np.convolve: a and v must be 1-d, got {x._value.type} and {w._value.type}",
+                         user_location())
+    if not x.size or not w.size:
+        raise ShapeError(f"np.convolve: {'a' if not x.size else 'v'} cannot be empty", user_location())
+    if w.shape[0] > x.shape[0]:
+        x, w = w, x
+    m = w.shape[0]
+    if m > CONVOLVE_UNROLL:
+        raise UnsupportedFunctionError(f"np.convolve with both operands longer than {CONVOLVE_UNROLL} elements "
+                                       f"({x._value.type}, {w._value.type}) is not supported", user_location())
+    if mode == "full":
+        x = pad(x, m - 1)
+    elif mode == "same":
+        x = pad(x, (m // 2, (m - 1) // 2))
+    elif mode != "valid":
+        raise ShapeError(f"np.convolve: mode must be 'valid', 'same' or 'full', got {mode!r}", user_location())
+    length = x.shape[0] - m + 1
+    result = None
+    for k in range(m):
+        term = np.multiply(x[k:k + length], w[m - 1 - k])
+        result = term if result is None else np.add(result, term)
+    return result
+
+
 # -- scans ----------------------------------------------------------------------------------------------------
 SCANS = {np.add: ops.cumsum, np.multiply: ops.cumprod, np.maximum: ops.cummax, np.minimum: ops.cummin}
 
@@ -486,5 +522,6 @@ def dot_nd(a: Tracer, b: Tracer) -> Tracer:
 FUNCTIONS = {
     np.diff: diff, np.roll: roll, np.pad: pad, np.triu: _triangle("triu"), np.tril: _triangle("tril"),
     np.diag: diag, np.outer: outer, np.linalg.norm: norm, np.cov: cov, np.cumsum: cumsum, np.cumprod: cumprod,
+    np.convolve: convolve,
 }
 METHODS = {"cumsum": cumsum, "cumprod": cumprod}

@@ -157,6 +157,33 @@ def test_triangle_and_diagonal_errors():
         flowjit.jit(three_d_diag)(F64)
 
 
+# -- np.convolve ------------------------------------------------------------------------------------------
+def test_convolve_matches_numpy_in_every_mode():
+    def f(x, w, i):
+        return (np.convolve(x, np.ones(4) / 4, mode="valid"), np.convolve(x, w), np.convolve(w, x, "same"),
+                np.convolve(x, w[:4], "same"), np.convolve(i, i[:3]), np.convolve(w, 2.0),
+                np.convolve(i, [1, -1], "valid"))
+    agree(f, VECTOR, VECTOR[:3] * 2, U8.astype(np.int64))
+
+
+def test_convolve_errors():
+    def two_d(x):
+        return np.convolve(x, x[0])  # conv
+    with pytest.raises(ShapeError, match=r"np\.convolve: a and v must be 1-d, got f64\[4,5\] and f64\[5\]") as info:
+        flowjit.jit(two_d)(F64)
+    assert info.value.location.line == line_of(two_d, "conv")
+
+    def long(x):
+        return np.convolve(x, x)
+    with pytest.raises(UnsupportedFunctionError, match=r"np\.convolve with both operands longer than 64 elements"):
+        flowjit.jit(long)(np.ones(65))
+
+    def empty(x):
+        return np.convolve(x, x[:0])
+    with pytest.raises(ShapeError, match=r"np\.convolve: v cannot be empty"):
+        flowjit.jit(empty)(VECTOR)
+
+
 # -- gradients ------------------------------------------------------------------------------------------------
 WEIGHTS = RNG.normal(size=(8, 9))
 
@@ -164,6 +191,7 @@ WEIGHTS = RNG.normal(size=(8, 9))
 def test_gradients_flow_through_the_compositions():
     def loss(x):
         parts = (np.diff(x, n=2, axis=1), np.roll(x, 2, axis=(0, 1)), np.pad(x, (1, 2), mode="reflect"),
-                 np.pad(x, 1, mode="edge"), np.triu(x, 1), np.diag(np.diag(x[:, :4]), 1), np.outer(x[0], x[1]))
+                 np.pad(x, 1, mode="edge"), np.triu(x, 1), np.diag(np.diag(x[:, :4]), 1), np.outer(x[0], x[1]),
+                 np.convolve(x[0], x[1, :3], "same")[None])
         return sum((np.sin(part) * WEIGHTS[:part.shape[0], :part.shape[1]]).sum() for part in parts)
     check(loss, F64)
