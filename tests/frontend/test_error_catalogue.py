@@ -212,8 +212,8 @@ CATALOGUE = [
      f"np.inner is not supported by flowjit; use (a * b).sum(axis=-1), or a @ b for 1-d arrays {SEE}", "L-inner"),
     ("np.linalg.svd", lambda x: np.linalg.svd(x), (F64,), UnsupportedFunctionError,  # L-svd
      NotImplementedError, f"np.linalg.svd is not supported by flowjit {SEE}", "L-svd"),
-    ("np.median", lambda x: np.median(x), (F64,), UnsupportedFunctionError, NotImplementedError,  # L-median
-     f"np.median is not supported by flowjit {SEE}", "L-median"),
+    ("np.histogram", lambda x: np.histogram(x), (F64,), UnsupportedFunctionError,  # L-histogram
+     NotImplementedError, f"np.histogram is not supported by flowjit {SEE}", "L-histogram"),
     ("np.left_shift", lambda x: np.left_shift(x, 1), (I64,), UnsupportedFunctionError,  # L-np-shift
      NotImplementedError, f"np.left_shift is not supported by flowjit; for non-negative shifts that stay in "
      f"range, use x * 2**n {SEE}", "L-np-shift"),
