@@ -40,7 +40,7 @@ def flops(node: Node) -> float:
         return 2.0 * elements(node.outputs[0]) * k
     if op.kind is OpKind.ELEMENTWISE:
         return float(elements(node.outputs[0]) * op.flops)        # (its definition says how many)
-    if op.kind is OpKind.REDUCTION:
+    if op.kind in (OpKind.REDUCTION, OpKind.LIBRARY):
         return float(sum(elements(value) for value in node.inputs))
     return 0.0
 

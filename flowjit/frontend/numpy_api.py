@@ -58,6 +58,12 @@ def apply_ufunc(trace: TraceContext, ufunc, method: str, inputs: tuple, kwargs: 
         return inputs[0]
     if ufunc is np.divmod and method == "__call__":
         return divmod_(*inputs, **kwargs)
+    if ufunc is np.hypot and method == "__call__":
+        from flowjit.frontend.numpy_arrays import hypot
+        return hypot(trace, list(inputs), kwargs)
+    if method == "accumulate" and ufunc in UFUNC_REDUCTIONS:
+        from flowjit.frontend.numpy_arrays import accumulate
+        return accumulate(ufunc, *inputs, **kwargs)
     if method == "reduce" and ufunc in UFUNC_REDUCTIONS:
         _reject_kwargs(f"{name}.reduce", kwargs, ("axis", "keepdims", "dtype"))
         return REDUCTIONS[UFUNC_REDUCTIONS[ufunc]](inputs[0], axis=kwargs.get("axis", 0),
@@ -470,8 +476,9 @@ def dot(a, b, out=None):
     if 0 in ranks:
         return np.multiply(a, b)
     if builtins.max(ranks) > 2:
-        raise UnsupportedFunctionError("np.dot of arrays with more than 2 dimensions is not supported; "
-                                       "use np.matmul (@) or np.einsum-free reshapes", user_location())
+        from flowjit.frontend.numpy_arrays import dot_nd
+        trace = _trace_of(a, b)
+        return dot_nd(*(_as_tracer(trace, item) for item in (a, b)))
     return matmul(a, b)
 
 
@@ -550,7 +557,12 @@ FUNCTIONS = {
 # -- indexing ----------------------------------------------------------------------------------------
 def getitem(x: Tracer, key):
     """Basic indexing: a slice of ``x`` (unless it takes everything), reshaped for integer
-    indices and ``None`` (indexing.py reads the key)."""
+    indices and ``None`` (indexing.py reads the key); a key with integer arrays is a gather
+    (fancy_indexing.py)."""
+    from flowjit.frontend import fancy_indexing
+    items = key if isinstance(key, tuple) else (key,)
+    if any(fancy_indexing.is_index_array(item) for item in items):
+        return fancy_indexing.getitem(x, items)
     starts, stops, steps, final_shape = basic_index(x.shape, x._value.type, key)
     result = x
     identity = all(start == 0 and stop == dim and step == 1
@@ -573,3 +585,14 @@ METHODS = {
     "copy": lambda self, order="C": self._copy(),
 }
 PROPERTIES = {"T": lambda self: transpose(self), "mT": lambda self: swapaxes(self, -1, -2)}
+
+
+def _register_compositions():
+    """np.diff, np.pad, np.linalg.norm...: numpy functions written in terms of the ones above."""
+    from flowjit.frontend import einsum, fancy_indexing, numpy_arrays, order_statistics
+    for module in (numpy_arrays, fancy_indexing, einsum, order_statistics):
+        FUNCTIONS.update(module.FUNCTIONS)
+        METHODS.update(module.METHODS)
+
+
+_register_compositions()

@@ -12,12 +12,9 @@ SEE_ALSO = "flowjit.supported_functions() lists what is supported"
 
 # Close equivalents, by numpy name (functions, ufuncs and ndarray methods share one table).
 HINTS = {
-    "diff": "use slicing instead: x[1:] - x[:-1] (x[:, 1:] - x[:, :-1] along axis 1)",
     "ediff1d": "use slicing instead: x.ravel()[1:] - x.ravel()[:-1]",
-    "outer": "use broadcasting instead: a[:, None] * b[None, :]",
     "inner": "use (a * b).sum(axis=-1), or a @ b for 1-d arrays",
     "vdot": "use (a.ravel() * b.ravel()).sum()",
-    "einsum": "write it with broadcasting, @ and .sum(axis=...)",
     "tensordot": "reshape the operands to 2-d and use @",
     "kron": "use broadcasting and reshape: (a[:, None, :, None] * b[None, :, None, :]).reshape(...)",
     "hstack": "use np.concatenate(arrays, axis=1) (axis=0 for 1-d arrays)",
@@ -28,14 +25,8 @@ HINTS = {
     "flip": "use slicing instead: x[::-1]",
     "fliplr": "use slicing instead: x[:, ::-1]",
     "flipud": "use slicing instead: x[::-1]",
-    "roll": "use np.concatenate((x[-k:], x[:-k]))",
-    "pad": "use np.concatenate with np.zeros_like blocks",
     "atleast_1d": "use reshape or x[None]",
     "atleast_2d": "use reshape or x[None]",
-    "take": "use basic indexing (x[i] with a Python int, or slices)",
-    "cumsum": "flowjit has no scan op yet; for a short static length, add slices in a Python loop",
-    "cumprod": "flowjit has no scan op yet; for a short static length, multiply slices in a Python loop",
-    "accumulate": "flowjit has no scan op yet",
     "sort": "flowjit does not sort (no data-dependent ops)",
     "argsort": "flowjit does not sort (no data-dependent ops)",
     "nonzero": "its shape depends on the data; use np.where(cond, x, y) or a mask product",
@@ -48,11 +39,9 @@ HINTS = {
     "nanmin": "use np.where(np.isnan(x), np.inf, x).min()",
     "nanmean": "use np.where(np.isnan(x), 0, x).sum() / (~np.isnan(x)).sum()",
     "average": "use (x * w).sum(axis) / w.sum(axis)",
-    "norm": "use np.sqrt((x * x).sum(axis))",
     "isclose": "use np.abs(a - b) <= atol + rtol * np.abs(b)",
     "allclose": "use (np.abs(a - b) <= atol + rtol * np.abs(b)).all()",
     "fabs": "use np.absolute",
-    "hypot": "use np.sqrt(a * a + b * b)",
     "cbrt": "use np.sign(x) * np.abs(x) ** (1 / 3)",
     "logaddexp": "use np.maximum(a, b) + np.log1p(np.exp(-np.abs(a - b)))",
     "deg2rad": "use x * (np.pi / 180)",
@@ -63,8 +52,6 @@ HINTS = {
     "left_shift": "for non-negative shifts that stay in range, use x * 2**n",
     "right_shift": "for non-negative shifts, use x // 2**n",
     "copy": "use x.copy() (traced arrays are immutable: a copy is the value itself)",
-    "triu": "use np.where(np.tri(n, m, k - 1, dtype=bool), 0, x)",
-    "tril": "use np.where(np.tri(n, m, k, dtype=bool), x, 0)",
     "fill": "traced arrays are immutable; use np.full_like(x, value)",
     "put": "traced arrays are immutable; build the result with np.where",
     "at": "traced arrays are immutable; build the result with np.where",
@@ -130,8 +117,9 @@ def supported_functions() -> list[str]:
     from flowjit.frontend import numpy_api
     names = {numpy_name(function) for function in numpy_api.FUNCTIONS}
     names |= {f"np.{ufunc.__name__}" for ufunc in numpy_api.UFUNCS}
-    names |= {"np.matmul", "np.positive", "np.divmod"}
-    names |= {f"np.{ufunc.__name__}.reduce" for ufunc in numpy_api.UFUNC_REDUCTIONS}
+    names |= {"np.matmul", "np.positive", "np.divmod", "np.hypot"}
+    names |= {f"np.{ufunc.__name__}.{method}" for ufunc in numpy_api.UFUNC_REDUCTIONS
+              for method in ("reduce", "accumulate")}
     names |= {f"scipy.special.{name}" for name in numpy_api.SCIPY_UFUNCS}
     names |= {f"ndarray.{name}" for name in list(numpy_api.METHODS) + list(numpy_api.PROPERTIES)
               if hasattr(np.ndarray, name)}

@@ -181,9 +181,9 @@ CATALOGUE = [
     # -- attributes and methods ------------------------------------------------------------------------
     ("unknown attribute", lambda x: x.foo, (F64,), UnsupportedAttributeError, AttributeError,  # L-foo
      "numpy arrays have no attribute 'foo' (the value is a traced f64[2,3] array)", "L-foo"),
-    ("x.cumsum", lambda x: x.cumsum(axis=1), (F64,), UnsupportedAttributeError, AttributeError,  # L-cumsum
-     f"ndarray.cumsum is not supported by flowjit; flowjit has no scan op yet; for a short static length, add "
-     f"slices in a Python loop {SEE}", "L-cumsum"),
+    ("x.argsort", lambda x: x.argsort(axis=1), (F64,), UnsupportedAttributeError, AttributeError,  # L-argsort
+     f"ndarray.argsort is not supported by flowjit; flowjit does not sort (no data-dependent ops) {SEE}",
+     "L-argsort"),
     ("x.sort", lambda x: x.sort(), (F64,), UnsupportedAttributeError, AttributeError,  # L-sort
      f"ndarray.sort is not supported by flowjit; flowjit does not sort (no data-dependent ops) {SEE}", "L-sort"),
     ("x.real", lambda x: x.real, (F64,), UnsupportedAttributeError, AttributeError,  # L-real
@@ -205,21 +205,20 @@ CATALOGUE = [
      "value, which is not known while tracing. Index arrays with Python ints and slices, or mark the argument "
      "static with static_argnums / static_argnames.", "L-range"),
     # -- numpy functions and ufuncs --------------------------------------------------------------------
-    ("np.diff", lambda x: np.diff(x), (F64,), UnsupportedFunctionError, NotImplementedError,  # L-diff
-     f"np.diff is not supported by flowjit; use slicing instead: x[1:] - x[:-1] (x[:, 1:] - x[:, :-1] along "
-     f"axis 1) {SEE}", "L-diff"),
-    ("np.outer", lambda x: np.outer(x, x), (F64,), UnsupportedFunctionError, NotImplementedError,  # L-outer
-     f"np.outer is not supported by flowjit; use broadcasting instead: a[:, None] * b[None, :] {SEE}", "L-outer"),
-    ("np.linalg.norm", lambda x: np.linalg.norm(x), (F64,), UnsupportedFunctionError,  # L-norm
-     NotImplementedError, f"np.linalg.norm is not supported by flowjit; use np.sqrt((x * x).sum(axis)) {SEE}",
-     "L-norm"),
-    ("np.median", lambda x: np.median(x), (F64,), UnsupportedFunctionError, NotImplementedError,  # L-median
-     f"np.median is not supported by flowjit {SEE}", "L-median"),
+    ("np.ediff1d", lambda x: np.ediff1d(x), (F64,), UnsupportedFunctionError, NotImplementedError,  # L-ediff1d
+     f"np.ediff1d is not supported by flowjit; use slicing instead: x.ravel()[1:] - x.ravel()[:-1] {SEE}",
+     "L-ediff1d"),
+    ("np.inner", lambda x: np.inner(x, x), (F64,), UnsupportedFunctionError, NotImplementedError,  # L-inner
+     f"np.inner is not supported by flowjit; use (a * b).sum(axis=-1), or a @ b for 1-d arrays {SEE}", "L-inner"),
+    ("np.linalg.svd", lambda x: np.linalg.svd(x), (F64,), UnsupportedFunctionError,  # L-svd
+     NotImplementedError, f"np.linalg.svd is not supported by flowjit {SEE}", "L-svd"),
+    ("np.histogram", lambda x: np.histogram(x), (F64,), UnsupportedFunctionError,  # L-histogram
+     NotImplementedError, f"np.histogram is not supported by flowjit {SEE}", "L-histogram"),
     ("np.left_shift", lambda x: np.left_shift(x, 1), (I64,), UnsupportedFunctionError,  # L-np-shift
      NotImplementedError, f"np.left_shift is not supported by flowjit; for non-negative shifts that stay in "
      f"range, use x * 2**n {SEE}", "L-np-shift"),
-    ("np.add.accumulate", lambda x: np.add.accumulate(x), (F64,), UnsupportedFunctionError,  # L-accumulate
-     NotImplementedError, f"np.add.accumulate is not supported by flowjit; flowjit has no scan op yet {SEE}",
+    ("np.subtract.accumulate", lambda x: np.subtract.accumulate(x), (F64,),  # L-accumulate
+     UnsupportedFunctionError, NotImplementedError, f"np.subtract.accumulate is not supported by flowjit {SEE}",
      "L-accumulate"),
     # -- operands that are not arrays or numbers --------------------------------------------------------
     ("x + str", lambda x: x + "a", (F64,), UnsupportedInputError, TypeError,  # L-str

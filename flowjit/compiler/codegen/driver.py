@@ -35,6 +35,7 @@ from flowjit.compiler.codegen.kernel import KernelSource
 from flowjit.compiler.codegen.scalar import CodegenError
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
+from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.compiler.ir.ops.misc import variable_of
 from flowjit.compiler.ir.ops.shape import python_slices
 from flowjit.compiler.ir.plan import KernelKind
@@ -357,7 +358,7 @@ class DriverBuilder:
             matmul = next(n for n in body.nodes if n.op is ops.matmul)     # (epilogue producers may come first)
             outer = dict(zip(body.inputs, node.inputs))
             exported = dict(zip(body.outputs, node.outputs))
-            a, b = (self.name(outer[v]) if v in outer else None for v in matmul.inputs)
+            a, b = (self.matmul_operand(v, outer, matmul) for v in matmul.inputs)
             mm_outer = exported.get(matmul.output)
             if mm_outer is not None:
                 mm = self.buffer(mm_outer, free_slots, slot_of)
@@ -431,6 +432,17 @@ class DriverBuilder:
                 return source[:2] + (value.type.rank,)
         return None
 
+    def matmul_operand(self, value: Value, outer: dict, matmul: Node) -> str:
+        """A matmul kernel's operand: an input of the kernel, or a constant that fusion put in its
+        body (``np.ones((1, 1)) @ m``; before, it was passed to BLAS as None)."""
+        if value in outer:
+            return self.name(outer[value])
+        if value.producer is not None and value.producer.op is ops.constant:
+            array = value.producer.attrs["value"]
+            return self.global_("const", array.astype(np.float32) if array.dtype == np.float16 else array)
+        raise CodegenError(f"matmul %{matmul.name}: operand %{value.name} is neither an input of its kernel "
+                           f"nor a constant")
+
     def emit_matmul(self, a: str, b: str, out: str) -> None:
         """``out = a @ b``: numpy's, or the backend's (cuBLAS on a GPU)."""
         if self.backend.matmul is None:
@@ -470,6 +482,9 @@ class DriverBuilder:
                 start = stop
         elif op is ops.concat:
             self.emit(f"{out} = np.concatenate(({', '.join(args)},), axis={attrs['axis']})")
+        elif op.kind is OpKind.LIBRARY:      # one library call (a scan, a gather): the op says which
+            call = op.extensions["compiled"](node)
+            self.emit(f"{out} = {self.global_(call.__name__, call)}({', '.join(args)})")
         elif op is ops.matmul and self.backend.matmul is None:
             self.emit(f"{out} = np.matmul({args[0]}, {args[1]})")
             if self.check_numerics:

@@ -35,7 +35,7 @@ def _dot_escape(text: str) -> str:
 
 # Fill colours by op kind, and for the ops that move data between devices.
 KIND_COLOURS = {
-    OpKind.ELEMENTWISE: "#cfe2ff", OpKind.REDUCTION: "#ffd8a8", OpKind.MATMUL: "#ffc9c9",
+    OpKind.ELEMENTWISE: "#cfe2ff", OpKind.REDUCTION: "#ffd8a8", OpKind.LIBRARY: "#ffe8cc", OpKind.MATMUL: "#ffc9c9",
     OpKind.SHAPE: "#e9ecef", OpKind.CONSTANT: "#f8f9fa", OpKind.STATEFUL: "#fff3bf", OpKind.FUSED: "#d3f9d8",
 }
 TRANSFER_COLOUR = "#b197fc"

@@ -23,6 +23,7 @@ from flowjit.errors import OpTypeError, ShapeError
 class OpKind(enum.Enum):
     ELEMENTWISE = "elementwise"
     REDUCTION = "reduction"
+    LIBRARY = "library"             # one library call outside kernels: extensions["compiled"](node) makes it
     SHAPE = "shape"
     MATMUL = "matmul"
     CONSTANT = "constant"
