@@ -6,6 +6,7 @@ import sys
 import pathlib
 
 import numpy as np
+import pytest
 
 from flowjit.bench import harness
 from flowjit.bench import report as report_module
@@ -217,3 +218,18 @@ def test_compile_scaling_compiles_each_size_in_a_fresh_process(tmp_path):
     assert [row["ops"] for row in rows] == [1, 30]
     assert rows[1]["kernels"] == 1 and rows[1]["seconds"] > rows[1]["passes_seconds"] > 0
     assert rows[1]["peak_rss_mb"] > 0 and "marginal_ms_per_op" in rows[1]     # noise can make it < 0
+
+
+@pytest.mark.sweep
+def test_every_workload_checked_in_every_flowjit_mode():
+    """Every workload unfused and fused, checked against numpy before it is timed (a sweep:
+    ``make test-slow`` runs it).  ``make test`` checks chain, softmax and black_scholes here,
+    mlp_small below, and every workload fused through the installed package
+    (test_packaging.py)."""
+    report = harness.run(list(harness.WORKLOADS), ["4K"], ["numpy", "unfused", "fused"], repeat=1,
+                         compile_rows=False, bandwidth_elements=1 << 16)
+    rows = report["rows"]
+    assert {(r["workload"], r["mode"]) for r in rows} == {
+        (w, m) for w in harness.WORKLOADS for m in ("numpy", "unfused", "fused")}
+    for row in rows:
+        assert row["status"] == "ok", row

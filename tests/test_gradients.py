@@ -89,10 +89,14 @@ REDUCTIONS = {
 }
 
 
+# The reduction and shape rules run fused and through the interpreter here; unfused (a kernel
+# per op of the forward and the backward program: a third of these tests' cold compile time)
+# under ``make test-slow`` (test_reduction_and_shape_rules_unfused).  The row patterns and the
+# small network below, and the variables test, check the unfused path in make test.
 @pytest.mark.parametrize("name", sorted(REDUCTIONS))
 def test_reduction_rules(name):
     f = REDUCTIONS[name]
-    check(lambda x: np.sum(np.sin(f(x)) * 3), B)
+    check(lambda x: np.sum(np.sin(f(x)) * 3), B, paths=("fused", "interpreter"))
 
 
 def test_a_cast_passes_the_cotangent_in_the_inputs_dtype():
@@ -124,7 +128,20 @@ SHAPES = {
 @pytest.mark.parametrize("name", sorted(SHAPES))
 def test_shape_and_matmul_rules(name):
     f = SHAPES[name]
-    check(lambda x: np.sum(np.tanh(f(x))), B)
+    check(lambda x: np.sum(np.tanh(f(x))), B, paths=("fused", "interpreter"))
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("name", sorted(REDUCTIONS) + sorted(SHAPES))
+def test_reduction_and_shape_rules_unfused(name):
+    """The rest of test_reduction_rules and test_shape_and_matmul_rules: unfused (a sweep:
+    ``make test-slow`` runs it)."""
+    if name in REDUCTIONS:
+        f = REDUCTIONS[name]
+        check(lambda x: np.sum(np.sin(f(x)) * 3), B, paths=("unfused",))
+    else:
+        f = SHAPES[name]
+        check(lambda x: np.sum(np.tanh(f(x))), B, paths=("unfused",))
 
 
 def softmax(x):

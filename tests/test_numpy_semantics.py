@@ -10,9 +10,11 @@ dtype's tolerance only where a libm function may round differently.  Where numpy
 flowjit raises the same exception class, at trace time when numpy's check is static, with
 this file's name in the message.
 
-Unfused kernels run the same scalar code as fused ones, so they are checked on the dtypes
-with distinct lowerings only (bool, int8, int64, uint64, float16, float64) to bound the
-number of compiles.
+Unfused kernels run the same scalar code as fused ones, so they are checked on a few dtypes
+with distinct lowerings only (int8, uint64, float16; bool, int64 and float64 too under
+``make test-slow``) to bound the number of compiles.  ``make test`` runs a sample of the
+most expensive tables; ``make test-slow`` (the ``sweep`` marker) runs the rest: each sweep's
+docstring names the test it completes.
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ from helpers import TOLERANCE
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
           np.float16, np.float32, np.float64]
-UNFUSED_DTYPES = {np.bool_, np.int8, np.int64, np.uint64, np.float16, np.float64}
+# The dtypes whose tables make test also compiles unfused (fuse=False: a kernel per op, every
+# intermediate stored in its dtype): the narrowest signed integer, the widest unsigned one and the
+# half float.  The other dtypes with lowerings of their own (bool, int64, float64) run unfused
+# under ``make test-slow`` (test_tables_unfused_on_more_dtypes): each dtype's tables unfused are
+# about 20 s of a cold compile.
+UNFUSED_DTYPES = {np.int8, np.uint64, np.float16}
+UNFUSED_SWEEP_DTYPES = [np.bool_, np.int64, np.float64]
 MIXED_PAIRS = [(np.int8, np.uint8), (np.int64, np.uint64), (np.float32, np.int32), (np.float16, np.int8),
                (np.bool_, np.float32), (np.uint16, np.int64)]
 
@@ -194,17 +202,18 @@ def table_program(cases: dict, names: list[str]):
 PATHS = ("interpreter", "fused", "unfused")
 
 
-def paths(dtypes, which=PATHS) -> list[tuple[str, dict]]:
-    """The paths among ``which`` that check ``dtypes`` (unfused: UNFUSED_DTYPES only)."""
-    chosen = [("interpreter", {"backend": "interpreter"}), ("fused", {})]
-    if all(dtype in UNFUSED_DTYPES for dtype in dtypes):
-        chosen.append(("unfused", {"fuse": False}))
-    return [(path, options) for path, options in chosen if path in which]
+def paths(dtypes, which=None) -> list[tuple[str, dict]]:
+    """The paths of ``which``; by default the interpreter, fused kernels, and unfused ones
+    where every dtype is in UNFUSED_DTYPES."""
+    if which is None:
+        which = PATHS if all(dtype in UNFUSED_DTYPES for dtype in dtypes) else PATHS[:2]
+    options = {"interpreter": {"backend": "interpreter"}, "fused": {}, "unfused": {"fuse": False}}
+    return [(path, options[path]) for path in which]
 
 
-def check_table(cases: dict, args: tuple, dtypes, approximate=frozenset(), which=PATHS) -> None:
-    """Every case numpy computes, on every path (of ``which``), against numpy; every case numpy
-    rejects, rejected."""
+def check_table(cases: dict, args: tuple, dtypes, approximate=frozenset(), which=None) -> None:
+    """Every case numpy computes, on every path (``which``, or paths' default), against numpy;
+    every case numpy rejects, rejected."""
     good, bad = split_cases(cases, *args)
     names = sorted(good)
     rtol = max(TOLERANCE.get(np.dtype(d), 0.0) for d in dtypes) or TOLERANCE[np.dtype(np.float16)]
@@ -235,9 +244,22 @@ def test_binary_ops_on_every_pair_of_special_values(dtype):
     check_table(BINARY, every_pair(dtype, dtype), [dtype], APPROXIMATE)
 
 
-@pytest.mark.parametrize("pair", MIXED_PAIRS, ids=lambda p: "-".join(np.dtype(d).name for d in p))
+def _pair_id(pair) -> str:
+    return "-".join(np.dtype(d).name for d in pair)
+
+
+@pytest.mark.parametrize("pair", MIXED_PAIRS, ids=_pair_id)
 def test_binary_ops_promote_mixed_dtypes(pair):
-    check_table(BINARY, every_pair(*pair), pair, APPROXIMATE)
+    """Interpreted and fused; unfused under ``make test-slow`` (test_mixed_dtypes_unfused)."""
+    check_table(BINARY, every_pair(*pair), pair, APPROXIMATE, which=("interpreter", "fused"))
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("pair", [(np.float16, np.int8), (np.int64, np.uint64)], ids=_pair_id)
+def test_mixed_dtypes_unfused(pair):
+    """The rest of test_binary_ops_promote_mixed_dtypes: unfused, on pairs of dtypes with
+    lowerings of their own (a sweep: ``make test-slow`` runs it)."""
+    check_table(BINARY, every_pair(*pair), pair, APPROXIMATE, which=("unfused",))
 
 
 def unary_tables(dtype) -> list[tuple[dict, tuple, frozenset]]:
@@ -265,17 +287,30 @@ def _part(cases: dict, routines: bool) -> dict:
     return {name: case for name, case in cases.items() if (name in ROUTINE_UNARY) == routines}
 
 
+# The dtypes whose math-routine cases make test compiles: the three float dtypes, and of the
+# integers one per float dtype numpy promotes them to (int8 -> float16, uint16 -> float32,
+# int64 -> float64).  The other integers (bool, uint8, int16, int32, uint32, uint64; uint64's
+# cast to float64 is in the binary and scalar tables) reach the same float16/32/64 routines
+# through another cast: make test checks
+# their routine cases interpreted, and fused (two kernels inlining the 17 routines: 11 to 19 s of
+# a cold compile per dtype) under ``make test-slow`` (test_unary_math_routines_of_the_other_integers).
+ROUTINE_DTYPES = {np.float16, np.float32, np.float64, np.int8, np.uint16, np.int64}
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_unary_ops_on_special_values(dtype):
-    """Every unary case on every path, but the math-routine cases unfused: those run under
-    ``make test-slow`` (test_unary_math_routines_unfused below)."""
+    """Every unary case on every path, but the math-routine cases unfused, and fused for the
+    integers outside ROUTINE_DTYPES: those run under ``make test-slow``
+    (test_unary_math_routines_unfused, test_unary_math_routines_of_the_other_integers)."""
+    routine_paths = ("interpreter", "fused") if dtype in ROUTINE_DTYPES else ("interpreter",)
     for cases, args, approximate in unary_tables(dtype):
         check_table(_part(cases, routines=False), args, [dtype], approximate)
-        check_table(_part(cases, routines=True), args, [dtype], approximate, which=("interpreter", "fused"))
+        check_table(_part(cases, routines=True), args, [dtype], approximate, which=routine_paths)
 
 
 @pytest.mark.sweep
-@pytest.mark.parametrize("dtype", [d for d in DTYPES if d in UNFUSED_DTYPES], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d in UNFUSED_DTYPES or d in UNFUSED_SWEEP_DTYPES],
+                         ids=lambda d: np.dtype(d).name)
 def test_unary_math_routines_unfused(dtype):
     """The rest of test_unary_ops_on_special_values: the math-routine cases, unfused (a sweep:
     ``make test-slow`` runs it, ``make test`` does not)."""
@@ -283,23 +318,45 @@ def test_unary_math_routines_unfused(dtype):
         check_table(_part(cases, routines=True), args, [dtype], approximate, which=("unfused",))
 
 
+@pytest.mark.sweep
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d not in ROUTINE_DTYPES], ids=lambda d: np.dtype(d).name)
+def test_unary_math_routines_of_the_other_integers(dtype):
+    """The rest of test_unary_ops_on_special_values: the math-routine cases of the integers
+    outside ROUTINE_DTYPES, fused (a sweep: ``make test-slow`` runs it)."""
+    for cases, args, approximate in unary_tables(dtype):
+        check_table(_part(cases, routines=True), args, [dtype], approximate, which=("fused",))
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_python_scalars_follow_nep_50(dtype):
     check_table(SCALARS, (specials(dtype),), [dtype], {"arctan2_1000", "big_plus"})
 
 
-def test_power_fast_paths_follow_the_exponents_broadcast():
-    """numpy's float power loop takes 1/x, 1, sqrt, x, x*x when the exponent is one value
-    broadcast over the result, and pow otherwise: (-inf) ** 0.5 is nan or inf by shape."""
-    base = np.array([[-np.inf, -0.0], [np.inf, 4.0]])
+def _power_fast_path_tables(dtype, which) -> None:
+    base = np.array([[-np.inf, -0.0], [np.inf, 4.0]], dtype)
     cases = {
         "zero_d": lambda x, e: np.power(x, e[0, 0]), "broadcast_1x1": lambda x, e: np.power(x, e[:1, :1]),
         "row": lambda x, e: np.power(x, e[:1]), "column": lambda x, e: np.power(x, e[:, :1]),
         "same_shape": lambda x, e: np.power(x, e), "one_by_one": lambda x, e: np.power(x[:1, :1], e[:1, :1]),
     }
     for exponent in (0.5, -1.0, 2.0, 1.0, 0.0):
-        check_table(cases, (base, np.full((2, 2), exponent)), [np.float64])
-        check_table(cases, (base.astype(np.float32), np.full((2, 2), exponent, np.float32)), [np.float32])
+        check_table(cases, (base, np.full((2, 2), exponent, dtype)), [dtype], which=which)
+
+
+def test_power_fast_paths_follow_the_exponents_broadcast():
+    """numpy's float power loop takes 1/x, 1, sqrt, x, x*x when the exponent is one value
+    broadcast over the result, and pow otherwise: (-inf) ** 0.5 is nan or inf by shape.
+    float64, interpreted and fused (one kernel of five inlined pows: 9 s of a cold compile);
+    float32, and both unfused, under ``make test-slow`` (test_power_fast_paths_sweep below)."""
+    _power_fast_path_tables(np.float64, which=("interpreter", "fused"))
+
+
+@pytest.mark.sweep
+def test_power_fast_paths_sweep():
+    """The rest of test_power_fast_paths_follow_the_exponents_broadcast: float32 on every path,
+    float64 unfused, where each case is a kernel of its own (a sweep: ``make test-slow`` runs it)."""
+    _power_fast_path_tables(np.float32, which=PATHS)
+    _power_fast_path_tables(np.float64, which=("unfused",))
 
 
 def test_integer_division_by_minus_one_wraps_like_numpy():
@@ -311,26 +368,38 @@ def test_integer_division_by_minus_one_wraps_like_numpy():
                  "floordiv_array": lambda a: a // np.negative(np.ones_like(a)),
                  "mod_array": lambda a: a % np.negative(np.ones_like(a)),
                  "divmod": lambda a: np.divmod(a, np.full_like(a, -1))[0]}
-        check_table(cases, (x,), [dtype])
+        # unfused too at both ends of the widths (int64: the width whose hardware division traps)
+        check_table(cases, (x,), [dtype], which=PATHS if dtype in (np.int8, np.int64) else None)
 
 
 # -- reductions ----------------------------------------------------------------------------------------
-def _reductions():
+# var and std's ddof on the 4x5 input, per axis: the count n - ddof above one, one (axis 0's
+# ddof 3), zero (axis 1's ddof 5: inf or NaN) and below zero (axis 0's 5, axis 1's 7).  The
+# other ddofs (n - ddof above one again: 3, 5, 7 over all 20 elements, 3 on axis 1; below zero
+# again: 7 on axis 0) run under ``make test-slow`` (test_reductions_with_more_ddofs).
+DDOFS = {None: (0, 1), 0: (0, 1, 3, 5), 1: (0, 1, 5, 7)}
+SWEEP_DDOFS = {None: (3, 5, 7), 0: (7,), 1: (3,)}
+
+
+def _reductions(ddofs: dict, plain: bool = True) -> dict:
     cases = {}
     for axis in (None, 0, 1):
         suffix = "all" if axis is None else f"axis{axis}"
-        for name in ("sum", "prod", "mean", "max", "min", "argmax", "argmin", "all", "any"):
+        for name in ("sum", "prod", "mean", "max", "min", "argmax", "argmin", "all", "any") if plain else ():
             cases[f"{name}_{suffix}"] = lambda x, name=name, axis=axis: getattr(np, name)(x, axis=axis)
-        for ddof in (0, 1, 3, 5, 7):
+        for ddof in ddofs[axis]:
             cases[f"var_ddof{ddof}_{suffix}"] = lambda x, ddof=ddof, axis=axis: np.var(x, axis=axis, ddof=ddof)
             cases[f"std_ddof{ddof}_{suffix}"] = lambda x, ddof=ddof, axis=axis: x.std(axis=axis, ddof=ddof)
-    cases["all_keepdims"] = lambda x: np.all(x, axis=0, keepdims=True)
-    cases["any_keepdims"] = lambda x: x.any(axis=1, keepdims=True)
+    if plain:
+        cases["all_keepdims"] = lambda x: np.all(x, axis=0, keepdims=True)
+        cases["any_keepdims"] = lambda x: x.any(axis=1, keepdims=True)
     return cases
 
 
-REDUCTIONS = _reductions()
-REDUCTION_APPROXIMATE = {name for name in REDUCTIONS if name.startswith(("mean", "var", "std"))}
+REDUCTIONS = _reductions(DDOFS)
+SWEEP_REDUCTIONS = _reductions(SWEEP_DDOFS, plain=False)
+REDUCTION_APPROXIMATE = {name for name in {**REDUCTIONS, **SWEEP_REDUCTIONS}
+                         if name.startswith(("mean", "var", "std"))}
 
 
 def reduction_input(dtype) -> np.ndarray:
@@ -343,10 +412,21 @@ def reduction_input(dtype) -> np.ndarray:
     return np.resize(values, (4, 5))
 
 
-@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int64, np.uint64, np.float16, np.float32, np.float64],
-                         ids=lambda d: np.dtype(d).name)
+REDUCTION_DTYPES = [np.bool_, np.int8, np.int64, np.uint64, np.float16, np.float32, np.float64]
+
+
+@pytest.mark.parametrize("dtype", REDUCTION_DTYPES, ids=lambda d: np.dtype(d).name)
 def test_reductions_with_special_values(dtype):
     check_table(REDUCTIONS, (reduction_input(dtype),), [dtype], REDUCTION_APPROXIMATE)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("dtype", REDUCTION_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_reductions_with_more_ddofs(dtype):
+    """The rest of test_reductions_with_special_values: var and std with SWEEP_DDOFS (a sweep:
+    ``make test-slow`` runs it), unfused also where UNFUSED_SWEEP_DTYPES has the dtype."""
+    which = PATHS if dtype in UNFUSED_SWEEP_DTYPES else None
+    check_table(SWEEP_REDUCTIONS, (reduction_input(dtype),), [dtype], REDUCTION_APPROXIMATE, which=which)
 
 
 @pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0,)], ids=str)
@@ -359,3 +439,17 @@ def test_reductions_of_empty_arrays(shape):
     check_table(cases, (np.zeros(shape, np.float32),), [np.float32], REDUCTION_APPROXIMATE)
     bool_cases = {name: case for name, case in cases.items() if name.startswith(("all", "any"))}
     check_table(bool_cases, (np.zeros(shape, np.int8),), [np.int8])
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("dtype", UNFUSED_SWEEP_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_tables_unfused_on_more_dtypes(dtype):
+    """The unfused path of the tables above on UNFUSED_SWEEP_DTYPES (a sweep: ``make test-slow``
+    runs it; ``make test`` checks them interpreted and fused): binary ops, unary ops but the
+    math routines (test_unary_math_routines_unfused has those), Python scalars and reductions."""
+    unfused = ("unfused",)
+    check_table(BINARY, every_pair(dtype, dtype), [dtype], APPROXIMATE, which=unfused)
+    for cases, args, approximate in unary_tables(dtype):
+        check_table(_part(cases, routines=False), args, [dtype], approximate, which=unfused)
+    check_table(SCALARS, (specials(dtype),), [dtype], {"arctan2_1000", "big_plus"}, which=unfused)
+    check_table(REDUCTIONS, (reduction_input(dtype),), [dtype], REDUCTION_APPROXIMATE, which=unfused)

@@ -88,13 +88,36 @@ def _data(dtype, seed=0):
     return start, rng.standard_normal((8, 5)).astype(dtype), rng.standard_normal((8, 3)).astype(dtype)
 
 
-RUNS = ([(case, dtype, "fused") for case in sorted(CASES) for dtype in (np.float64, np.float32)]
-        + [(case, np.float64, "eager") for case in sorted(CASES)]
-        + [(case, np.float64, "unfused") for case in ("sgd_nesterov_decay", "adamw")])
+ALL_RUNS = ([(case, dtype, "fused") for case in sorted(CASES) for dtype in (np.float64, np.float32)]
+            + [(case, np.float64, "eager") for case in sorted(CASES)]
+            + [(case, np.float64, "unfused") for case in ("sgd_nesterov_decay", "adamw")])
+# Each Adam run compiles kernels of its own (the moments ride in the matmul epilogues): 12 to 18 s
+# of a cold run each.  make test runs float32 for adamw only (Adam's formulas and the decoupled
+# decay; sgd_nesterov_decay-float32 has the L2 decay in float32) and unfused for
+# sgd_nesterov_decay only; ``make test-slow`` runs these too (test_more_optimiser_runs).
+SWEEP_RUNS = [("adam", np.float32, "fused"), ("adam_l2", np.float32, "fused"), ("adamw", np.float64, "unfused")]
+RUNS = [run for run in ALL_RUNS if run not in SWEEP_RUNS]
 
 
-@pytest.mark.parametrize("case, dtype, path", RUNS, ids=[f"{c}-{np.dtype(d).name}-{p}" for c, d, p in RUNS])
+def _run_id(run) -> str:
+    case, dtype, path = run
+    return f"{case}-{np.dtype(dtype).name}-{path}"
+
+
+@pytest.mark.parametrize("case, dtype, path", RUNS, ids=[_run_id(run) for run in RUNS])
 def test_optimisers_follow_torch_formulas_over_several_steps(case, dtype, path):
+    check_optimiser_run(case, dtype, path)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("case, dtype, path", SWEEP_RUNS, ids=[_run_id(run) for run in SWEEP_RUNS])
+def test_more_optimiser_runs(case, dtype, path):
+    """test_optimisers_follow_torch_formulas_over_several_steps on SWEEP_RUNS (a sweep: ``make
+    test-slow`` runs it)."""
+    check_optimiser_run(case, dtype, path)
+
+
+def check_optimiser_run(case, dtype, path) -> None:
     make, reference = CASES[case]
     start, x, y = _data(dtype)
     params = [flowjit.Variable(value, name=f"optim_{case}") for value in start]

@@ -35,13 +35,7 @@ def test_program_compiled_matches_numpy(program, fuse):
         assert_close(jitted(*args), expected, args)
 
 
-@settings(max_examples=60)
-@given(random_programs(max_steps=8))
-def test_random_programs_compiled_match_the_interpreter(program):
-    """Random programs, fused and unfused, against the interpreter.  60 derandomised programs
-    here (each compiles its own kernels: 200 took a third of this file's cold compile time); the
-    full sweep is `make fuzz` (tests/fuzz.py: the same check on 2,000 fresh programs of up to
-    10 steps, with variables too)."""
+def _check_random_program(program) -> None:
     args = program.make_args(np.random.default_rng(2))
     lowered = flowjit.jit(program).lower(*args)
     expected = flowjit.interpret(lowered.graph, *args)
@@ -53,6 +47,26 @@ def test_random_programs_compiled_match_the_interpreter(program):
             assert value.dtype == want.dtype and value.shape == want.shape, program.describe()
             rtol = tolerance_for(want, args) if want.dtype.kind == "f" else 0.0
             assert close(value, want, rtol), f"fuse={fuse}: {value!r} vs {want!r}\n{program.describe()}"
+
+
+@settings(max_examples=30)
+@given(random_programs(max_steps=8))
+def test_random_programs_compiled_match_the_interpreter(program):
+    """Random programs, fused and unfused, against the interpreter.  30 derandomised programs
+    here (each compiles its own kernels: 60 took 24 s of a cold run); 200 under ``make
+    test-slow`` (test_more_random_programs_compiled_match_the_interpreter), and ``make fuzz``
+    (tests/fuzz.py: the same check on 2,000 fresh programs of up to 10 steps, with variables
+    too)."""
+    _check_random_program(program)
+
+
+@pytest.mark.sweep
+@settings(max_examples=200)
+@given(random_programs(max_steps=8))
+def test_more_random_programs_compiled_match_the_interpreter(program):
+    """test_random_programs_compiled_match_the_interpreter on 200 programs (a sweep: ``make
+    test-slow`` runs it)."""
+    _check_random_program(program)
 
 
 def test_reductions_of_zero_d_values():

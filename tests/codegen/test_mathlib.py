@@ -13,19 +13,21 @@ from helpers import packed
 DOCS = pathlib.Path(__file__).parent.parent.parent / "docs" / "math.md"
 
 
-# The sweep compiles each routine for both dtypes and FMA settings (~80 numba compiles): the tests
-# that read it, and the hard-argument test that reuses its sin and cos runners, run in one xdist
-# worker (--dist loadgroup), so a run computes it once, not once per worker.
+# The sweep compiles each routine for both dtypes with FMA contraction, as kernels compile by
+# default (CompileOptions.fma; ~40 numba compiles, each inlining its routine): the tests that read
+# it, and the hard-argument and vectorisation tests that reuse its runners, run in one xdist worker
+# (--dist loadgroup), so a run computes it once, not once per worker.  The same checks without
+# contraction (fma=False: ~40 compiles more) run under ``make test-slow``
+# (test_every_function_without_fma_within_4_ulp_of_numpy).
 SWEEP = pytest.mark.xdist_group("mathlib-accuracy-sweep")
 
 
 @pytest.fixture(scope="module")
 def rows():
-    return accuracy.measure(points=1_000_000)
+    return accuracy.measure(points=1_000_000, fmas=(True,))
 
 
-@SWEEP
-def test_every_function_within_4_ulp_of_numpy(rows):
+def check_rows(rows) -> None:
     assert len(rows) == 2 * len(accuracy.FUNCTIONS) == len(library.ROUTINES)
     for row in rows:
         assert row["points"] >= 1_000_000
@@ -34,7 +36,22 @@ def test_every_function_within_4_ulp_of_numpy(rows):
 
 
 @SWEEP
+def test_every_function_within_4_ulp_of_numpy(rows):
+    check_rows(rows)
+
+
+@SWEEP
 def test_special_values_are_exact(rows):
+    for row in rows:
+        assert row["special_mismatches"] == [], row
+
+
+@pytest.mark.sweep
+def test_every_function_without_fma_within_4_ulp_of_numpy():
+    """The two tests above for kernels compiled without FMA contraction (a sweep: ``make
+    test-slow`` runs it)."""
+    rows = accuracy.measure(points=1_000_000, fmas=(False,))
+    check_rows(rows)
     for row in rows:
         assert row["special_mismatches"] == [], row
 
@@ -64,12 +81,12 @@ def test_sin_cos_on_the_hardest_arguments_match_mpmath():
 @pytest.mark.parametrize("function", sorted(set(library.ROUTINES.values())))
 def test_kernels_vectorise(function):
     """No libm call in the loop: LLVM emits packed arithmetic for every function we inline.
-    The loop is the accuracy sweep's own runner without FMA contraction (a plain loop of the
-    function over an array, compiled with error_model="numpy"), so in the sweep's worker this
-    test compiles nothing."""
+    The loop is the accuracy sweep's own runner, with FMA contraction as kernels compile by
+    default (a plain loop of the function over an array, compiled with error_model="numpy"),
+    so in the sweep's worker this test compiles nothing."""
     name, suffix = function.rsplit("_", 1)
     dtype = np.float64 if suffix == "f64" else np.float32
-    runner = accuracy._runner(name, dtype, False)
+    runner = accuracy._runner(name, dtype, True)
     x = np.ones((2, 8) if name in accuracy.BINARY else 8, dtype)    # a binary runner's x: both arguments
     runner(x, np.ones(8, dtype))
     assembly = "".join(runner.inspect_asm().values())
