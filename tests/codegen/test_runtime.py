@@ -421,11 +421,12 @@ def _concatenations(x, y):
         np.concatenate([returned, x], axis=1)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", ["float32", pytest.param("float64", marks=pytest.mark.sweep)])
 def test_kernels_write_their_pieces_into_a_concatenation(dtype):
     """A kernel output whose only use is a concatenation (or np.stack, through the reshape
     that adds its axis) is written straight into its slice of the result; the concat copies
-    only the other pieces.  A piece used elsewhere or returned keeps its own buffer."""
+    only the other pieces.  A piece used elsewhere or returned keeps its own buffer.
+    (float64, 17 s of a cold run for the same driver code, runs under ``make test-slow``.)"""
     rng = np.random.default_rng(31)
     jitted, unfused = flowjit.jit(_concatenations), flowjit.jit(_concatenations, fuse=False)
     for rows, columns in ((1, 1), (3, 5), (64, 7)):
