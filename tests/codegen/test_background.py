@@ -192,3 +192,28 @@ def test_predicted_argument_types_are_the_ones_the_kernels_get():
         for compiled, specs in ahead:
             predicted = tuple(_argument_type(spec, args) for spec in specs)
             assert predicted in compiled.serial.signatures, (compiled.name, predicted, compiled.serial.signatures)
+
+
+def test_a_forked_child_has_no_jobs_of_the_parents_and_its_kernels_still_run(tmp_path):
+    """A child forked while the parent's worker has jobs forgets them: its kernels do not wait
+    for answers that go to the parent, and it compiles what it needs."""
+    import os
+    x = np.random.default_rng(12).standard_normal(PARALLEL_MIN_ELEMENTS + 10).astype(np.float32)
+    jitted = flowjit.jit(lambda x: np.tanh(x) * 5 + 2, cache_dir=str(tmp_path))
+    jitted(x)                                      # the parallel twin is now a job of the parent's worker
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                   # the child: report, then leave at once
+        try:
+            ok = background.WORKER.jobs == {} and background.WORKER.targets == {}
+            ok = ok and background.WORKER.process is None and background.WORKER.pid == os.getpid()
+            small = x[:100]                        # (serial: OpenMP's threads do not survive a fork)
+            ok = ok and np.allclose(jitted(small), np.tanh(small) * 5 + 2, rtol=1e-5, atol=1e-5)
+            os.write(write, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    answer = os.read(read, 1)
+    os.waitpid(pid, 0)
+    assert answer == b"1"
+    assert flowjit.wait_for_compiles(120)

@@ -47,7 +47,8 @@ from flowjit.errors import KernelCacheWarning
 JOB_DEADLINE_S = 300.0          # a worker with jobs that says nothing for longer is stuck
 POLL_S = 1.0                    # how often the reader looks at the deadline while nothing arrives
 AHEAD_MIN = 3                   # kernels a first call must have left to compile to hand some ahead
-AHEAD_MAX = 64                  # the most it hands ahead (the last ones)
+AHEAD_MAX = 32                  # the most it hands ahead (the last ones; their messages fit a pipe's buffer)
+SETTLE_S = 60.0                 # the longest this process waits for a kernel the worker is compiling
 SERIAL, PARALLEL = "kernel", "kernel_parallel"
 _HEADER = struct.Struct("<I")
 
@@ -135,7 +136,7 @@ class CompileWorker:
 
     def __init__(self, command: list[str] | None = None):
         self.command = command or [sys.executable, "-m", __name__]
-        self.lock = threading.Condition()
+        self.lock = threading.Condition(threading.RLock())     # (re-entered: _fail -> done -> give_up)
         self.process: subprocess.Popen | None = None
         self.pid = os.getpid()
         self.jobs: dict[int, Job] = {}             # pending: until the answer's callback has run
@@ -201,10 +202,12 @@ class CompileWorker:
             job = self.targets.get(target)
             if job is None or self.pid != os.getpid() or threading.current_thread().name == READER:
                 return
-            if job.started is not None:
-                deadline = job.started + JOB_DEADLINE_S
+            if job.started is not None:      # (numba's compiler lock is held: a short deadline)
+                deadline = time.monotonic() + SETTLE_S
                 while self.targets.get(target) is job and time.monotonic() < deadline:
                     self.lock.wait(min(POLL_S, max(0.0, deadline - time.monotonic())))
+                if self.targets.get(target) is job:
+                    del self.targets[target]     # compiled here instead; later loads do not wait again
                 return
             del self.targets[target]
             try:
@@ -332,14 +335,41 @@ def wait(timeout: float = 120.0) -> bool:
 
 @atexit.register
 def _detach_at_exit() -> None:
-    """The process ends: the worker finishes the jobs it has (so the cache has them for the
-    next process), sees its stdin close and exits; nothing waits for it here."""
+    """The process ends: the worker finishes the parallel twins it started or was given (the
+    next process finds them cached; kernels handed ahead for this run are taken back), sees
+    its stdin close and exits; nothing waits for it here."""
     process = WORKER.process
     if process is not None and WORKER.pid == os.getpid():
         try:
+            with WORKER.lock:
+                for job in WORKER.targets.values():
+                    if job.target[1] == SERIAL and job.started is None:
+                        WORKER._send(("cancel", job.number))
             process.stdin.close()
         except OSError:
             pass
+
+
+def _forget_in_child() -> None:
+    """A forked child starts with no worker and no jobs of its own: its kernels waiting for the
+    parent's worker compile in the child when next called, and it starts its own worker."""
+    worker = WORKER
+    jobs = list(worker.jobs.values())
+    worker.lock = threading.Condition(threading.RLock())
+    worker.jobs, worker.targets, worker.pid = {}, {}, os.getpid()
+    if worker.process is not None:
+        try:
+            worker.process.stdin.close()        # the parent's worker sees EOF when the parent exits
+        except OSError:
+            pass
+        worker.process = None
+    for job in jobs:
+        if job.done is not None:
+            job.done(job, None)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 # -- the worker's side ---------------------------------------------------------------------------------
