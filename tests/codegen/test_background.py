@@ -24,9 +24,6 @@ def program(x, rows, w):
             (rows - rows.mean(axis=1, keepdims=True)).std(axis=1), np.maximum(rows @ w + 1, 0))
 
 
-pytestmark = pytest.mark.xdist_group("background")     # one worker: the warm test finds the first's kernels
-
-
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory):
     return str(tmp_path_factory.mktemp("background-cache"))
