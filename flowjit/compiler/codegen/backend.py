@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+import numba
+import numpy as np
+from numba.core import types
+
 from flowjit.compiler.codegen.cache import CompiledKernel, KernelCache
 from flowjit.compiler.codegen.kernel import KernelSource, kernel_source
 from flowjit.compiler.ir.graph import Node
@@ -76,9 +80,6 @@ class CpuBackend(Backend):
 
 def _argument_type(spec: tuple, arrays: tuple):
     """The numba type of a kernel argument (``DriverBuilder.argument_spec``); None if unknown."""
-    import numba
-    import numpy as np
-    from numba.core import types
     kind, *rest = spec
     if kind == "array":
         dtype, rank = rest

@@ -42,6 +42,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
+from flowjit.compiler.codegen.writer import PARALLEL, SERIAL      # the two functions of a kernel module
 from flowjit.errors import KernelCacheWarning
 
 JOB_DEADLINE_S = 300.0          # a worker with jobs that says nothing for longer is stuck
@@ -49,7 +50,6 @@ POLL_S = 1.0                    # how often the reader looks at the deadline whi
 AHEAD_MIN = 3                   # kernels a first call must have left to compile to hand some ahead
 AHEAD_MAX = 32                  # the most it hands ahead (the last ones; their messages fit a pipe's buffer)
 SETTLE_S = 60.0                 # the longest this process waits for a kernel the worker is compiling
-SERIAL, PARALLEL = "kernel", "kernel_parallel"
 _HEADER = struct.Struct("<I")
 
 
