@@ -147,6 +147,41 @@ def test_released_outputs_are_recycled():
     assert third.__array_interface__["data"][0] != address
 
 
+@pytest.mark.parametrize("structure", ["single", "tuple", "dict", "nested"])
+def test_released_outputs_are_recycled_without_the_collector(structure):
+    """A result dropped by the caller goes back to the pool at once, whatever structure the
+    function returns: nothing on the call path may hold it in a reference cycle that only the
+    cyclic collector frees (a pytree rebuilt by a self-calling closure did, and every call of a
+    multi-output program then faulted in fresh pages: 10x slower at 4M elements)."""
+    def program(x):
+        a, b = chain(x), x * 3
+        return {"single": a, "tuple": (a, b), "dict": {"a": a, "b": b}, "nested": [(a,), {"b": b}]}[structure]
+    jitted = flowjit.jit(program)
+    x = np.ones(64, np.float32)
+
+    def addresses(result):
+        leaves = []
+        stack = [result]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, (tuple, list)):
+                stack.extend(item)
+            else:
+                leaves.append(item.__array_interface__["data"][0])
+        return sorted(leaves)
+    jitted(x)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        first = addresses(jitted(x))
+        assert addresses(jitted(x)) == first
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def test_no_kernel_writes_into_a_buffer_it_reads():
     """A kernel that writes into a buffer it reads is not vectorised (LLVM cannot tell the two
     apart): its output gets another slot (the matmul epilogue wrote into the BLAS result)."""
