@@ -138,11 +138,14 @@ class KernelWriter:
         if node.op.kind not in KERNEL_OP_KINDS:
             raise CodegenError(f"kernel {self.name}: %{node.name} ({node.op.name}, a {node.op.kind.value} op) cannot "
                                f"run inside a kernel; only elementwise ops, reductions and constants can")
-        self.comment(depth, node)
         out = node.output
         if node.op is ops.constant:
-            self.emit(depth, f"{self.var(out)} = {literal(node.attrs['value'], out.dtype)}")
+            # Used as a literal, not a local: numba passes the locals a prange loop reads as
+            # arguments of the function it outlines the loop into, so LLVM would no longer see
+            # them as constants (an integer division by a constant becomes an idiv per element).
+            self.names[out] = literal(node.attrs["value"], out.dtype)
             return
+        self.comment(depth, node)
         embed = self.embed[out]
         operands = [self.operand(node, value, embed, out.type.rank) for value in node.inputs]
         self.emit(depth, f"{self.var(out)} = {expression(node, operands, self.target)}")

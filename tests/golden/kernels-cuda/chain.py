@@ -1,25 +1,19 @@
 # k0_mul_add_mul_abs_div_sub: loop kernel, domain [8]
 def kernel(in0_x, out0):
     n0 = in0_x.shape[0]
-    # %constant = constant {value=2.0} : f64[]
-    v_constant = np.float64(2.0)
-    # %constant_1 = constant {value=1.0} : f64[]
-    v_constant_1 = np.float64(1.0)
-    # %constant_2 = constant {value=3.0} : f64[]
-    v_constant_2 = np.float64(3.0)
     total = n0
     for flat in range(cuda.grid(1), total, cuda.gridsize(1)):
         i0 = flat
         # %mul = mul %x, %constant : f64[8] loc(...)
-        v_mul = np.float64((in0_x[i0] * v_constant))
+        v_mul = np.float64((in0_x[i0] * np.float64(2.0)))
         # %add = add %mul, %constant_1 : f64[8] loc(...)
-        v_add = np.float64((v_mul + v_constant_1))
+        v_add = np.float64((v_mul + np.float64(1.0)))
         # %mul_1 = mul %add, %x : f64[8] loc(...)
         v_mul_1 = np.float64((v_add * in0_x[i0]))
         # %abs = abs %x : f64[8] loc(...)
         v_abs = np.float64(abs(in0_x[i0]))
         # %div = div %abs, %constant_2 : f64[8] loc(...)
-        v_div = np.float64((v_abs / v_constant_2))
+        v_div = np.float64((v_abs / np.float64(3.0)))
         # %sub = sub %mul_1, %div : f64[8] loc(...)
         v_sub = np.float64((v_mul_1 - v_div))
         out0[i0] = v_sub

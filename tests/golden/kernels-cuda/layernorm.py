@@ -2,8 +2,6 @@
 def kernel(in0_x, in1_gamma, in2_beta, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
-    # %constant = constant {value=1e-05} : f32[]
-    v_constant = np.float32(9.999999747378752e-06)
     ninner = n1
     nrows = n0
     tid = cuda.threadIdx.x
@@ -49,7 +47,7 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
         v_mean_1 = np.float32((shared_mean_1[0] / np.float64(ninner)))
         cuda.syncthreads()         # (every thread has read the total before the next reuse)
         # %add = add %mean_1, %constant : f32[2,1] loc(...)
-        v_add = np.float32((v_mean_1 + v_constant))
+        v_add = np.float32((v_mean_1 + np.float32(9.999999747378752e-06)))
         # %sqrt = sqrt %add : f32[2,1] loc(...)
         v_sqrt = np.float32(math.sqrt(v_add))
         for t in range(tid, ninner, nthreads):

@@ -2,8 +2,6 @@
 def kernel(in0_matmul, in1_bias, out0):
     n0 = in0_matmul.shape[0]
     n1 = in0_matmul.shape[1]
-    # %constant = constant {value=0.0} : f32[]
-    v_constant = np.float32(0.0)
     total = n0 * n1
     for flat in range(cuda.grid(1), total, cuda.gridsize(1)):
         i1 = flat % n1
@@ -12,7 +10,7 @@ def kernel(in0_matmul, in1_bias, out0):
         # %add = add %matmul, %bias : f32[4,8] loc(...)
         v_add = np.float32((in0_matmul[i0, i1] + in1_bias[i1]))
         # %maximum = maximum %add, %constant : f32[4,8] loc(...)
-        v_maximum = np.float32((v_add if (v_add > v_constant or v_add != v_add) else v_constant))
+        v_maximum = np.float32((v_add if (v_add > np.float32(0.0) or v_add != v_add) else np.float32(0.0)))
         out0[i0, i1] = v_maximum
 
 

@@ -2,20 +2,12 @@
 def kernel(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
-    # %constant = constant {value=0.5} : f32[]
-    v_constant = np.float32(0.5)
-    # %constant_1 = constant {value=0.044715} : f32[]
-    v_constant_1 = np.float32(0.044714998453855515)
-    # %constant_2 = constant {value=0.7978846} : f32[]
-    v_constant_2 = np.float32(0.7978845834732056)
-    # %constant_3 = constant {value=1.0} : f32[]
-    v_constant_3 = np.float32(1.0)
     for i0 in range(n0):
         for i1 in range(n1):
             # %mul = mul %constant, %x : f32[4,8] loc(...)
-            v_mul = np.float32((v_constant * in0_x[i0, i1]))
+            v_mul = np.float32((np.float32(0.5) * in0_x[i0, i1]))
             # %mul_1 = mul %constant_1, %x : f32[4,8] loc(...)
-            v_mul_1 = np.float32((v_constant_1 * in0_x[i0, i1]))
+            v_mul_1 = np.float32((np.float32(0.044714998453855515) * in0_x[i0, i1]))
             # %mul_2 = mul %mul_1, %x : f32[4,8] loc(...)
             v_mul_2 = np.float32((v_mul_1 * in0_x[i0, i1]))
             # %mul_3 = mul %mul_2, %x : f32[4,8] loc(...)
@@ -23,11 +15,11 @@ def kernel(in0_x, out0):
             # %add = add %x, %mul_3 : f32[4,8] loc(...)
             v_add = np.float32((in0_x[i0, i1] + v_mul_3))
             # %mul_4 = mul %constant_2, %add : f32[4,8] loc(...)
-            v_mul_4 = np.float32((v_constant_2 * v_add))
+            v_mul_4 = np.float32((np.float32(0.7978845834732056) * v_add))
             # %tanh = tanh %mul_4 : f32[4,8] loc(...)
             v_tanh = np.float32(fj.tanh_f32(v_mul_4))
             # %add_1 = add %constant_3, %tanh : f32[4,8] loc(...)
-            v_add_1 = np.float32((v_constant_3 + v_tanh))
+            v_add_1 = np.float32((np.float32(1.0) + v_tanh))
             # %mul_5 = mul %mul, %add_1 : f32[4,8] loc(...)
             v_mul_5 = np.float32((v_mul * v_add_1))
             out0[i0, i1] = v_mul_5
@@ -36,20 +28,12 @@ def kernel(in0_x, out0):
 def kernel_parallel(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
-    # %constant = constant {value=0.5} : f32[]
-    v_constant = np.float32(0.5)
-    # %constant_1 = constant {value=0.044715} : f32[]
-    v_constant_1 = np.float32(0.044714998453855515)
-    # %constant_2 = constant {value=0.7978846} : f32[]
-    v_constant_2 = np.float32(0.7978845834732056)
-    # %constant_3 = constant {value=1.0} : f32[]
-    v_constant_3 = np.float32(1.0)
     for i0 in prange(n0):
         for i1 in range(n1):
             # %mul = mul %constant, %x : f32[4,8] loc(...)
-            v_mul = np.float32((v_constant * in0_x[i0, i1]))
+            v_mul = np.float32((np.float32(0.5) * in0_x[i0, i1]))
             # %mul_1 = mul %constant_1, %x : f32[4,8] loc(...)
-            v_mul_1 = np.float32((v_constant_1 * in0_x[i0, i1]))
+            v_mul_1 = np.float32((np.float32(0.044714998453855515) * in0_x[i0, i1]))
             # %mul_2 = mul %mul_1, %x : f32[4,8] loc(...)
             v_mul_2 = np.float32((v_mul_1 * in0_x[i0, i1]))
             # %mul_3 = mul %mul_2, %x : f32[4,8] loc(...)
@@ -57,11 +41,11 @@ def kernel_parallel(in0_x, out0):
             # %add = add %x, %mul_3 : f32[4,8] loc(...)
             v_add = np.float32((in0_x[i0, i1] + v_mul_3))
             # %mul_4 = mul %constant_2, %add : f32[4,8] loc(...)
-            v_mul_4 = np.float32((v_constant_2 * v_add))
+            v_mul_4 = np.float32((np.float32(0.7978845834732056) * v_add))
             # %tanh = tanh %mul_4 : f32[4,8] loc(...)
             v_tanh = np.float32(fj.tanh_f32(v_mul_4))
             # %add_1 = add %constant_3, %tanh : f32[4,8] loc(...)
-            v_add_1 = np.float32((v_constant_3 + v_tanh))
+            v_add_1 = np.float32((np.float32(1.0) + v_tanh))
             # %mul_5 = mul %mul, %add_1 : f32[4,8] loc(...)
             v_mul_5 = np.float32((v_mul * v_add_1))
             out0[i0, i1] = v_mul_5

@@ -2,8 +2,6 @@
 def kernel(in0_x, in1_gamma, in2_beta, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
-    # %constant = constant {value=1e-05} : f32[]
-    v_constant = np.float32(9.999999747378752e-06)
     ninner = n1
     for chunk in range((n0 + 63) // 64):
         s_sub = np.empty(ninner, np.float32)
@@ -85,7 +83,7 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
                 total_mean_1 = (total_mean_1 + x)
             v_mean_1 = np.float32((total_mean_1 / np.float64(ninner)))
             # %add = add %mean_1, %constant : f32[2,1] loc(...)
-            v_add = np.float32((v_mean_1 + v_constant))
+            v_add = np.float32((v_mean_1 + np.float32(9.999999747378752e-06)))
             # %sqrt = sqrt %add : f32[2,1] loc(...)
             v_sqrt = np.float32(math.sqrt(v_add))
             for t in range(ninner):
@@ -103,8 +101,6 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
 def kernel_parallel(in0_x, in1_gamma, in2_beta, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
-    # %constant = constant {value=1e-05} : f32[]
-    v_constant = np.float32(9.999999747378752e-06)
     ninner = n1
     for chunk in prange((n0 + 63) // 64):
         s_sub = np.empty(ninner, np.float32)
@@ -186,7 +182,7 @@ def kernel_parallel(in0_x, in1_gamma, in2_beta, out0):
                 total_mean_1 = (total_mean_1 + x)
             v_mean_1 = np.float32((total_mean_1 / np.float64(ninner)))
             # %add = add %mean_1, %constant : f32[2,1] loc(...)
-            v_add = np.float32((v_mean_1 + v_constant))
+            v_add = np.float32((v_mean_1 + np.float32(9.999999747378752e-06)))
             # %sqrt = sqrt %add : f32[2,1] loc(...)
             v_sqrt = np.float32(math.sqrt(v_add))
             for t in range(ninner):
