@@ -19,7 +19,7 @@ from flowjit.compiler.passes.pipeline import PassRecord, Pipeline
 from flowjit.config import CompileOptions, background_compile, cache_directory
 
 # Passes that rewrite the kernel plans fusion recorded; the printed ``fused`` stage is after them.
-KERNEL_PASSES = ("collapse-reductions", "plan-reductions")
+KERNEL_PASSES = ("collapse-loops", "collapse-reductions", "plan-reductions")
 
 def has_kernel(node) -> bool:
     """Whether the driver runs a generated kernel for ``node`` (a lone matmul is only BLAS)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from flowjit.compiler.ir.graph import Graph
 from flowjit.compiler.ir.printer import print_graph
 from flowjit.compiler.ir.verifier import verify
-from flowjit.compiler.passes import (collapse_reductions, constant_powers, cse, dce,  # noqa: F401
+from flowjit.compiler.passes import (collapse_loops, collapse_reductions, constant_powers, cse, dce,  # noqa: F401
                                     expand_composites, fold_constants, fuse, plan_reductions, prune, simplify)
 from flowjit.compiler.passes.base import PASSES, Pass
 from flowjit.errors import FlowjitError
