@@ -16,6 +16,7 @@ import numba
 import numpy as np
 from numba.core import types
 
+from flowjit.compiler.codegen import scans
 from flowjit.compiler.codegen.cache import CompiledKernel, KernelCache
 from flowjit.compiler.codegen.kernel import KernelSource, kernel_source
 from flowjit.compiler.ir.graph import Node
@@ -33,6 +34,11 @@ class Backend(ABC):
     def compile(self, kernel: KernelSource) -> CompiledKernel:
         """Compiled callables for a rendered kernel: ``serial`` and ``parallel``, taking the
         kernel's input arrays then its output arrays."""
+
+    def library_call(self, node: Node, parallel: bool):
+        """The callable that runs a library op (OpKind.LIBRARY: a scan, a gather) on its input
+        arrays (``parallel``: the traced sizes pay for threads): the op's own call by default."""
+        return node.op.extensions["compiled"](node)
 
     def ran(self, compiled: list[CompiledKernel]) -> None:
         """Called once after a program's first run with every kernel it ran (a backend may
@@ -60,6 +66,9 @@ class CpuBackend(Backend):
             from flowjit.compiler.codegen.background import WORKER, TieredKernel
             compiled.tiered = TieredKernel(compiled, WORKER)
         return compiled
+
+    def library_call(self, node: Node, parallel: bool):
+        return scans.compiled_scan(node, parallel) or super().library_call(node, parallel)
 
     def ran(self, compiled: list[CompiledKernel]) -> None:
         for kernel in compiled:

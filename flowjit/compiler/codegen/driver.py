@@ -22,6 +22,7 @@ and plans memory once per trace:
 from __future__ import annotations
 
 import linecache
+import math
 import sys
 import threading
 from typing import Mapping
@@ -483,7 +484,7 @@ class DriverBuilder:
         elif op is ops.concat:
             self.emit(f"{out} = np.concatenate(({', '.join(args)},), axis={attrs['axis']})")
         elif op.kind is OpKind.LIBRARY:      # one library call (a scan, a gather): the op says which
-            call = op.extensions["compiled"](node)
+            call = self.backend.library_call(node, math.prod(node.output.shape) >= PARALLEL_MIN_ELEMENTS)
             self.emit(f"{out} = {self.global_(call.__name__, call)}({', '.join(args)})")
         elif op is ops.matmul and self.backend.matmul is None:
             self.emit(f"{out} = np.matmul({args[0]}, {args[1]})")

@@ -3,10 +3,10 @@ multiply, maximum and minimum).
 
 ``scan {axis}`` keeps its operand's shape and dtype: the frontend casts to the dtype numpy
 accumulates in first (np.cumsum of int8 is int64), so the op's reference is exactly
-``ufunc.accumulate(x, axis, dtype=x.dtype)``.  A scan (OpKind.LIBRARY) runs outside kernels, as one call of
-numpy's own accumulate loop (one pass, sequential along the axis and contiguous across the
-others: what a hand-written scan kernel would do); ``compiled_scan`` is that call as the
-driver makes it, on the float32 arrays that hold float16 values at run time.  cumsum's
+``ufunc.accumulate(x, axis, dtype=x.dtype)``.  A scan (OpKind.LIBRARY) runs outside fused kernels,
+as one call the backend chooses (``Backend.library_call``): the CPU backend's scan kernels
+(codegen/scans.py; ``extensions["combine"]`` names the step), or ``compiled_scan``, numpy's
+own accumulate as the driver calls it on the float32 arrays that hold float16 values.  cumsum's
 gradient is the reversed cumulative sum of the cotangent; the others have none.
 """
 
@@ -70,7 +70,8 @@ def _scan(name: str, ufunc, gradient=None):
             raise OpTypeError(f"{name} of {array.dtype}: {error}") from None
     return register(Op(name, OpKind.LIBRARY, 1, _scan_rule, reference, attrs={"axis": required(AttrKind.INT)},
                        ufunc=None, doc=f"numpy.{ufunc.__name__}.accumulate along one axis, in the operand's dtype",
-                       gradient=gradient, extensions={"accumulate": ufunc, "compiled": compiled_scan}))
+                       gradient=gradient, extensions={"accumulate": ufunc, "combine": ufunc.__name__,
+                                                                 "compiled": compiled_scan}))
 
 
 cumsum = _scan("cumsum", np.add, gradient=_cumsum_grad)
