@@ -478,6 +478,8 @@ def test_kernels_write_their_pieces_into_a_concatenation(dtype):
         assert len(in_place) == 6, source                  # x**2, sin; exp, y*3; both stacked pieces
         concatenates = [line for line in lines if "np.concatenate(" in line]
         assert len(concatenates) == 2, source              # shared twice, and the returned cos
+        # ... each into a buffer of the driver's (a workspace slot, or the result's pool)
+        assert all(line.endswith(")") and ", out=t_" in line for line in concatenates), source
 
 
 def test_constants_returned_are_arrays_of_the_callers_own():

@@ -282,7 +282,7 @@ class DriverBuilder:
             if node.op is ops.fused:
                 self.emit_kernel(index, node, free_slots, slot_of)
             else:
-                self.emit_extern(node)
+                self.emit_extern(node, free_slots, slot_of)
             for root in releases.get(index, ()):
                 if root in slot_of:
                     key = (storage_shape(root), compute_dtype(root.dtype))
@@ -451,7 +451,7 @@ class DriverBuilder:
         else:
             self.emit(f"{self.global_('matmul', self.backend.matmul)}({a}, {b}, {out})")
 
-    def emit_extern(self, node: Node) -> None:
+    def emit_extern(self, node: Node, free_slots, slot_of) -> None:
         out = self.name(node.outputs[0]) if node.outputs else None
         args = [self.name(v) for v in node.inputs]
         op, attrs = node.op, node.attrs
@@ -482,7 +482,10 @@ class DriverBuilder:
                     self.emit(f"{out}[{self.global_('piece', where)}] = {arg}")
                 start = stop
         elif op is ops.concat:
-            self.emit(f"{out} = np.concatenate(({', '.join(args)},), axis={attrs['axis']})")
+            # into a buffer of the driver's, as kernels write theirs: a fresh array on every call
+            # would fault its pages in again (as much time as the copy itself)
+            self.emit(f"{out} = {self.buffer(node.output, free_slots, slot_of)}")
+            self.emit(f"np.concatenate(({', '.join(args)},), axis={attrs['axis']}, out={out})")
         elif op.kind is OpKind.LIBRARY:      # one library call (a scan, a gather): the op says which
             call = self.backend.library_call(node, math.prod(node.output.shape) >= PARALLEL_MIN_ELEMENTS)
             self.emit(f"{out} = {self.global_(call.__name__, call)}({', '.join(args)})")
