@@ -2,6 +2,8 @@
 and ufunc.accumulate of add, multiply, maximum and minimum: numpy's values and dtypes on every
 path, a scan between fused loops, the IR it prints and parses, its errors and gradients."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -112,6 +114,8 @@ def test_the_cpu_scan_kernels_equal_numpys_accumulate_bit_for_bit(parallel):
     jitted = flowjit.jit(scans)
     driver = jitted.lower(x, i).executable.driver_source
     assert all(f"{name}_scan" in driver for name in ("add", "multiply", "maximum", "minimum")), driver
+    # each into a buffer the driver allocates and reuses, as a kernel's (here: results, from a pool)
+    assert re.search(r"(t_\w+) = pool\d+\.take\(\)\n\s+\1 = add_scan\d*\(t_\w+, \1\)", driver), driver
     for got, want in zip(jitted(x, i), scans(x, i)):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))

@@ -37,7 +37,9 @@ class Backend(ABC):
 
     def library_call(self, node: Node, parallel: bool):
         """The callable that runs a library op (OpKind.LIBRARY: a scan, a gather) on its input
-        arrays (``parallel``: the traced sizes pay for threads): the op's own call by default."""
+        arrays (``parallel``: the traced sizes pay for threads): the op's own call by default.
+        One with ``writes_into`` set also takes the output buffer, which the driver allocates
+        (and reuses across calls) as it does a kernel's."""
         return node.op.extensions["compiled"](node)
 
     def ran(self, compiled: list[CompiledKernel]) -> None:

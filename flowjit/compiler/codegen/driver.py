@@ -488,6 +488,9 @@ class DriverBuilder:
             self.emit(f"np.concatenate(({', '.join(args)},), axis={attrs['axis']}, out={out})")
         elif op.kind is OpKind.LIBRARY:      # one library call (a scan, a gather): the op says which
             call = self.backend.library_call(node, math.prod(node.output.shape) >= PARALLEL_MIN_ELEMENTS)
+            if getattr(call, "writes_into", False):     # into a buffer of the driver's, as a kernel
+                self.emit(f"{out} = {self.buffer(node.output, free_slots, slot_of)}")
+                args.append(out)
             self.emit(f"{out} = {self.global_(call.__name__, call)}({', '.join(args)})")
         elif op is ops.matmul and self.backend.matmul is None:
             self.emit(f"{out} = np.matmul({args[0]}, {args[1]})")

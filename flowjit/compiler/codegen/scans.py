@@ -124,10 +124,10 @@ def compiled_scan(node: Node, parallel: bool):
     seen = (outer, shape[axis], inner)
     kernel = parallel_kernel if parallel else serial
 
-    def scan(array):
-        out = np.empty(shape, dtype)
+    def scan(array, out):
         if out.size:
             kernel(np.ascontiguousarray(array).reshape(seen), out.reshape(seen))
         return out
     scan.__name__ = f"{combine}_scan"
+    scan.writes_into = True             # the driver passes the buffer it writes (as kernels')
     return scan
