@@ -28,6 +28,7 @@ import threading
 from typing import Mapping
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from flowjit.compiler.codegen.backend import Backend
 from flowjit.compiler.codegen.cache import canonical
@@ -90,6 +91,19 @@ def piece_view(array: np.ndarray, shape: tuple) -> np.ndarray:
     view = array.view()
     view.shape = shape
     return view
+
+
+def pitched(array: np.ndarray) -> tuple:
+    """A view's elements as one vector from its first element to its last, then its sizes and
+    the pitches of all but its last axis in elements: how a kernel reads an input the writer
+    pitches (writer.pitched_view).  A view whose last axis is not contiguous after all (an
+    argument passed so) is copied first; no element outside the view is ever read."""
+    item = array.itemsize
+    if array.strides[-1] != item or any(stride < 0 or stride % item for stride in array.strides):
+        array = np.ascontiguousarray(array)
+    pitches = tuple(stride // item for stride in array.strides[:-1])
+    span = sum((size - 1) * pitch for size, pitch in zip(array.shape, pitches)) + array.shape[-1] if array.size else 0
+    return (as_strided(array, (span,), (item,)),) + array.shape + pitches
 
 
 def storage_shape(value: Value) -> tuple[int, ...]:
@@ -379,6 +393,8 @@ class DriverBuilder:
         else:
             kernel = self.rendered[node]
             inputs = [self.argument(v) for v in kernel.inputs]
+            for position in kernel.pitched:
+                inputs[position] = f"*{self.global_('pitched', pitched)}({inputs[position]})"
             dying = None
         compiled = self.backend.compile(kernel)
         self.compiled.append(compiled)
@@ -399,7 +415,8 @@ class DriverBuilder:
             outputs.append(self.name(value))
         specs = ([("array", compute_dtype(matmul.output.dtype), matmul.output.type.rank)] + [
             self.argument_spec(v) for v in kernel.inputs[1:]] if kind is KernelKind.MATMUL
-            else [self.argument_spec(v) for v in kernel.inputs])
+            else [None if position in kernel.pitched else self.argument_spec(v)      # (not predicted)
+                  for position, v in enumerate(kernel.inputs)])
         specs += [None if value in self.piece_of else self.argument_spec(value) for value in kernel.outputs]
         if None not in specs:
             self.ahead.append((compiled, specs))

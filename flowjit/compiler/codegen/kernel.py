@@ -49,4 +49,5 @@ def kernel_source(node: Node, target: str = "cpu") -> KernelSource:
     module = (f"{MODULE_HEADER}\n\n# {node.name}: {serial.kind} kernel, domain [{','.join(map(str, serial.domain))}]\n"
               f"{serial_text}\n\n\n{parallel_text}\n")
     return KernelSource(node.name, module, [serial.outer_value(v) for v in inputs],
-                        [serial.exported[v] for v in outputs], serial.kind, parallel.parallel_loops > 0)
+                        [serial.exported[v] for v in outputs], serial.kind, parallel.parallel_loops > 0,
+                        tuple(index for index, value in enumerate(inputs) if value in serial.pitched))

@@ -1,0 +1,74 @@
+"""Strided slices read through pitches: a large loop kernel reads a slice that keeps the last
+axis contiguous but is not C-contiguous (a stencil's shifted interior) as one vector and its
+row pitches, so its loads are vectors, not gathers (writer.pitched_view, driver.pitched)."""
+
+import re
+
+import numpy as np
+import pytest
+
+import flowjit
+from flowjit.compiler.codegen.writer import PITCH_MIN_ELEMENTS
+
+SIDE = 258                                         # a 256 x 256 interior: PITCH_MIN_ELEMENTS
+
+
+def sobel(img):
+    gx = (img[:-2, 2:] + 2 * img[1:-1, 2:] + img[2:, 2:]) - (img[:-2, :-2] + 2 * img[1:-1, :-2] + img[2:, :-2])
+    gy = (img[2:, :-2] + 2 * img[2:, 1:-1] + img[2:, 2:]) - (img[:-2, :-2] + 2 * img[:-2, 1:-1] + img[:-2, 2:])
+    return np.hypot(gx, gy)
+
+
+def mixed(u, w):
+    """Slices of an argument and of a kernel's result, one with an outer step, one 3-D with a
+    broadcast axis, beside a row vector."""
+    v = np.exp(u * 0.01)
+    cube = v.reshape(2, SIDE // 2, SIDE)
+    return (u[1:-1, 2:] - v[:-2, :-2]) * w + u[2::1, 1:-1] * v[::1, 1:][1:-1, :-1], cube[:, 1:, :-1] * 2 + cube[:1, :-1, 1:]
+
+
+def test_pitched_reads_match_numpy_for_arguments_of_any_layout():
+    rng = np.random.default_rng(8)
+    img = rng.standard_normal((SIDE, SIDE)).astype(np.float32)
+    jitted = flowjit.jit(sobel)
+    source = next(iter(jitted.lower(img).kernel_sources().values()))
+    assert source.count("np.uint64(") >= 8, source
+    wide = rng.standard_normal((SIDE, 2 * SIDE)).astype(np.float32)
+    # C-ordered, Fortran-ordered, a strided view, rows reversed: the last three are copied first
+    for argument in (img, np.asfortranarray(img), wide[:, ::2], img[::-1], wide[:, 3:SIDE + 3]):
+        np.testing.assert_allclose(jitted(argument), sobel(argument), rtol=1e-6, atol=1e-5)
+    u, w = rng.standard_normal((SIDE, SIDE)), rng.standard_normal(SIDE - 2)
+    jitted = flowjit.jit(mixed)
+    assert any("np.uint64(" in source for source in jitted.lower(u, w).kernel_sources().values())
+    for got, want in zip(jitted(u, w), mixed(u, w)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_small_kernels_read_their_views_directly():
+    """Below PITCH_MIN_ELEMENTS the per-call cost of making the vectors is not repaid."""
+    img = np.ones((18, 18), np.float32)
+    assert 16 * 16 < PITCH_MIN_ELEMENTS
+    (source,) = flowjit.jit(sobel).lower(img).kernel_sources().values()
+    assert "np.uint64(" not in source
+    np.testing.assert_allclose(flowjit.jit(sobel)(img), sobel(img))
+
+
+def test_pitched_loads_are_vectors_not_gathers():
+    import platform
+    from numba import njit
+    from flowjit.compiler.codegen.driver import pitched
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("checks x86 instructions")
+    img = np.random.default_rng(2).standard_normal((SIDE, SIDE)).astype(np.float32)
+    ((name, source),) = flowjit.jit(sobel).lower(img).kernel_sources().items()
+    namespace = {}
+    exec(compile(source, name, "exec"), namespace)
+    kernel = njit(error_model="numpy")(namespace["kernel"])
+    views = [img[:-2, 2:], img[1:-1, 2:], img[2:, 2:], img[:-2, :-2], img[1:-1, :-2], img[2:, :-2], img[2:, 1:-1],
+             img[:-2, 1:-1]]
+    count = source.split("def kernel(")[1].split(")")[0].count("_p0")
+    arguments = [part for view in views[:count] for part in pitched(view)]
+    kernel(*arguments, np.empty((SIDE - 2, SIDE - 2), np.float32))
+    assembly = "".join(kernel.inspect_asm().values())
+    assert not re.search(r"\bvgather", assembly)
+    assert re.search(r"\bvmovups\s+[^\n]*%[yz]mm", assembly)
