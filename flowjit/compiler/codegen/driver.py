@@ -418,12 +418,23 @@ class DriverBuilder:
             else [None if position in kernel.pitched else self.argument_spec(v)      # (not predicted)
                   for position, v in enumerate(kernel.inputs)])
         specs += [None if value in self.piece_of else self.argument_spec(value) for value in kernel.outputs]
-        if None not in specs:
+        scratch = []                            # workspace slots, free again once the kernel ran
+        plan = node.attrs["plan"]
+        for dtype in kernel.scratch:
+            key = ((math.prod(plan.domain[axis] for axis in set(plan.reduced)),), compute_dtype(dtype))
+            slot = free_slots[key].pop() if free_slots.get(key) else len(self.slot_specs)
+            if slot == len(self.slot_specs):
+                self.slot_specs.append(key)
+            scratch.append((key, slot))
+            outputs.append(f"workspace[{slot}]")
+        if None not in specs and not scratch:
             self.ahead.append((compiled, specs))
         parallel = self.parallel_of(kernel)
         function = (compiled.tiered or compiled.parallel) if parallel else compiled.serial
         symbol = self.global_(f"{node.name}_parallel_" if parallel else f"{node.name}_", function)
         self.emit(f"{symbol}({', '.join(inputs + outputs)})")
+        for key, slot in scratch:
+            free_slots.setdefault(key, []).append(slot)
         if self.check_numerics:
             self.emit_check(node, [self.name(value) for value in node.outputs])
         if dying is not None and dying in slot_of:

@@ -50,4 +50,5 @@ def kernel_source(node: Node, target: str = "cpu") -> KernelSource:
               f"{serial_text}\n\n\n{parallel_text}\n")
     return KernelSource(node.name, module, [serial.outer_value(v) for v in inputs],
                         [serial.exported[v] for v in outputs], serial.kind, parallel.parallel_loops > 0,
-                        tuple(index for index, value in enumerate(inputs) if value in serial.pitched))
+                        tuple(index for index, value in enumerate(inputs) if value in serial.pitched),
+                        tuple(dtype for _, dtype in serial.scratch_parameters))

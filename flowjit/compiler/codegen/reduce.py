@@ -130,8 +130,10 @@ class ReduceWriter(KernelWriter):
                 self.emit(depth, f"for i{axis} in range(n{axis}):")
                 depth += 1
         else:
-            for line in allocations:
-                self.emit(depth, line)
+            # One row: the whole domain.  Its scratch is as large as the inputs, and a fresh
+            # one on every call would fault its pages in again: the driver passes a buffer.
+            self.scratch_parameters = [(rows.scratch_name[v], v.dtype)
+                                       for v in sorted(rows.scratch, key=lambda v: rows.scratch_name[v])]
         rows.outer = depth
 
     def compute_outer(self, rows: "Rows", upto: int) -> None:

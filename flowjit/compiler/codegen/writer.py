@@ -34,6 +34,7 @@ class KernelSource:
     kind: KernelKind
     parallel: bool = True       # False: no loop can run in parallel (the ``_parallel`` twin is serial)
     pitched: tuple = ()         # positions of the inputs passed as driver.pitched(view) gives them
+    scratch: tuple = ()         # dtypes of the scratch vectors (one element per reduced position) passed last
 
 
 PITCH_MIN_ELEMENTS = 1 << 16         # a loop kernel this large reads strided slices through pitches
@@ -103,6 +104,7 @@ class KernelWriter:
         self.slice_index = "c"                # what indexes the slices
         self.slices: dict[tuple, str] = {}    # (array, leading indices) -> its slice's name
         self.pitched: set[Value] = set()      # inputs read through a vector and row pitches
+        self.scratch_parameters: list[tuple] = []     # (name, dtype): scratch the driver passes
 
     # -- names ------------------------------------------------------------------------------------
     def var(self, value: Value) -> str:
@@ -209,7 +211,8 @@ class KernelWriter:
         if missing:
             raise CodegenError(f"kernel {self.name}: no argument gives the extent of domain axis {missing[0]}")
         header = [f"{INDENT}n{axis} = {self.extents.get(axis, '1')}" for axis in range(rank)]
-        parameters = ", ".join([name for v in inputs for name in self.parameters(v)] + [self.argument[v] for v in outputs])
+        parameters = ", ".join([name for v in inputs for name in self.parameters(v)] + [self.argument[v] for v in outputs]
+                               + [name for name, _ in self.scratch_parameters])
         name = PARALLEL if self.parallel else SERIAL
         return "\n".join([f"def {name}({parameters}):"] + header + body_lines), inputs, outputs
 
