@@ -409,6 +409,9 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         item = numpy_api.reshape(item, (1,) * (2 - item.ndim) + item.shape)
         blocks.append(item if rowvar or item.shape[0] == 1 else numpy_api.transpose(item))
     x = blocks[0] if len(blocks) == 1 else numpy_api.concatenate(blocks, axis=0)
+    # One matrix of observations in rows (rowvar=False): centre its columns where they lie and
+    # let the matmul read the transpose; centring the transposed view walked down each column.
+    rows = not rowvar and len(variables) == 1 and variables[0].ndim == 2 and variables[0].shape[0] != 1
     if x.shape[0] == 0:
         return _constant(x, np.zeros((0, 0)))
     ddof = (0 if bias else 1) if ddof is None else int(ddof)
@@ -416,8 +419,13 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if fact <= 0:
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
         fact = 0.0
-    centred = np.subtract(x, numpy_api.REDUCTIONS["mean"](x, axis=1, keepdims=True))
-    product = numpy_api.matmul(centred, numpy_api.transpose(centred))
+    if rows:
+        observations = numpy_api.astype(variables[0], dtype, copy=False)
+        centred = np.subtract(observations, numpy_api.REDUCTIONS["mean"](observations, axis=0, keepdims=True))
+        product = numpy_api.matmul(numpy_api.transpose(centred), centred)
+    else:
+        centred = np.subtract(x, numpy_api.REDUCTIONS["mean"](x, axis=1, keepdims=True))
+        product = numpy_api.matmul(centred, numpy_api.transpose(centred))
     with np.errstate(divide="ignore"):
         scale = np.true_divide(1, fact)
     if product.dtype == np.float64:

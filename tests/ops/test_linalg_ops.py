@@ -109,6 +109,16 @@ def test_cov_matches_numpy():
     agree(f, F64, F32, I16)
 
 
+def test_cov_of_observations_in_rows_centres_the_columns_in_place():
+    """rowvar=False (a returns matrix, observations in rows) takes each column's mean of the
+    matrix as it lies, not each row's of its transpose: a kernel reading a transpose by rows
+    walks down its columns (portfolio_volatility at 4M: 73 ms, numpy's 42)."""
+    graph = flowjit.jit(lambda x: np.cov(x, rowvar=False)).lower(F64).graph
+    means = [node for node in graph.nodes if node.op.name == "mean"]
+    assert [node.attrs["axes"] for node in means] == [(0,)] and means[0].inputs[0].producer is None, \
+        flowjit.jit(lambda x: np.cov(x, rowvar=False)).lower(F64).as_text()
+
+
 def test_cov_errors():
     def weighted(x):
         return np.cov(x, fweights=np.ones(5, int))
