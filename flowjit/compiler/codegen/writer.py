@@ -56,6 +56,14 @@ def pitched_view(value: Value) -> bool:
     return bool(long_axes) and any(shape[axis] != source[axis] for axis in range(long_axes[0] + 1, len(shape)))
 
 
+def uniform_view(value: Value) -> bool:
+    """Whether a kernel input is one element broadcast to its shape (np.zeros_like's scalar
+    seen as an array): every element is the one at index 0, read once, not through strides of
+    zero that numba cannot see are zero (its loads would be gathers)."""
+    producer = value.producer
+    return producer is not None and producer.op is ops.broadcast_to and producer.inputs[0].type.size == 1
+
+
 def _identifier(value: Value) -> str:
     return value.name.replace(":", "_").replace(".", "_")
 
@@ -144,6 +152,8 @@ class KernelWriter:
     # -- pieces -------------------------------------------------------------------------------------
     def load(self, value: Value, embedding: tuple) -> str:
         array = self.argument[value]
+        if value in self.outer_of and uniform_view(self.outer_of[value]):
+            return f"{array}[{', '.join('0' for _ in value.shape) or '0'}]"
         self.note_extent(array, embedding, value.shape, pitched=value in self.pitched)
         if value in self.pitched:
             # an unsigned index: numba adds no wraparound select, so the loads stay vectors
