@@ -404,3 +404,18 @@ def test_constants_stay_constants_in_the_parallel_variant():
                      for parameter in code.co_varnames[:code.co_argcount]))
             assembly = "".join(kernel.inspect_asm().values())
             assert not re.search(r"\bi?div[lq]?\b", assembly), f"{function} of {name} divides"
+
+
+def test_rows_of_several_kept_axes_run_in_parallel_chunks():
+    """A row reduction that keeps several axes (a softmax over each of 8 heads' rows) chunks all
+    of its rows: chunking the first kept axis alone gave 8 heads one parallel task."""
+    def softmax(x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True), x.sum(axis=-1)
+    x = np.random.default_rng(12).standard_normal((3, 70, 130)).astype(np.float32)
+    jitted = flowjit.jit(softmax)
+    sources = jitted.lower(x).kernel_sources().values()
+    assert all("nrows = n0 * n1" in source and "for chunk in prange((nrows + 63) // 64):" in source
+               for source in sources), sources
+    for got, want in zip(jitted(x), softmax(x)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

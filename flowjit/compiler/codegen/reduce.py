@@ -117,7 +117,7 @@ class ReduceWriter(KernelWriter):
         depth = 1
         allocations = [f"{rows.scratch_name[v]} = np.empty(ninner, {constructor(v.dtype)})"
                        for v in sorted(rows.scratch, key=lambda v: rows.scratch_name[v])]
-        if rows.kept:
+        if len(rows.kept) == 1:
             first_axis = rows.kept[0]
             self.emit(depth, self.for_loop("chunk", f"(n{first_axis} + {ROW_CHUNK - 1}) // {ROW_CHUNK}", outer=True))
             depth += 1
@@ -126,9 +126,22 @@ class ReduceWriter(KernelWriter):
             self.emit(depth, f"for i{first_axis} in range(chunk * {ROW_CHUNK}, "
                              f"min(n{first_axis}, (chunk + 1) * {ROW_CHUNK})):")
             depth += 1
-            for axis in rows.kept[1:]:
-                self.emit(depth, f"for i{axis} in range(n{axis}):")
-                depth += 1
+        elif rows.kept:
+            # Several kept axes: chunks of all their rows in C order (chunking the first alone
+            # left 8 attention heads one task, and the kernel serial), each row's position
+            # taken apart once per row.
+            self.emit(depth, f"nrows = {' * '.join(f'n{axis}' for axis in rows.kept)}")
+            self.emit(depth, self.for_loop("chunk", f"(nrows + {ROW_CHUNK - 1}) // {ROW_CHUNK}", outer=True))
+            depth += 1
+            for line in allocations:
+                self.emit(depth, line)
+            self.emit(depth, f"for row in range(chunk * {ROW_CHUNK}, min(nrows, (chunk + 1) * {ROW_CHUNK})):")
+            depth += 1
+            self.emit(depth, "rest = row")
+            for axis in reversed(rows.kept[1:]):
+                self.emit(depth, f"i{axis} = rest % n{axis}")
+                self.emit(depth, f"rest = rest // n{axis}")
+            self.emit(depth, f"i{rows.kept[0]} = rest")
         else:
             # One row: the whole domain.  Its scratch is as large as the inputs, and a fresh
             # one on every call would fault its pages in again: the driver passes a buffer.
