@@ -40,7 +40,7 @@ import sys
 import threading
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from flowjit.compiler.codegen.writer import PARALLEL, SERIAL      # the two functions of a kernel module
 from flowjit.errors import KernelCacheWarning

@@ -26,15 +26,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
-from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan
-from flowjit.compiler.ir.types import TensorType
-from flowjit.compiler.passes.base import Pass
-from flowjit.compiler.passes.collapse_reductions import CollapseReductions, strided_view
+from flowjit.compiler.passes.collapse_reductions import CollapseReductions, reshaped_body, strided_view
 
 
 def _padded(value: Value, rank: int) -> tuple:
@@ -100,20 +95,7 @@ def collapse_loop(node: Node) -> tuple[Graph, KernelPlan, list, list] | None:
         if merges and strided_view(outer):
             return None                             # its reshape would copy it
     new_rank = len(groups)
-    mapping: dict[Value, Value] = {}
-    merged = Graph(body.name, [], [], [], body.attrs)
-    for value in body.inputs:
-        mapping[value] = merged.add_input(value.name, TensorType(shapes[value], value.dtype))
-    for inner in body.nodes:
-        attrs = dict(inner.attrs)
-        if inner.op is ops.constant and shapes[inner.output] != inner.output.shape:
-            attrs["value"] = np.reshape(attrs["value"], shapes[inner.output])
-        copy = merged.add_node(inner.op, [mapping[v] for v in inner.inputs], attrs,
-                               [TensorType(shapes[v], v.dtype) for v in inner.outputs], name=inner.name,
-                               loc=inner.loc)
-        for old, new in zip(inner.outputs, copy.outputs):
-            mapping[old] = new
-    merged.outputs = [mapping[value] for value in body.outputs]
+    merged = reshaped_body(body, shapes)
     embed = {}
     for value in computed:
         offset = new_rank - len(shapes[value])

@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
@@ -81,6 +83,28 @@ def merged_embedding(embedding: tuple, merged: tuple, rank: int, axis: int) -> t
     return embedding[:axis] + ((axis if merged[-1] != 1 else None),)
 
 
+def reshaped_body(body: Graph, shapes: dict, attributes=lambda node: dict(node.attrs)) -> Graph | None:
+    """``body`` with every value in its shape from ``shapes`` (an array constant reshaped with
+    it); ``attributes(node)`` gives a node's attributes there, or None when it cannot be."""
+    mapping: dict[Value, Value] = {}
+    merged = Graph(body.name, [], [], [], body.attrs)
+    for value in body.inputs:
+        mapping[value] = merged.add_input(value.name, TensorType(shapes[value], value.dtype))
+    for inner in body.nodes:
+        attrs = attributes(inner)
+        if attrs is None:
+            return None
+        if inner.op is ops.constant and shapes[inner.output] != inner.output.shape:
+            attrs["value"] = np.reshape(attrs["value"], shapes[inner.output])
+        copy = merged.add_node(inner.op, [mapping[v] for v in inner.inputs], attrs,
+                               [TensorType(shapes[v], v.dtype) for v in inner.outputs], name=inner.name,
+                               loc=inner.loc)
+        for old, new in zip(inner.outputs, copy.outputs):
+            mapping[old] = new
+    merged.outputs = [mapping[value] for value in body.outputs]
+    return merged
+
+
 def collapse_trailing_reduction(node: Node) -> tuple[Graph, KernelPlan, list, list] | None:
     """The fused ``node``'s body and plan for its merged domain, and the shape each of its
     inputs and outputs takes there; None when it has fewer than two trailing reduced axes
@@ -101,23 +125,17 @@ def collapse_trailing_reduction(node: Node) -> tuple[Graph, KernelPlan, list, li
     shapes = {value: merged_shape(value, domain, reduced, embed) for value in values}
     if any(shape is None for shape in shapes.values()):
         return None
-    mapping: dict[Value, Value] = {}
-    merged = Graph(body.name, [], [], [], body.attrs)
-    for value in body.inputs:
-        mapping[value] = merged.add_input(value.name, TensorType(shapes[value], value.dtype))
-    for inner in body.nodes:
+    def attributes(inner: Node) -> dict | None:
         attrs = dict(inner.attrs)
         if inner.op.kind is OpKind.REDUCTION and inner.op not in ARG_REDUCTIONS:
             attrs["axes"] = (rank - len(reduced),)
         elif inner.op.kind is OpKind.REDUCTION and len(reduced) < rank:
             return None                         # a position in the merged axis means another thing
         # (over every axis, numpy's argmax is the position in C order, which the merged axis is)
-        copy = merged.add_node(inner.op, [mapping[v] for v in inner.inputs], attrs,
-                               [TensorType(shapes[v], v.dtype) for v in inner.outputs], name=inner.name,
-                               loc=inner.loc)
-        for old, new in zip(inner.outputs, copy.outputs):
-            mapping[old] = new
-    merged.outputs = [mapping[value] for value in body.outputs]
+        return attrs
+    merged = reshaped_body(body, shapes, attributes)
+    if merged is None:
+        return None
     axis = rank - len(reduced)                   # the merged axis
     merged_plan = plan.replace(                  # (how its rows are read is planned afresh)
         domain=domain[:axis] + (math.prod(domain[axis:]),), reduced=(axis,),
