@@ -111,9 +111,11 @@ class CollapseLoops(CollapseReductions):
 
     name = "collapse-loops"
 
-    def collapse(self, node: Node, pieces: set):
+    def collapse(self, node: Node, placed: set):
         # A piece of a concatenation is written through a view of its slice of the result,
-        # which a merged shape cannot always take (a slice along a later axis is strided).
-        if any(value in pieces for value in node.outputs):
+        # which a merged shape cannot always take (a slice along a later axis is strided); a
+        # variable's new value is written into the variable in place, found as the kernel's
+        # own output (an optimiser's update of a weight matrix).
+        if any(value in placed for value in node.outputs):
             return None
         return collapse_loop(node)

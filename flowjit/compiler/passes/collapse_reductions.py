@@ -150,26 +150,29 @@ class CollapseReductions(Pass):
 
     name = "collapse-reductions"
 
-    def collapse(self, node: Node, pieces: set) -> tuple[Graph, KernelPlan, list, list] | None:
+    def collapse(self, node: Node, placed: set) -> tuple[Graph, KernelPlan, list, list] | None:
         """The node's merged body, plan and input and output shapes, or None to leave it
-        (``pieces``: values the driver may write straight into a concatenation's slice)."""
+        (``placed``: values the driver may have a kernel write into a buffer that is not its
+        own -- a concatenation's slice, a variable's value)."""
         return collapse_trailing_reduction(node)
 
     def run(self, graph: Graph) -> bool:
-        pieces = set()
+        placed = set()
         for node in graph.nodes:
             if node.op is ops.concat:
                 for value in node.inputs:       # (np.stack's pieces: reshapes adding its axis)
-                    pieces.add(value)
+                    placed.add(value)
                     if value.producer is not None and value.producer.op is ops.reshape:
-                        pieces.add(value.producer.inputs[0])
+                        placed.add(value.producer.inputs[0])
+            elif node.op is ops.assign_variable:
+                placed.update(node.inputs)
         replaced: dict[Value, Value] = {}
         renamed: dict[Node, Node] = {}
         nodes: list[Node] = []
         for node in graph.nodes:
             node.inputs = [replaced.get(value, value) for value in node.inputs]
             node.control_inputs = [renamed.get(before, before) for before in node.control_inputs]
-            collapsed = self.collapse(node, pieces) if node.op is ops.fused else None
+            collapsed = self.collapse(node, placed) if node.op is ops.fused else None
             if collapsed is None:
                 nodes.append(node)
                 continue
