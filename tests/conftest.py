@@ -46,6 +46,10 @@ def pytest_collection_modifyitems(config, items):
             item._id = NodeId.parse(grouped)
         else:
             item._nodeid = grouped
+    # A group runs on one worker from start to end (the Ray cluster's tests: a minute and more):
+    # scheduled first, while the other worker takes the single tests, not last, with the other
+    # worker idle for all of it.
+    items[:] = sorted(items, key=lambda item: "@" not in item.nodeid)
 
 
 @pytest.fixture

@@ -116,6 +116,8 @@ def test_the_cpu_scan_kernels_equal_numpys_accumulate_bit_for_bit(parallel):
     assert all(f"{name}_scan" in driver for name in ("add", "multiply", "maximum", "minimum")), driver
     # each into a buffer the driver allocates and reuses, as a kernel's (here: results, from a pool)
     assert re.search(r"(t_\w+) = pool\d+\.take\(\)\n\s+\1 = add_scan\d*\(t_\w+, \1\)", driver), driver
-    for got, want in zip(jitted(x, i), scans(x, i)):
+    with np.errstate(invalid="ignore"):                  # (inf - inf in numpy's own sums)
+        expected = scans(x, i)
+    for got, want in zip(jitted(x, i), expected):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
