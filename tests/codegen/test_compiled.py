@@ -419,3 +419,10 @@ def test_rows_of_several_kept_axes_run_in_parallel_chunks():
                for source in sources), sources
     for got, want in zip(jitted(x), softmax(x)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # a first kept axis long enough to chunk keeps plain loops over the others (no division
+    # per row: 2x2 max pooling has a million rows of four)
+    long = np.random.default_rng(13).standard_normal((300, 4, 130)).astype(np.float32)
+    sources = jitted.lower(long).kernel_sources().values()
+    assert all("nrows" not in source and "for i1 in range(n1):" in source for source in sources), sources
+    for got, want in zip(jitted(long), softmax(long)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

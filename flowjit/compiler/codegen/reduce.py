@@ -30,6 +30,7 @@ from flowjit.compiler.ir.reduce_rows import full_values, levels
 from flowjit.compiler.ir.types import compute_dtype
 
 ROW_CHUNK = 64                  # rows per parallel task in reduce kernels
+PARALLEL_ROWS = 4 * ROW_CHUNK   # a first kept axis this long gives the parallel loop tasks enough
 LANES = 64                      # independent accumulators in a reduction (a power of two)
 WIDE_ROW = 2 * LANES            # rows at least this long use them
 FOLDED = 16                     # lanes left after the vector fold (a divisor of LANES)
@@ -117,7 +118,7 @@ class ReduceWriter(KernelWriter):
         depth = 1
         allocations = [f"{rows.scratch_name[v]} = np.empty(ninner, {constructor(v.dtype)})"
                        for v in sorted(rows.scratch, key=lambda v: rows.scratch_name[v])]
-        if len(rows.kept) == 1:
+        if len(rows.kept) == 1 or self.domain[rows.kept[0]] >= PARALLEL_ROWS:
             first_axis = rows.kept[0]
             self.emit(depth, self.for_loop("chunk", f"(n{first_axis} + {ROW_CHUNK - 1}) // {ROW_CHUNK}", outer=True))
             depth += 1
@@ -126,10 +127,13 @@ class ReduceWriter(KernelWriter):
             self.emit(depth, f"for i{first_axis} in range(chunk * {ROW_CHUNK}, "
                              f"min(n{first_axis}, (chunk + 1) * {ROW_CHUNK})):")
             depth += 1
+            for axis in rows.kept[1:]:
+                self.emit(depth, f"for i{axis} in range(n{axis}):")
+                depth += 1
         elif rows.kept:
-            # Several kept axes: chunks of all their rows in C order (chunking the first alone
-            # left 8 attention heads one task, and the kernel serial), each row's position
-            # taken apart once per row.
+            # Several kept axes, the first too short to chunk (8 attention heads made one
+            # parallel task, and the kernel serial): chunks of all their rows in C order, each
+            # row's position taken apart once per row.
             self.emit(depth, f"nrows = {' * '.join(f'n{axis}' for axis in rows.kept)}")
             self.emit(depth, self.for_loop("chunk", f"(nrows + {ROW_CHUNK - 1}) // {ROW_CHUNK}", outer=True))
             depth += 1
