@@ -118,7 +118,7 @@ class ReduceWriter(KernelWriter):
         depth = 1
         allocations = [f"{rows.scratch_name[v]} = np.empty(ninner, {constructor(v.dtype)})"
                        for v in sorted(rows.scratch, key=lambda v: rows.scratch_name[v])]
-        if len(rows.kept) == 1 or self.domain[rows.kept[0]] >= PARALLEL_ROWS:
+        if rows.kept and (len(rows.kept) == 1 or self.domain[rows.kept[0]] >= PARALLEL_ROWS):
             first_axis = rows.kept[0]
             self.emit(depth, self.for_loop("chunk", f"(n{first_axis} + {ROW_CHUNK - 1}) // {ROW_CHUNK}", outer=True))
             depth += 1
