@@ -61,3 +61,37 @@ def installed() -> bool:
     """Whether the numba-cuda package is installed (without importing it)."""
     import importlib.util
     return importlib.util.find_spec("numba_cuda") is not None
+
+
+# -- arrays that live on a GPU ----------------------------------------------------------------------
+def is_device_array(value) -> bool:
+    """Whether ``value`` is a GPU array flowjit takes in place: anything exposing
+    ``__cuda_array_interface__`` (CuPy, torch and numba device arrays) or a DLPack capsule on a
+    CUDA device (jax)."""
+    if hasattr(value, "__cuda_array_interface__"):
+        return True
+    device = getattr(value, "__dlpack_device__", None)
+    if device is None or isinstance(value, np.ndarray):
+        return False
+    try:
+        kind, _ = device()
+    except Exception:                           # (a DLPack producer that cannot say where it lives)
+        return False
+    return int(kind) in (2, 3, 13)              # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
+
+
+def device_array(value):
+    """A GPU array as a CuPy array over the same memory (no copy): what the driver computes on."""
+    import cupy
+    if isinstance(value, cupy.ndarray):
+        return value
+    if hasattr(value, "__cuda_array_interface__"):
+        return cupy.asarray(value)
+    return cupy.from_dlpack(value)
+
+
+def to_host(value) -> np.ndarray:
+    """A numpy array of ``value``: GPU arrays are copied back, anything else is ``np.asarray``."""
+    if is_device_array(value):
+        return device_array(value).get()
+    return np.asarray(value)

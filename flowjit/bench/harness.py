@@ -31,13 +31,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import flowjit  # noqa: F401  (first: it sets libgomp's wait policy before torch loads libgomp)
+from flowjit.bench.gpu_modes import GPU_MODES, gpu_unavailable, make_gpu_callable
 from flowjit.bench.report import format_table, plot
 from flowjit.bench.workloads import WORKLOADS, JaxOps, NumpyOps, TorchOps
 from flowjit.progress import bar, on_terminal
 
 MODES = ("numpy", "unfused", "fused", "numexpr", "jax", "torch")
-EXTRA_MODES = ("torch_eager",)            # accepted by --modes, not run by default
-SIZES = {"1M": 1 << 20, "16M": 1 << 24, "64K": 1 << 16, "4K": 1 << 12, "4M": 1 << 22}
+EXTRA_MODES = ("torch_eager",) + GPU_MODES   # accepted by --modes, not run by default (gpu_modes.py)
+SIZES = {"1M": 1 << 20, "16M": 1 << 24, "64K": 1 << 16, "4K": 1 << 12, "4M": 1 << 22, "64M": 1 << 26}
 
 
 @dataclass
@@ -96,6 +97,8 @@ def check(result, expected, dtype: str | None = None) -> str | None:
 def make_callable(mode: str, workload, args):
     if workload.callables is not None:          # a workload with state makes its own
         return workload.callables(mode, args)
+    if mode in GPU_MODES:
+        return make_gpu_callable(mode, workload, args)
     if mode == "torch_eager":
         ops = TorchOps()
         import torch
@@ -141,6 +144,8 @@ def missing_module(module: str) -> str | None:
 
 def available(mode: str) -> str | None:
     """None if the mode can run here, else why not."""
+    if mode in GPU_MODES:
+        return gpu_unavailable() or (missing_module("torch") if mode == "torch-gpu" else None)
     module = {"numexpr": "numexpr", "jax": "jax", "torch": "torch", "torch_eager": "torch"}.get(mode)
     return missing_module(module) if module else None
 
@@ -158,7 +163,9 @@ def to_numpy(value):
     if isinstance(value, (tuple, list)):
         return tuple(to_numpy(leaf) for leaf in value)
     if hasattr(value, "detach"):
-        return value.detach().numpy()
+        return value.detach().cpu().numpy()
+    if type(value).__module__.startswith("cupy"):       # a CuPy result
+        return value.get()
     return np.asarray(value)
 
 
@@ -234,7 +241,7 @@ import numpy as np
 from flowjit.bench.harness import make_callable
 from flowjit.bench.workloads import WORKLOADS
 workload = WORKLOADS[{name!r}]
-call = make_callable("fused", workload, workload.make({elements}, np.random.default_rng(0)))
+call = make_callable({mode!r}, workload, workload.make({elements}, np.random.default_rng(0)))
 start = time.perf_counter()
 call()
 print("first result", time.perf_counter() - start, flush=True)
@@ -243,10 +250,12 @@ flowjit.wait_for_compiles()     # the next fresh process does not share the mach
 """
 
 
-def compile_rows_for(workloads) -> list[str]:
+def compile_rows_for(workloads, modes=()) -> list[str]:
     """The compile rows of a run: chain and softmax always; train_mlp (trace, gradient,
-    optimiser, compile) when the run has that workload."""
-    return ["chain", "softmax"] + (["train_mlp"] if "train_mlp" in workloads else [])
+    optimiser, compile) when the run has that workload; chain and softmax on the GPU
+    (``name@gpu``, the gpu-fused mode) when the run has that mode."""
+    gpu = ["chain@gpu", "softmax@gpu"] if "gpu-fused" in modes and gpu_unavailable() is None else []
+    return ["chain", "softmax"] + (["train_mlp"] if "train_mlp" in workloads else []) + gpu
 
 
 def compile_time(name: str, cache_dir: str) -> tuple[float, float, float]:
@@ -259,7 +268,9 @@ def compile_time(name: str, cache_dir: str) -> tuple[float, float, float]:
     paths = [package_parent] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
     env = dict(os.environ, FLOWJIT_CACHE_DIR=cache_dir, PYTHONPATH=os.pathsep.join(paths))
     start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-c", COMPILE_SCRIPT.format(name=name, elements=4096)], env=env,
+    workload, _, device = name.partition("@")
+    script = COMPILE_SCRIPT.format(name=workload, elements=4096, mode="gpu-fused" if device == "gpu" else "fused")
+    process = subprocess.Popen([sys.executable, "-c", script], env=env,
                                cwd=cache_dir, stdout=subprocess.PIPE, text=True)
     result = call = None
     for line in process.stdout:
@@ -324,7 +335,7 @@ def cell_count(workloads, sizes, modes, compile_rows: bool) -> int:
     cells = 1 + len(modes)
     for name in workloads:
         cells += (len(sizes) if WORKLOADS[name].sized else 1) * len(modes)
-    return cells + (len(compile_rows_for(workloads)) if compile_rows else 0)
+    return cells + (len(compile_rows_for(workloads, modes)) if compile_rows else 0)
 
 
 def run(workloads, sizes, modes, repeat, progress: Progress | None = None, compile_rows: bool = True,
@@ -339,13 +350,18 @@ def run(workloads, sizes, modes, repeat, progress: Progress | None = None, compi
     try:
         progress("memory bandwidth (STREAM triad)")
         report["bandwidth_bytes_per_s"] = stream_triad(bandwidth_elements)
+        if any(mode in GPU_MODES for mode in modes) and gpu_unavailable() is None:
+            from flowjit.bench.gpu_modes import device_bandwidth, gpu_name
+            report["machine"]["gpu"] = gpu_name()
+            report["gpu_bandwidth_bytes_per_s"] = device_bandwidth()
+            report["gpu_bounds_s"] = {}
         progress.step()
         rng = np.random.default_rng(0)
         for name in workloads:
             run_workload(report, WORKLOADS[name], sizes, modes, repeat, rng, progress)
         run_dispatch(report, modes, rng, progress)
         if compile_rows:
-            run_compiles(report, compile_rows_for(workloads), compile_repeat, progress)
+            run_compiles(report, compile_rows_for(workloads, modes), compile_repeat, progress)
     except KeyboardInterrupt:
         report["interrupted"] = True
     finally:
@@ -372,6 +388,9 @@ def run_workload(report: dict, workload, sizes, modes, repeat: int, rng, progres
             result.astype(np.float64)
         if workload.elementwise:
             report["bounds_s"][f"{workload.name}@{label}"] = bytes_moved(args, result) / report["bandwidth_bytes_per_s"]
+            if "gpu_bounds_s" in report:
+                report["gpu_bounds_s"][f"{workload.name}@{label}"] = (bytes_moved(args, result)
+                                                                      / report["gpu_bandwidth_bytes_per_s"])
         cells, cell_rows = [], []
         for mode in modes:
             progress(f"{workload.name} {label} {mode}: first call and check")
@@ -483,6 +502,8 @@ def main(argv=None) -> int:
                         "the modes of a workload take turns, one call each per round")
     parser.add_argument("--compile-repeat", type=int, default=3,
                         help="fresh processes per compile row, median reported")
+    parser.add_argument("--no-compile-rows", action="store_true",
+                        help="skip the first-call rows (fresh processes, empty and warm kernel cache)")
     parser.add_argument("--json", metavar="PATH", help="write every figure and the machine description")
     parser.add_argument("--plot", metavar="PATH.png", help="bar chart of speedups over numpy")
     args = parser.parse_args(argv)
@@ -498,7 +519,7 @@ def main(argv=None) -> int:
         if size not in SIZES:
             parser.error(f"unknown size '{size}' (sizes: {', '.join(SIZES)})")
     report = run(workloads, sizes, modes, max(1, args.repeat), progress=Progress(sys.stderr),
-                 compile_repeat=max(1, args.compile_repeat))
+                 compile_rows=not args.no_compile_rows, compile_repeat=max(1, args.compile_repeat))
     print(format_table(report, modes))
     if args.json:
         with open(args.json, "w") as stream:

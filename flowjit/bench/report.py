@@ -15,6 +15,30 @@ def install_hint() -> str:
     return "pip install 'flowjit[bench]'"
 
 
+def gpu_ratios(report: dict, keys: list, modes) -> list[str]:
+    """The GPU modes' lines: gpu-fused against each peer, fused over unfused, and over the bound."""
+    if "gpu-fused" not in modes:
+        return []
+    lines = ["", "ratios of flowjit gpu-fused to each peer (< 1: flowjit is faster); gpu-unfused/gpu-fused; "
+                 "gpu-fused over the GPU bound"]
+    for workload, size in keys:
+        cells = {r["mode"]: r for r in report["rows"] if r["workload"] == workload and r["size"] == size}
+        fused = cells.get("gpu-fused")
+        if not fused or not fused["median_s"]:
+            continue
+        ratios = [f"{mode} {fused['median_s'] / cells[mode]['median_s']:.2f}x" for mode in modes
+                  if mode not in ("gpu-fused", "gpu-unfused", "numpy", "fused", "unfused")
+                  and mode in cells and cells[mode]["median_s"]]
+        unfused = cells.get("gpu-unfused")
+        if unfused and unfused["median_s"]:
+            ratios.append(f"unfused/fused {unfused['median_s'] / fused['median_s']:.1f}")
+        bound = report.get("gpu_bounds_s", {}).get(f"{workload}@{size}")
+        if bound:
+            ratios.append(f"over bound {fused['median_s'] / bound:.2f} (bound {bound * 1e3:.3f} ms)")
+        lines.append(f"  {workload:<14}{size:>6}  " + ", ".join(ratios))
+    return lines
+
+
 def format_table(report: dict, modes) -> str:
     rows = [r for r in report["rows"]]
     lines = []
@@ -39,7 +63,8 @@ def format_table(report: dict, modes) -> str:
             elif cell["status"] != "ok":
                 line += f"{cell['status'].upper():>12}"
             else:
-                line += f"{cell['median_s'] * 1e3:>12.2f}"
+                ms = cell["median_s"] * 1e3
+                line += f"{ms:>12.3f}" if ms < 1 else f"{ms:>12.2f}"      # (GPU times are fractions of a ms)
         bound = report["bounds_s"].get(f"{workload}@{size}")
         fused, unfused = cells.get("fused"), cells.get("unfused")
         line += f"{bound * 1e3:>10.2f}" if bound else f"{'-':>10}"
@@ -58,6 +83,7 @@ def format_table(report: dict, modes) -> str:
         ratios = [f"{mode} {fused['median_s'] / cells[mode]['median_s']:.2f}x" for mode in modes
                   if mode not in ("fused",) and mode in cells and cells[mode]["median_s"]]
         lines.append(f"  {workload:<14}{size:>6}  " + ", ".join(ratios))
+    lines.extend(gpu_ratios(report, keys, modes))
     lines.append("")
     lines.append("dispatch, chain on 16 elements (us per call): " + ", ".join(
         f"{r['mode']} {r['median_s'] * 1e6:.2f}" if r["median_s"] else f"{r['mode']} {r['status']}"
@@ -75,6 +101,9 @@ def format_table(report: dict, modes) -> str:
         lines.append(f"{r['status'].upper()}: {r['workload']}@{r['size']} {r['mode']}: {r['detail']}")
     if report["bandwidth_bytes_per_s"]:
         lines.append(f"memory bandwidth (STREAM triad): {report['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s")
+    if report.get("gpu_bandwidth_bytes_per_s"):
+        lines.append(f"GPU: {report['machine'].get('gpu', '?')}, device-to-device copy "
+                     f"{report['gpu_bandwidth_bytes_per_s'] / 1e9:.0f} GB/s (bytes read and written)")
     if report.get("interrupted"):
         lines.append("interrupted: the figures above are those measured before the interrupt")
     return "\n".join(lines)

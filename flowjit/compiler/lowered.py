@@ -305,8 +305,8 @@ class Lowered:
     @cached_property
     def cuda_backend(self):
         """What renders and compiles kernels for the GPU devices: numba-cuda."""
-        from flowjit.compiler.codegen.cuda import CudaBackend
-        return CudaBackend()
+        from flowjit.compiler.codegen.cuda import cuda_backend
+        return cuda_backend(cache_directory(self.options.cache_dir))
 
     def backend_for(self, device: str | None):
         """The backend of a device (by name; None: the program's one device)."""

@@ -19,6 +19,7 @@ from flowjit.errors import (ArgumentError, FlowjitError, InternalError, TraceErr
                             raised_inside_flowjit, user_location)
 from flowjit.frontend import numpy_api, pytree  # noqa: F401  (numpy_api installs Tracer methods)
 from flowjit.frontend.inputs import check_argument_array
+from flowjit.gpu import device_array, is_device_array, to_host
 from flowjit.frontend.tracer import Tracer, current_trace, is_variable, tracing
 
 logger = logging.getLogger("flowjit.recompiles")
@@ -52,7 +53,8 @@ class ShapeDtype:
 
 
 def _is_array_leaf(leaf) -> bool:
-    return isinstance(leaf, (np.ndarray, np.generic, ShapeDtype)) and not isinstance(leaf, (bool, int, float))
+    return ((isinstance(leaf, (np.ndarray, np.generic, ShapeDtype)) and not isinstance(leaf, (bool, int, float)))
+            or is_device_array(leaf))
 
 
 @dataclass
@@ -114,6 +116,8 @@ class Jitted:
         # Calls with only positional ndarray arguments: (shape, dtype) per argument ->
         # (executable, program).  Skips signature binding and pytree work (dispatch cost).
         self._fast: dict[tuple, tuple] = {}
+        self._fast_device: dict[tuple, tuple] = {}     # the same for CuPy arguments (one array type)
+        self._fast_device_type: type | None = None
         parameters = list(self.signature.parameters.values())
         variadic = len(parameters) == 1 and parameters[0].kind is parameters[0].VAR_POSITIONAL
         self._fast_ok = not self.static_names and (variadic or all(
@@ -154,7 +158,8 @@ class Jitted:
         arrays, array_paths, static_leaves = [], [], []
         for index, (leaf, path) in enumerate(zip(leaves, paths)):
             if _is_array_leaf(leaf):
-                arrays.append(leaf)
+                # a GPU array (torch, jax, numba's) as CuPy's view of it: numpy's shape and dtype
+                arrays.append(device_array(leaf) if is_device_array(leaf) else leaf)
                 array_paths.append(path)
                 static_leaves.append(None)
             elif is_variable(leaf):
@@ -303,6 +308,14 @@ class Jitted:
                     executable, program, single = entry
                     outputs = executable(*args)
                     return _as_result(outputs[0]) if single else _results(program, outputs)
+            elif self._fast_device:             # CuPy arrays, to a program whose buffers are on the GPU
+                key = tuple([(a.shape, a.dtype) for a in args if type(a) is self._fast_device_type])
+                entry = self._fast_device.get(key) if len(key) == len(args) else None
+                if entry is not None:
+                    executable, program, single = entry
+                    outputs = executable(*args)
+                    return _as_result(outputs[0]) if single else _results(program, outputs)
+                key = None
         else:
             key = None
         if current_trace() is not None:
@@ -316,6 +329,9 @@ class Jitted:
         if executable is None:
             executable = self._compile(program)
             self._executables[program.signature] = executable
+        resident = getattr(executable, "resident", False)
+        if not resident and any(is_device_array(a) for a in arrays):
+            arrays = [to_host(a) if is_device_array(a) else a for a in arrays]   # to a program on the host
         try:
             outputs = executable(*arrays)       # the first call of an executable compiles its kernels
         except Exception as error:
@@ -324,9 +340,14 @@ class Jitted:
                 raise
             self._executables.pop(program.signature, None)      # nothing half-compiled is kept
             raise InternalError.wrapping(error, f"compiling {_graph_name(self.fun)}", user_location()) from error
+        single = program.out_tree.kind == "leaf" and program.out_leaves[0][0] == "graph"
         if key is not None and len(key) == len(arrays):
-            single = program.out_tree.kind == "leaf" and program.out_leaves[0][0] == "graph"
             self._fast[key] = (executable, program, single)
+        elif resident and self._fast_ok and not kwargs and arrays and len(arrays) == len(args):
+            device_type = type(arrays[0])
+            if all(type(a) is device_type and a is b for a, b in zip(arrays, args)):
+                self._fast_device_type = device_type
+                self._fast_device[tuple([(a.shape, a.dtype) for a in arrays])] = (executable, program, single)
         return _results(program, outputs)
 
     def _compile(self, program: TracedProgram):

@@ -25,6 +25,21 @@ from flowjit.compiler.ir.graph import Node
 class Backend(ABC):
     target: str
     matmul = None       # a callable ``(a, b, out)`` for the matmuls the driver runs; None: numpy's
+    # The array module of the buffers the driver allocates, views and concatenates (numpy; CuPy
+    # for a GPU's), and whether they live on a device: then ``accept`` and ``deliver`` move the
+    # program's arguments and results.
+    xp = np
+    resident = False
+
+    def accept(self, arrays: tuple) -> tuple[tuple, bool]:
+        """The program's arguments as this backend's arrays, and whether the caller's were device
+        arrays (the results then stay on the device, with no hidden round trip)."""
+        from flowjit.gpu import is_device_array, to_host
+        return tuple(to_host(a) if is_device_array(a) else a for a in arrays), False
+
+    def deliver(self, results: list, on_device: bool) -> list:
+        """The program's results as the caller gets them."""
+        return results
 
     def render(self, node: Node) -> KernelSource:
         """The kernel module of a fused node, with the ops' rules for this target."""

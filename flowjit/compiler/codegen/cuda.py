@@ -4,28 +4,36 @@ launched on a GPU, or on numba's CUDA simulator.
 Rendering needs neither numba-cuda nor a GPU (``flowjit dump --stage kernels --devices gpu:0``
 shows the source anywhere).  Compiling imports numba-cuda (``flowjit.gpu``).
 
-What runs today (the first slice of issue 15): each kernel call takes the driver's host
-arrays, copies them to the device, launches and copies its outputs back; a matmul runs on
-CuPy (cuBLAS) where there is a GPU, on numpy under the simulator.  Launches go through
-numba-cuda's dispatcher, or with ``FLOWJIT_CUDA_LAUNCH=raw`` through the PTX loaded into a
-CuPy ``RawModule`` with packed arguments (cuda_launch.py; not yet measured on a GPU).  The
-driver still holds host arrays between kernels; device-resident buffers and a persistent
-PTX cache are next.
+On a GPU the program's buffers live on the device (``resident``): the driver allocates,
+views and concatenates CuPy arrays from CuPy's memory pool, numpy arguments are copied in
+once and the results copied back once (device arguments -- CuPy, torch, jax, anything with
+``__cuda_array_interface__`` or DLPack -- are used in place and the results stay CuPy
+arrays), and a matmul is cuBLAS through CuPy.  Each kernel is compiled with ``compile_ptx``
+for the device's compute capability (the PTX kept in the kernel cache directory, so a fresh
+process compiles nothing it has seen), loaded once into a CuPy ``RawModule`` and launched
+with its arguments packed by numba's array ABI (cuda_launch.py); ``FLOWJIT_CUDA_LAUNCH=
+dispatcher`` launches through numba-cuda's dispatcher instead.  Library ops (scans,
+gathers) run on the host, their operands copied across.
+
+Under the simulator (``NUMBA_ENABLE_CUDASIM=1``) buffers are host arrays and each kernel
+call copies its arrays through the simulator's dispatcher.
 """
 
 from __future__ import annotations
 
 import hashlib
 import linecache
+import os
 import threading
 
 import numpy as np
 
 from flowjit.compiler.codegen.backend import Backend
 from flowjit.compiler.codegen.cache import CompiledKernel, canonical
-from flowjit.compiler.codegen.cuda_launch import RawLauncher, raw_launch_requested
-from flowjit.gpu import numba_cuda, simulated
-from flowjit.compiler.codegen.cuda_writer import BLOCK, cuda_kernel_source
+from flowjit.compiler.codegen.cuda_launch import RawLauncher, launch_path
+from flowjit.files import write_atomically
+from flowjit.gpu import device_array, is_device_array, numba_cuda, simulated, to_host
+from flowjit.compiler.codegen.cuda_writer import BLOCK, WARP, cuda_kernel_source
 from flowjit.compiler.codegen.writer import KernelSource
 from flowjit.compiler.ir.graph import Node
 from flowjit.compiler.ir.plan import KernelKind
@@ -33,6 +41,15 @@ from flowjit.compiler.ir.types import compute_dtype
 
 LOOP_THREADS = 256            # threads per block of a loop kernel
 MAX_BLOCKS = 65535 * 32       # a grid-stride loop covers the rest
+RESIDENT_THREADS = 2048       # threads one multiprocessor holds at once (sm_70 to sm_90)
+
+
+def device_blocks(threads: int) -> int:
+    """The blocks of ``threads`` that fill the current GPU once (one wave): more only repeat the
+    per-thread set-up that a grid-stride loop amortises."""
+    import cupy
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    return sms * (RESIDENT_THREADS // threads)
 
 
 def _power_of_two_at_least(n: int) -> int:
@@ -44,15 +61,15 @@ class Grid:
     a loop kernel covers its elements (a grid-stride loop takes what MAX_BLOCKS leaves); a reduce
     kernel gets a block per row, its threads a power of two (the tree halves them)."""
 
-    def __init__(self, work, reduce: bool):
-        self.work, self.reduce = work, reduce
+    def __init__(self, work, reduce: bool, max_blocks: int = MAX_BLOCKS):
+        self.work, self.reduce, self.max_blocks = work, reduce, max_blocks
 
     def __call__(self, arrays) -> tuple[int, int]:
         units, row = self.work(*arrays)
-        if self.reduce:
-            return min(units, MAX_BLOCKS), min(BLOCK, _power_of_two_at_least(max(1, row)))
+        if self.reduce:        # (whole warps: the reductions shuffle within them)
+            return min(units, self.max_blocks), min(BLOCK, max(WARP, _power_of_two_at_least(max(1, row))))
         threads = min(LOOP_THREADS, max(1, units))
-        return min(MAX_BLOCKS, -(-units // threads)), threads
+        return min(self.max_blocks, -(-units // threads)), threads
 
 
 class Launcher:
@@ -83,12 +100,14 @@ class Launcher:
 
 
 def device_matmul(a, b, out) -> None:
-    """``out[...] = a @ b``: cuBLAS through CuPy on a GPU, numpy under the simulator."""
-    if simulated():
-        np.matmul(a, b, out=out)
-        return
+    """``out[...] = a @ b`` on host arrays: numpy (the simulator's matmul)."""
+    np.matmul(a, b, out=out)
+
+
+def resident_matmul(a, b, out) -> None:
+    """``out[...] = a @ b`` on CuPy arrays: cuBLAS, into the driver's buffer."""
     import cupy
-    out[...] = cupy.matmul(cupy.asarray(a), cupy.asarray(b)).get()
+    cupy.matmul(a, b, out=out)
 
 
 def device_capability() -> tuple[int, int]:
@@ -125,29 +144,117 @@ def ptx(kernel: KernelSource, cc: tuple[int, int]) -> str:
     return text
 
 
+def toolchain_key() -> str:
+    """What a kernel's PTX depends on besides its source and compute capability."""
+    import numba
+    import numba_cuda as package
+    return f"numba {numba.__version__} numba-cuda {getattr(package, '__version__', '?')}"
+
+
 class CudaBackend(Backend):
-    """numba-cuda kernels for ``gpu:N`` (or the simulator), compiled once per source."""
+    """numba-cuda kernels for ``gpu:N`` (or the simulator), compiled once per source; on a GPU
+    the PTX is kept under ``cache_dir``/cuda (None: in memory only)."""
 
     target = "cuda"
 
-    def __init__(self):
+    def __init__(self, cache_dir: str | None = None):
         self.kernels: dict[str, CompiledKernel] = {}
         self.lock = threading.Lock()
+        self.cache_dir = cache_dir
+        self.resident = not simulated()
+        if self.resident:
+            import cupy
+            self.xp, self.matmul = cupy, resident_matmul
+        else:
+            self.matmul = device_matmul
 
     def render(self, node: Node) -> KernelSource:
         return cuda_kernel_source(node)
+
+    # -- arguments and results ------------------------------------------------------------------------
+    def accept(self, arrays: tuple) -> tuple[tuple, bool]:
+        if not self.resident:                      # the simulator's kernels take host arrays
+            return super().accept(arrays)
+        import cupy
+        on_device = False
+        moved = []
+        for array in arrays:
+            if is_device_array(array):
+                moved.append(device_array(array))
+                on_device = True
+            else:
+                moved.append(cupy.asarray(array))
+        return tuple(moved), on_device
+
+    def deliver(self, results: list, on_device: bool) -> list:
+        if not self.resident or on_device:
+            return results
+        return [result.get() for result in results]
+
+    def library_call(self, node: Node, parallel: bool):
+        """A library op on the host: its operands copied back, its result copied across."""
+        call = super().library_call(node, parallel)
+        if not self.resident:
+            return call
+        import cupy
+
+        def on_host(*arrays):
+            if getattr(call, "writes_into", False):
+                *operands, out = arrays
+                result = np.empty(out.shape, out.dtype)
+                call(*[to_host(a) for a in operands], result)
+                out.set(result)
+                return out
+            return cupy.asarray(call(*[to_host(a) for a in arrays]))
+        on_host.__name__ = f"host_{getattr(call, '__name__', node.op.name)}"
+        on_host.writes_into = getattr(call, "writes_into", False)
+        return on_host
+
+    # -- compiling --------------------------------------------------------------------------------
+    def ptx(self, kernel: KernelSource, key: str, cc: tuple[int, int]) -> str:
+        """The kernel's PTX for ``cc``: from the cache directory, else compiled and kept there."""
+        if self.cache_dir is None:
+            return ptx(kernel, cc)
+        name = hashlib.sha256(f"{key} sm_{cc[0]}{cc[1]} {toolchain_key()}".encode()).hexdigest()[:32]
+        path = os.path.join(self.cache_dir, "cuda", f"{kernel.name}-{name}.ptx")
+        try:
+            with open(path) as stream:
+                text = stream.read()
+            if ".entry" in text:
+                return text
+        except OSError:
+            pass
+        text = ptx(kernel, cc)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            write_atomically(path, text)         # (whole or absent: never a half-written entry)
+        except OSError:
+            pass                                 # a read-only cache: compiled again next time
+        return text
 
     def compile(self, kernel: KernelSource) -> CompiledKernel:
         key = hashlib.sha256(canonical(kernel.source).encode()).hexdigest()
         with self.lock:
             if key not in self.kernels:
                 namespace = module_namespace(kernel)
-                grid = Grid(namespace["launch"], kernel.kind is KernelKind.REDUCE)
-                if raw_launch_requested() and not simulated():
-                    launcher = RawLauncher(kernel.name, ptx(kernel, device_capability()), grid, len(kernel.inputs))
+                reduce = kernel.kind is KernelKind.REDUCE
+                grid = Grid(namespace["launch"], reduce, MAX_BLOCKS if not self.resident else
+                            device_blocks(BLOCK if reduce else LOOP_THREADS))
+                path = launch_path()
+                if path != "dispatcher" and not simulated():
+                    launcher = RawLauncher(kernel.name, self.ptx(kernel, key, device_capability()), grid,
+                                           len(kernel.inputs), packed=path == "raw")
                 else:
                     launcher = Launcher(kernel.name, numba_cuda().jit(namespace["kernel"]), grid, len(kernel.inputs))
                 self.kernels[key] = CompiledKernel(kernel.name, key, kernel.source, launcher, launcher)
             return self.kernels[key]
 
-    matmul = staticmethod(device_matmul)
+
+_BACKENDS: dict = {}
+
+
+def cuda_backend(cache_dir: str | None) -> CudaBackend:
+    """One CUDA backend per kernel cache directory in this process (its compiled kernels shared)."""
+    if cache_dir not in _BACKENDS:
+        _BACKENDS[cache_dir] = CudaBackend(cache_dir)
+    return _BACKENDS[cache_dir]

@@ -10,9 +10,8 @@ entry takes -- per array, in order::
     meminfo, parent, nitems, itemsize, data, shape[0..ndim), strides[0..ndim)   (all 64-bit)
 
 (``entry_parameters`` reads the count back from the PTX; the tests check it for every golden
-kernel.)  Opt in with ``FLOWJIT_CUDA_LAUNCH=raw``: the default stays numba-cuda's dispatcher
-until this path has been measured and checked on a GPU.  Under the simulator kernels always
-run through the simulator's dispatcher.
+kernel.)  The default on a GPU; ``FLOWJIT_CUDA_LAUNCH=dispatcher`` launches through numba-cuda's
+dispatcher instead.  Under the simulator kernels always run through the simulator's dispatcher.
 """
 
 from __future__ import annotations
@@ -20,16 +19,23 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import threading
 
 import numpy as np
 
 ENTRY = re.compile(r"\.visible\s+\.entry\s+(\S+?)\(")
 PARAMETER = re.compile(r"\.param\s+\.(\w+)\s+\S+_param_\d+")
+ZERO = np.uint64(0)
 FIELDS = 5                      # meminfo, parent, nitems, itemsize, data; then shape and strides
 
 
-def raw_launch_requested() -> bool:
-    return os.environ.get("FLOWJIT_CUDA_LAUNCH", "dispatcher") == "raw"
+def launch_path() -> str:
+    """``raw`` (the default: one packed parameter buffer), ``cupy`` (CuPy's Function call) or
+    ``dispatcher`` (numba-cuda's): ``FLOWJIT_CUDA_LAUNCH``."""
+    path = os.environ.get("FLOWJIT_CUDA_LAUNCH", "raw")
+    if path not in ("raw", "cupy", "dispatcher"):
+        raise ValueError(f"FLOWJIT_CUDA_LAUNCH={path!r}: expected raw, cupy or dispatcher")
+    return path
 
 
 def entry_parameters(ptx: str) -> tuple[str, list[str]]:
@@ -47,7 +53,12 @@ def parameter_count(ranks: list[int]) -> int:
 
 
 def pack(array) -> tuple:
-    """One device array (``__cuda_array_interface__``) as numba's kernel parameters."""
+    """One device array as numba's kernel parameters (CuPy's attributes read directly, any other
+    through ``__cuda_array_interface__``)."""
+    data = getattr(array, "data", None)
+    if hasattr(data, "ptr"):                 # a CuPy array
+        return ((ZERO, ZERO, np.int64(array.size), np.int64(array.itemsize), np.uint64(data.ptr))
+                + tuple(map(np.int64, array.shape)) + tuple(map(np.int64, array.strides)))
     interface = array.__cuda_array_interface__
     shape = tuple(interface["shape"])
     itemsize = np.dtype(interface["typestr"]).itemsize
@@ -62,36 +73,88 @@ def pack(array) -> tuple:
             + tuple(np.int64(size) for size in shape) + tuple(np.int64(stride) for stride in strides))
 
 
+def fields(array) -> list[int]:
+    """One CuPy array's parameters as plain integers (the packed launch's buffer)."""
+    return [0, 0, array.size, array.itemsize, array.data.ptr, *array.shape, *array.strides]
+
+
+def current_stream():
+    from cupy.cuda import get_current_stream
+    return get_current_stream()
+
+
+# cuLaunchKernel's ``extra`` keys: the parameters as one buffer, its size, the end of the list.
+BUFFER_POINTER, BUFFER_SIZE, END = 1, 2, 0
+
+
 class RawLauncher:
     """One kernel on a GPU through CuPy: ``ptx`` loaded once, host arrays copied in and out
-    (device arrays used in place), the grid from the module's ``launch`` as ``Launcher`` sizes it."""
+    (device arrays used in place), the grid from the module's ``launch`` as ``Launcher`` sizes it.
 
-    def __init__(self, name: str, ptx: str, grid, inputs: int):
-        import cupy
-        self.name, self.grid, self.inputs = name, grid, inputs
-        entry, _ = entry_parameters(ptx)
-        handle, self.path = tempfile.mkstemp(prefix=f"flowjit-{name}-", suffix=".ptx")
-        with os.fdopen(handle, "w") as stream:
-            stream.write(ptx)
-        self.module = cupy.RawModule(path=self.path)
-        self.function = self.module.get_function(entry)
+    ``packed`` (the default, ``FLOWJIT_CUDA_LAUNCH=raw``): every parameter of numba's entry is
+    64 bits, so the arguments are one int64 buffer handed to ``cuLaunchKernel`` whole (its
+    ``extra``), with no per-parameter conversion; else (``FLOWJIT_CUDA_LAUNCH=cupy``) CuPy's
+    ``Function`` call converts each numpy scalar."""
+
+    def __init__(self, name: str, ptx: str, grid, inputs: int, packed: bool = True):
+        from cupy.cuda import function
+        self.name, self.grid, self.inputs, self.packed = name, grid, inputs, packed
+        entry, parameters = entry_parameters(ptx)
+        if any(kind not in ("u64", "s64", "b64") for kind in parameters):
+            self.packed = False                  # (not numba's all-64-bit array ABI: convert each)
+        handle, path = tempfile.mkstemp(prefix=f"flowjit-{name}-", suffix=".ptx")
+        try:
+            with os.fdopen(handle, "w") as stream:
+                stream.write(ptx)
+            self.module = function.Module()      # (the driver JIT-compiles the PTX for the device)
+            self.module.load_file(path)
+            self.function = self.module.get_function(entry)
+        finally:
+            os.unlink(path)
+        self.count = len(parameters)
+        if self.packed:
+            # One parameter buffer for every launch (cuLaunchKernel copies it before returning),
+            # its ``extra`` list made once: a launch only fills the buffer.
+            from cupy_backends.cuda.api import driver
+            self.launch_kernel, self.pointer = driver.launchKernel, self.function.ptr
+            self.buffer = np.zeros(self.count, np.int64)
+            self.size = np.array([self.buffer.nbytes], np.uint64)
+            self.extra = np.array([BUFFER_POINTER, self.buffer.ctypes.data, BUFFER_SIZE, self.size.ctypes.data, END],
+                                  np.uint64)
+            self.extra_pointer = self.extra.ctypes.data
+            self.lock = threading.Lock()
 
     def __call__(self, *arrays) -> None:
-        import cupy
         blocks, threads = self.grid(arrays)
         if blocks == 0:
             return
+        copies = []
+        if not all(hasattr(array, "__cuda_array_interface__") for array in arrays):
+            arrays, copies = self.to_device(arrays)
+        if self.packed:
+            values = [field for array in arrays for field in fields(array)]
+            if len(values) != self.count:
+                raise RuntimeError(f"kernel {self.name}: {len(values)} parameters packed, its entry takes {self.count}")
+            stream = current_stream().ptr
+            with self.lock:
+                self.buffer[:] = values
+                self.launch_kernel(self.pointer, blocks, 1, 1, threads, 1, 1, 0, stream, 0, self.extra_pointer)
+        else:
+            self.function((blocks,), (threads,), tuple(field for array in arrays for field in pack(array)))
+        for buffer, array in copies:
+            buffer.get(out=array)
+
+    def to_device(self, arrays) -> tuple[list, list]:
+        """Host arrays' device copies: inputs copied in, outputs to copy back after the launch."""
+        import cupy
         device, copies = [], []
         for index, array in enumerate(arrays):
             if hasattr(array, "__cuda_array_interface__"):
-                device.append(array)
-            elif index < self.inputs:
                 device.append(cupy.asarray(array))
+            elif index < self.inputs:
+                device.append(cupy.asarray(np.ascontiguousarray(array)))
             else:
                 buffer = cupy.empty(array.shape, array.dtype)
                 device.append(buffer)
                 copies.append((buffer, array))
-        parameters = tuple(field for array in device for field in pack(array))
-        self.function((blocks,), (threads,), parameters)
-        for buffer, array in copies:
-            buffer.get(out=array)
+        return device, copies

@@ -39,6 +39,30 @@ fmod_int = _device(numerics.fmod_int.py_func)
 power_int = _device(numerics.power_int.py_func)
 
 
+# -- warp shuffles: reduce kernels combine a warp's values without shared memory ----------------------
+FULL_MASK = 0xFFFFFFFF
+SIMULATED_BLOCK = 1024          # (the most threads a block has)
+
+
+if simulated():
+    # The simulator has no shuffles: each thread posts its value in a block-wide slot array and
+    # reads its partner's between two barriers (every thread of the block calls it, as the
+    # kernels do).
+    @_device
+    def shfl_xor(value, offset):
+        slots = cuda.shared.array(SIMULATED_BLOCK, np.object_)
+        tid = cuda.threadIdx.x
+        slots[tid] = value
+        cuda.syncthreads()
+        other = slots[tid ^ offset]
+        cuda.syncthreads()
+        return other
+else:
+    @_device
+    def shfl_xor(value, offset):
+        return cuda.shfl_xor_sync(FULL_MASK, value, offset)
+
+
 @_device
 def round_float16(x):
     # float16 values live in float32 in kernels; the hardware conversion rounds to nearest even.
@@ -150,5 +174,5 @@ FLOAT_FUNCTIONS = {**_float_functions(np.float32, "f32", lambda name: name + "f"
                    **_float_functions(np.float64, "f64", lambda name: name)}
 globals().update(FLOAT_FUNCTIONS)
 
-__all__ = ["floordiv_int", "floordiv_uint", "mod_int", "fmod_int", "power_int", "round_float16", "arg_prefer",
+__all__ = ["floordiv_int", "floordiv_uint", "mod_int", "fmod_int", "power_int", "round_float16", "arg_prefer", "shfl_xor",
            *sorted(FLOAT_FUNCTIONS)]

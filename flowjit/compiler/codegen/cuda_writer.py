@@ -38,6 +38,7 @@ from flowjit.compiler.ir.reduce_rows import full_values, levels
 from flowjit.compiler.ir.types import compute_dtype
 
 BLOCK = 128                 # threads of a reduce kernel's block at most (a power of two)
+WARP = 32                   # and at least: its reductions shuffle within whole warps
 
 MODULE_HEADER = '''"""flowjit CUDA kernel (generated): each line follows the IR line it implements."""
 import math
@@ -73,7 +74,9 @@ class CudaLoopWriter(KernelWriter):
         self.constants(1)
         axes = list(range(len(self.domain)))
         self.emit(1, f"total = {' * '.join(f'n{axis}' for axis in axes) or '1'}")
-        self.emit(1, "for flat in range(cuda.grid(1), total, cuda.gridsize(1)):")
+        self.emit(1, "flat = cuda.grid(1)")
+        self.emit(1, "stride = cuda.gridsize(1)")
+        self.emit(1, "while flat < total:            # (a grid-stride loop; range() would divide for its trip count)")
         self.lines.extend(_split(2, "flat", axes))
         for node in self.body.nodes:
             if node.op is ops.constant or node is self.matmul:
@@ -81,6 +84,7 @@ class CudaLoopWriter(KernelWriter):
             self.compute(2, node)
         for value in outputs:
             self.store(2, value)
+        self.emit(2, "flat += stride")
         return self.lines[start:]
 
     def work(self) -> str:
@@ -120,10 +124,15 @@ class CudaReduceWriter(CudaLoopWriter):
         reductions = [n for n in self.members if n.op.kind is OpKind.REDUCTION]
         for node in reductions:
             name, dtype = _identifier(node.output), accumulator_dtype(node)
-            self.emit(1, f"shared_{name} = cuda.shared.array({BLOCK}, np.{dtype.name})")
+            # (argmax/argmin: a tree over shared memory; the others: one slot per warp)
+            size = BLOCK if node.op in ARG_REDUCTIONS else BLOCK // WARP
+            self.emit(1, f"shared_{name} = cuda.shared.array({size}, np.{dtype.name})")
             if node.op in ARG_REDUCTIONS:
                 self.emit(1, f"shared_at_{name} = cuda.shared.array({BLOCK}, np.int64)")
-        self.emit(1, "for row in range(cuda.blockIdx.x, nrows, cuda.gridDim.x):")
+        self.emit(1, "lane = tid % 32")
+        self.emit(1, "warp = tid // 32")
+        self.emit(1, "row = cuda.blockIdx.x")
+        self.emit(1, "while row < nrows:")
         self.lines.extend(_split(2, "row", self.kept))
         self.computed_outer: set[Value] = set()
         self.compute_outer(0)
@@ -137,6 +146,7 @@ class CudaReduceWriter(CudaLoopWriter):
             self.emit(2, "if tid == 0:")
             for value in per_row:
                 self.store(3, value)
+        self.emit(2, "row += cuda.gridDim.x")
         return self.lines[start:]
 
     def work(self) -> str:
@@ -173,7 +183,8 @@ class CudaReduceWriter(CudaLoopWriter):
             self.emit(2, f"acc_{_identifier(node.output)} = {self.reduction_start(node, dtype)}")
             if node.op in ARG_REDUCTIONS:
                 self.emit(2, f"at_{_identifier(node.output)} = -1")
-        self.emit(2, "for t in range(tid, ninner, nthreads):")
+        self.emit(2, "t = tid")
+        self.emit(2, "while t < ninner:")
         self.lines.extend(_split(3, "t", self.reduced))
         for node in self.needed([n.inputs[0] for n in reductions] + stores):
             self.compute(3, node)
@@ -184,6 +195,7 @@ class CudaReduceWriter(CudaLoopWriter):
             self.accumulate(3, node, "x", "t")
         for value in stores:
             self.store(3, value)
+        self.emit(3, "t += nthreads")
         self.names = {value: name for value, name in self.names.items() if value not in self.full}
         for node in reductions:
             self.block_reduce(2, node)
@@ -202,33 +214,49 @@ class CudaReduceWriter(CudaLoopWriter):
         self.emit(depth, f"{acc} = {combine(acc, element)}")
 
     def block_reduce(self, depth: int, node: Node) -> None:
-        """The threads' accumulators into one, by a tree over shared memory, then the result."""
+        """The threads' accumulators into one: within each warp by shuffles (no shared memory, no
+        barrier), then the warps' partials by the first warp; argmax/argmin by a tree over shared
+        memory (a value and its position)."""
+        if node.op in ARG_REDUCTIONS:
+            return self.tree_reduce(depth, node)
         name = _identifier(node.output)
         shared, acc = f"shared_{name}", f"acc_{name}"
-        arg = node.op in ARG_REDUCTIONS
+        _, combine = node.op.combine(accumulator_dtype(node))
+        identity = self.reduction_start(node, accumulator_dtype(node))
+
+        def warp_reduce(depth: int, value: str) -> None:
+            for offset in (16, 8, 4, 2, 1):       # (every lane shuffles once: a combine may repeat an operand)
+                self.emit(depth, f"other = fj.shfl_xor({value}, {offset})")
+                self.emit(depth, f"{value} = {combine(value, 'other')}")
+        warp_reduce(depth, acc)
+        self.emit(depth, "if lane == 0:")
+        self.emit(depth + 1, f"{shared}[warp] = {acc}")
+        self.emit(depth, "cuda.syncthreads()")
+        # every warp combines the warps' partials (no second barrier; all threads get the total)
+        self.emit(depth, f"{acc} = {shared}[lane] if lane < nthreads // 32 else {identity}")
+        warp_reduce(depth, acc)
+        self.emit(depth, f"{self.var(node.output)} = {self.reduction_result(node, acc)}")
+        self.emit(depth, "cuda.syncthreads()         # (every warp has read the partials before the next reuse)")
+
+    def tree_reduce(self, depth: int, node: Node) -> None:
+        """argmax/argmin's accumulators into one, by a tree over shared memory (a value and its
+        position; the first position of the extreme wins), then the result."""
+        name = _identifier(node.output)
+        shared, acc, at = f"shared_{name}", f"acc_{name}", f"shared_at_{name}"
+        larger = "True" if node.op is ops.argmax else "False"
         self.emit(depth, f"{shared}[tid] = {acc}")
-        if arg:
-            self.emit(depth, f"shared_at_{name}[tid] = at_{name}")
+        self.emit(depth, f"{at}[tid] = at_{name}")
         self.emit(depth, "cuda.syncthreads()")
         self.emit(depth, "step = nthreads // 2")
         self.emit(depth, "while step > 0:")
         self.emit(depth + 1, "if tid < step:")
-        if arg:
-            larger = "True" if node.op is ops.argmax else "False"
-            self.emit(depth + 2, f"if fj.arg_prefer({shared}[tid], shared_at_{name}[tid], {shared}[tid + step], "
-                                 f"shared_at_{name}[tid + step], {larger}):")
-            self.emit(depth + 3, f"{shared}[tid] = {shared}[tid + step]")
-            self.emit(depth + 3, f"shared_at_{name}[tid] = shared_at_{name}[tid + step]")
-        else:
-            _, combine = node.op.combine(accumulator_dtype(node))
-            self.emit(depth + 2, f"{shared}[tid] = {combine(f'{shared}[tid]', f'{shared}[tid + step]')}")
+        self.emit(depth + 2, f"if fj.arg_prefer({shared}[tid], {at}[tid], {shared}[tid + step], {at}[tid + step], "
+                             f"{larger}):")
+        self.emit(depth + 3, f"{shared}[tid] = {shared}[tid + step]")
+        self.emit(depth + 3, f"{at}[tid] = {at}[tid + step]")
         self.emit(depth + 1, "cuda.syncthreads()")
         self.emit(depth + 1, "step //= 2")
-        if arg:
-            result = f"{np.dtype(node.output.dtype).name}(shared_at_{name}[0])"
-            self.emit(depth, f"{self.var(node.output)} = np.{result}")
-        else:
-            self.emit(depth, f"{self.var(node.output)} = {self.reduction_result(node, f'{shared}[0]')}")
+        self.emit(depth, f"{self.var(node.output)} = np.{np.dtype(node.output.dtype).name}({at}[0])")
         self.emit(depth, "cuda.syncthreads()         # (every thread has read the total before the next reuse)")
 
     def reduction_start(self, node: Node, dtype: np.dtype) -> str:

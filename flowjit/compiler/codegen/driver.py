@@ -44,6 +44,7 @@ from flowjit.compiler.ir.plan import KernelKind
 from flowjit.compiler.ir.printer import format_node
 from flowjit.compiler.ir.types import compute_dtype
 from flowjit.counters import STATS
+from flowjit.gpu import to_host
 
 PARALLEL_MIN_ELEMENTS = 1 << 18
 VIEW_OPS = (ops.reshape, ops.transpose, ops.broadcast_to, ops.slice)
@@ -61,12 +62,13 @@ def epilogue_or_loops(fused: Node) -> bool:
 
 
 class OutputPool:
-    """Buffers for one result: a buffer returned earlier is reused once nobody else holds it."""
+    """Buffers for one result: a buffer returned earlier is reused once nobody else holds it
+    (``empty`` allocates: numpy's, or CuPy's for a device's buffers)."""
 
-    __slots__ = ("shape", "dtype", "buffers")
+    __slots__ = ("shape", "dtype", "buffers", "empty")
 
-    def __init__(self, shape, dtype):
-        self.shape, self.dtype, self.buffers = shape, dtype, []
+    def __init__(self, shape, dtype, empty=np.empty):
+        self.shape, self.dtype, self.buffers, self.empty = shape, dtype, [], empty
 
     def take(self) -> np.ndarray:
         for buffer in self.buffers:
@@ -74,7 +76,7 @@ class OutputPool:
             # enumerate: its reused result tuple would hold a fourth).
             if sys.getrefcount(buffer) == 3:
                 return buffer
-        buffer = np.empty(self.shape, self.dtype)
+        buffer = self.empty(self.shape, self.dtype)
         if len(self.buffers) < 4:
             self.buffers.append(buffer)
         return buffer
@@ -123,7 +125,10 @@ class DriverBuilder:
         self.variable_names: dict[str, str] = {}
         self.lines: list[str] = []
         self.names: dict[Value, str] = {}
-        self.globals: dict = {"np": np}
+        # ``xp``: the array module of the buffers (numpy; CuPy where they live on a GPU, whose
+        # variables stay host arrays, read and written by copies)
+        self.xp, self.resident = backend.xp, backend.resident
+        self.globals: dict = {"np": np, "xp": backend.xp}
         self.slot_specs: list[tuple] = []
         self.taken: set[Value] = set()                # concat results whose buffer is taken
         self.sources: dict[str, str] = {}
@@ -178,6 +183,8 @@ class DriverBuilder:
             consumers.setdefault(value, []).append(None)
         self.piece_of: dict[Value, tuple[Value, tuple]] = {}    # kernel output -> (concat result, slice)
         self.in_result: set[Value] = set()                        # concat inputs already in place
+        if self.resident:
+            return                      # (a device buffer's piece views are not built: concatenate copies)
         for node in self.graph.nodes:
             if node.op is not ops.concat or node.output.dtype == np.float16:
                 continue
@@ -235,7 +242,7 @@ class DriverBuilder:
                         write is not None and self.last_use.get(value, -1) > write):
                     self.copied_reads.add(value)
         self.in_place: dict[Value, str] = {}
-        if self.check_numerics:
+        if self.check_numerics or self.resident:
             return
         for variable, indices in writes.items():
             for index in indices:
@@ -331,7 +338,7 @@ class DriverBuilder:
             buffer = f"{self.variable(self.in_place[value])}.value"
             return buffer if value.shape else f"{buffer}.reshape(1)"
         if value in self.escapes:
-            return f"{self.global_('pool', OutputPool(shape, dtype))}.take()"
+            return f"{self.global_('pool', OutputPool(shape, dtype, self.xp.empty))}.take()"
         key = (shape, dtype)
         if free_slots.get(key):
             slot = free_slots[key].pop()
@@ -468,7 +475,7 @@ class DriverBuilder:
             return self.name(outer[value])
         if value.producer is not None and value.producer.op is ops.constant:
             array = value.producer.attrs["value"]
-            return self.global_("const", array.astype(np.float32) if array.dtype == np.float16 else array)
+            return self.global_("const", self.xp.asarray(array.astype(np.float32) if array.dtype == np.float16 else array))
         raise CodegenError(f"matmul %{matmul.name}: operand %{value.name} is neither an input of its kernel "
                            f"nor a constant")
 
@@ -488,13 +495,13 @@ class DriverBuilder:
             if value.dtype == np.float16:
                 value = value.astype(np.float32)
             self.objects[node.outputs[0]] = value
-            self.emit(f"{out} = {self.global_('const', value)}")
+            self.emit(f"{out} = {self.global_('const', self.xp.asarray(value))}")
         elif op is ops.iota:                 # the same array every call: made once, like a constant
             value = self.objects[node.outputs[0]] = op.evaluate([], attrs)[0]
-            self.emit(f"{out} = {self.global_('iota', value)}")
+            self.emit(f"{out} = {self.global_('iota', self.xp.asarray(value))}")
         elif op in VIEWS:
             function, attr = VIEWS[op]
-            self.emit(f"{out} = np.{function.__name__}({args[0]}, {tuple(attrs[attr])})")
+            self.emit(f"{out} = xp.{function.__name__}({args[0]}, {tuple(attrs[attr])})")
             if node.inputs[0] in self.objects:          # a view of a constant: the same every call
                 self.objects[node.outputs[0]] = function(self.objects[node.inputs[0]], tuple(attrs[attr]))
         elif op is ops.slice:
@@ -513,7 +520,7 @@ class DriverBuilder:
             # into a buffer of the driver's, as kernels write theirs: a fresh array on every call
             # would fault its pages in again (as much time as the copy itself)
             self.emit(f"{out} = {self.buffer(node.output, free_slots, slot_of)}")
-            self.emit(f"np.concatenate(({', '.join(args)},), axis={attrs['axis']}, out={out})")
+            self.emit(f"xp.concatenate(({', '.join(args)},), axis={attrs['axis']}, out={out})")
         elif op.kind is OpKind.LIBRARY:      # one library call (a scan, a gather): the op says which
             call = self.backend.library_call(node, math.prod(node.output.shape) >= PARALLEL_MIN_ELEMENTS)
             if getattr(call, "writes_into", False):     # into a buffer of the driver's, as a kernel
@@ -526,13 +533,15 @@ class DriverBuilder:
                 self.emit_check(node, [out])
         elif op is ops.matmul:
             value = node.outputs[0]
-            self.emit(f"{out} = np.empty({tuple(value.shape)}, np.{compute_dtype(value.dtype).name})")
+            self.emit(f"{out} = xp.empty({tuple(value.shape)}, np.{compute_dtype(value.dtype).name})")
             self.emit_matmul(args[0], args[1], out)
             if self.check_numerics:
                 self.emit_check(node, [out])
         elif op is ops.read_variable:
             buffer = f"{self.variable(attrs['var'])}.value"
-            if node.output.dtype == np.float16:
+            if self.resident:                           # (a copy on the device)
+                self.emit(f"{out} = xp.asarray({buffer}, np.{compute_dtype(node.output.dtype).name})")
+            elif node.output.dtype == np.float16:
                 self.emit(f"{out} = {buffer}.astype(np.float32)")
             else:
                 self.emit(f"{out} = {buffer}{'.copy()' if node.output in self.copied_reads else ''}")
@@ -541,7 +550,9 @@ class DriverBuilder:
             if self.in_place.get(value) == attrs["var"]:
                 self.emit(f"pass  # %{value.producer.name} wrote it in place")
             else:
-                source = args[0] if value.shape else f"np.reshape({args[0]}, ())"
+                source = args[0] if value.shape else f"xp.reshape({args[0]}, ())"
+                if self.resident:
+                    source = f"{self.global_('to_host', to_host)}({source})"
                 self.emit(f"np.copyto({self.variable(attrs['var'])}.value, {source})")
         else:
             raise CodegenError(f"op '{op.name}' (%{node.name}) cannot run in a compiled program"
@@ -578,6 +589,7 @@ class Executable:
         self.compiled = builder.compiled
         self.ahead: list | None = builder.ahead         # handed to the backend at the first call
         self.backend = backend
+        self.resident = backend.resident        # its buffers live on a device: arguments and results move
         self.lock = threading.Lock()
         self.workspace: list | None = None
         self.recorded = False
@@ -602,9 +614,12 @@ class Executable:
         error.add_note(f"flowjit: raised in %{node.name}, which computes\n" + "\n".join(f"    {text}" for text in lines))
 
     def new_workspace(self) -> list:
-        return [np.empty(shape, dtype) for shape, dtype in self.slot_specs]
+        return [self.backend.xp.empty(shape, dtype) for shape, dtype in self.slot_specs]
 
     def __call__(self, *arrays):
+        on_device = False
+        if self.resident:
+            arrays, on_device = self.backend.accept(arrays)
         if self.ahead is not None:
             ahead, self.ahead = self.ahead, None
             self.backend.compile_ahead(ahead, arrays)
@@ -624,4 +639,4 @@ class Executable:
         if not self.recorded:
             self.recorded = True
             self.backend.ran(self.compiled)
-        return results
+        return self.backend.deliver(results, on_device) if self.resident else results

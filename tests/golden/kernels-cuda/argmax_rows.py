@@ -8,17 +8,22 @@ def kernel(in0_x, out0):
     nthreads = cuda.blockDim.x
     shared_argmax = cuda.shared.array(128, np.float32)
     shared_at_argmax = cuda.shared.array(128, np.int64)
-    for row in range(cuda.blockIdx.x, nrows, cuda.gridDim.x):
+    lane = tid % 32
+    warp = tid // 32
+    row = cuda.blockIdx.x
+    while row < nrows:
         i0 = row
         # %argmax = argmax %x {axis=1} : i64[4] loc(...)
         acc_argmax = np.float32(-np.inf)
         at_argmax = -1
-        for t in range(tid, ninner, nthreads):
+        t = tid
+        while t < ninner:
             i1 = t
             x = in0_x[i0, i1]
             if fj.arg_prefer(acc_argmax, at_argmax, x, t, True):
                 acc_argmax = x
                 at_argmax = t
+            t += nthreads
         shared_argmax[tid] = acc_argmax
         shared_at_argmax[tid] = at_argmax
         cuda.syncthreads()
@@ -34,6 +39,7 @@ def kernel(in0_x, out0):
         cuda.syncthreads()         # (every thread has read the total before the next reuse)
         if tid == 0:
             out0[i0] = v_argmax
+        row += cuda.gridDim.x
 
 
 def launch(in0_x, out0):

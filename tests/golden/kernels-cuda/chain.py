@@ -2,7 +2,9 @@
 def kernel(in0_x, out0):
     n0 = in0_x.shape[0]
     total = n0
-    for flat in range(cuda.grid(1), total, cuda.gridsize(1)):
+    flat = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while flat < total:            # (a grid-stride loop; range() would divide for its trip count)
         i0 = flat
         # %mul = mul %x, %constant : f64[8] loc(...)
         v_mul = np.float64((in0_x[i0] * np.float64(2.0)))
@@ -17,6 +19,7 @@ def kernel(in0_x, out0):
         # %sub = sub %mul_1, %div : f64[8] loc(...)
         v_sub = np.float64((v_mul_1 - v_div))
         out0[i0] = v_sub
+        flat += stride
 
 
 def launch(in0_x, out0):

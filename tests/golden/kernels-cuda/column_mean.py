@@ -6,27 +6,49 @@ def kernel(in0_x, out0):
     nrows = n1
     tid = cuda.threadIdx.x
     nthreads = cuda.blockDim.x
-    shared_mean = cuda.shared.array(128, np.float64)
-    for row in range(cuda.blockIdx.x, nrows, cuda.gridDim.x):
+    shared_mean = cuda.shared.array(4, np.float64)
+    lane = tid % 32
+    warp = tid // 32
+    row = cuda.blockIdx.x
+    while row < nrows:
         i1 = row
         # %mean = mean %x {axes=[0]} : f32[8] loc(...)
         acc_mean = np.float64(0.0)
-        for t in range(tid, ninner, nthreads):
+        t = tid
+        while t < ninner:
             i0 = t
             x = np.float64(in0_x[i0, i1])
             acc_mean = (acc_mean + x)
-        shared_mean[tid] = acc_mean
+            t += nthreads
+        other = fj.shfl_xor(acc_mean, 16)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 8)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 4)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 2)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 1)
+        acc_mean = (acc_mean + other)
+        if lane == 0:
+            shared_mean[warp] = acc_mean
         cuda.syncthreads()
-        step = nthreads // 2
-        while step > 0:
-            if tid < step:
-                shared_mean[tid] = (shared_mean[tid] + shared_mean[tid + step])
-            cuda.syncthreads()
-            step //= 2
-        v_mean = np.float32((shared_mean[0] / np.float64(ninner)))
-        cuda.syncthreads()         # (every thread has read the total before the next reuse)
+        acc_mean = shared_mean[lane] if lane < nthreads // 32 else np.float64(0.0)
+        other = fj.shfl_xor(acc_mean, 16)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 8)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 4)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 2)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 1)
+        acc_mean = (acc_mean + other)
+        v_mean = np.float32((acc_mean / np.float64(ninner)))
+        cuda.syncthreads()         # (every warp has read the partials before the next reuse)
         if tid == 0:
             out0[i1] = v_mean
+        row += cuda.gridDim.x
 
 
 def launch(in0_x, out0):

@@ -2,7 +2,9 @@
 def kernel(in0_x, out0):
     n0 = in0_x.shape[0]
     total = n0
-    for flat in range(cuda.grid(1), total, cuda.gridsize(1)):
+    flat = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while flat < total:            # (a grid-stride loop; range() would divide for its trip count)
         i0 = flat
         # %mul = mul %constant, %x : f32[32] loc(...)
         v_mul = np.float32((np.float32(0.5) * in0_x[i0]))
@@ -23,6 +25,7 @@ def kernel(in0_x, out0):
         # %mul_5 = mul %mul, %add_1 : f32[32] loc(...)
         v_mul_5 = np.float32((v_mul * v_add_1))
         out0[i0] = v_mul_5
+        flat += stride
 
 
 def launch(in0_x, out0):

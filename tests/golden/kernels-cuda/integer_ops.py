@@ -2,7 +2,9 @@
 def kernel(in0_i, out0):
     n0 = in0_i.shape[0]
     total = n0
-    for flat in range(cuda.grid(1), total, cuda.gridsize(1)):
+    flat = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while flat < total:            # (a grid-stride loop; range() would divide for its trip count)
         i0 = flat
         # %floordiv = floordiv %i, %constant : i32[16] loc(...)
         v_floordiv = np.int32(fj.floordiv_int(in0_i[i0], np.int32(3)))
@@ -17,6 +19,7 @@ def kernel(in0_i, out0):
         # %sub = sub %add, %gt : i32[16] loc(...)
         v_sub = np.int32((v_add - np.int32(v_gt)))
         out0[i0] = v_sub
+        flat += stride
 
 
 def launch(in0_i, out0):

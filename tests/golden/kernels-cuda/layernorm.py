@@ -6,29 +6,51 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
     nrows = n0
     tid = cuda.threadIdx.x
     nthreads = cuda.blockDim.x
-    shared_mean = cuda.shared.array(128, np.float64)
-    shared_mean_1 = cuda.shared.array(128, np.float64)
-    for row in range(cuda.blockIdx.x, nrows, cuda.gridDim.x):
+    shared_mean = cuda.shared.array(4, np.float64)
+    shared_mean_1 = cuda.shared.array(4, np.float64)
+    lane = tid % 32
+    warp = tid // 32
+    row = cuda.blockIdx.x
+    while row < nrows:
         i0 = row
         # %mean = mean %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
         acc_mean = np.float64(0.0)
-        for t in range(tid, ninner, nthreads):
+        t = tid
+        while t < ninner:
             i1 = t
             x = np.float64(in0_x[i0, i1])
             acc_mean = (acc_mean + x)
-        shared_mean[tid] = acc_mean
+            t += nthreads
+        other = fj.shfl_xor(acc_mean, 16)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 8)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 4)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 2)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 1)
+        acc_mean = (acc_mean + other)
+        if lane == 0:
+            shared_mean[warp] = acc_mean
         cuda.syncthreads()
-        step = nthreads // 2
-        while step > 0:
-            if tid < step:
-                shared_mean[tid] = (shared_mean[tid] + shared_mean[tid + step])
-            cuda.syncthreads()
-            step //= 2
-        v_mean = np.float32((shared_mean[0] / np.float64(ninner)))
-        cuda.syncthreads()         # (every thread has read the total before the next reuse)
+        acc_mean = shared_mean[lane] if lane < nthreads // 32 else np.float64(0.0)
+        other = fj.shfl_xor(acc_mean, 16)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 8)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 4)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 2)
+        acc_mean = (acc_mean + other)
+        other = fj.shfl_xor(acc_mean, 1)
+        acc_mean = (acc_mean + other)
+        v_mean = np.float32((acc_mean / np.float64(ninner)))
+        cuda.syncthreads()         # (every warp has read the partials before the next reuse)
         # %mean_1 = mean %square {axes=[1], keepdims=true} : f32[2,1] loc(...)
         acc_mean_1 = np.float64(0.0)
-        for t in range(tid, ninner, nthreads):
+        t = tid
+        while t < ninner:
             i1 = t
             # %sub = sub %x, %mean : f32[2,128] loc(...)
             v_sub = np.float32((in0_x[i0, i1] - v_mean))
@@ -36,21 +58,39 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
             v_square = np.float32((v_sub * v_sub))
             x = np.float64(v_square)
             acc_mean_1 = (acc_mean_1 + x)
-        shared_mean_1[tid] = acc_mean_1
+            t += nthreads
+        other = fj.shfl_xor(acc_mean_1, 16)
+        acc_mean_1 = (acc_mean_1 + other)
+        other = fj.shfl_xor(acc_mean_1, 8)
+        acc_mean_1 = (acc_mean_1 + other)
+        other = fj.shfl_xor(acc_mean_1, 4)
+        acc_mean_1 = (acc_mean_1 + other)
+        other = fj.shfl_xor(acc_mean_1, 2)
+        acc_mean_1 = (acc_mean_1 + other)
+        other = fj.shfl_xor(acc_mean_1, 1)
+        acc_mean_1 = (acc_mean_1 + other)
+        if lane == 0:
+            shared_mean_1[warp] = acc_mean_1
         cuda.syncthreads()
-        step = nthreads // 2
-        while step > 0:
-            if tid < step:
-                shared_mean_1[tid] = (shared_mean_1[tid] + shared_mean_1[tid + step])
-            cuda.syncthreads()
-            step //= 2
-        v_mean_1 = np.float32((shared_mean_1[0] / np.float64(ninner)))
-        cuda.syncthreads()         # (every thread has read the total before the next reuse)
+        acc_mean_1 = shared_mean_1[lane] if lane < nthreads // 32 else np.float64(0.0)
+        other = fj.shfl_xor(acc_mean_1, 16)
+        acc_mean_1 = (acc_mean_1 + other)
+        other = fj.shfl_xor(acc_mean_1, 8)
+        acc_mean_1 = (acc_mean_1 + other)
+        other = fj.shfl_xor(acc_mean_1, 4)
+        acc_mean_1 = (acc_mean_1 + other)
+        other = fj.shfl_xor(acc_mean_1, 2)
+        acc_mean_1 = (acc_mean_1 + other)
+        other = fj.shfl_xor(acc_mean_1, 1)
+        acc_mean_1 = (acc_mean_1 + other)
+        v_mean_1 = np.float32((acc_mean_1 / np.float64(ninner)))
+        cuda.syncthreads()         # (every warp has read the partials before the next reuse)
         # %add = add %mean_1, %constant : f32[2,1] loc(...)
         v_add = np.float32((v_mean_1 + np.float32(9.999999747378752e-06)))
         # %sqrt = sqrt %add : f32[2,1] loc(...)
         v_sqrt = np.float32(math.sqrt(v_add))
-        for t in range(tid, ninner, nthreads):
+        t = tid
+        while t < ninner:
             i1 = t
             # %sub = sub %x, %mean : f32[2,128] loc(...)
             v_sub = np.float32((in0_x[i0, i1] - v_mean))
@@ -61,6 +101,8 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
             # %add_1 = add %mul, %beta : f32[2,128] loc(...)
             v_add_1 = np.float32((v_mul + in2_beta[i1]))
             out0[i0, i1] = v_add_1
+            t += nthreads
+        row += cuda.gridDim.x
 
 
 def launch(in0_x, in1_gamma, in2_beta, out0):

@@ -6,43 +6,81 @@ def kernel(in0_x, out0, out1):
     nrows = n0
     tid = cuda.threadIdx.x
     nthreads = cuda.blockDim.x
-    shared_sum = cuda.shared.array(128, np.float64)
-    shared_max = cuda.shared.array(128, np.float32)
-    for row in range(cuda.blockIdx.x, nrows, cuda.gridDim.x):
+    shared_sum = cuda.shared.array(4, np.float64)
+    shared_max = cuda.shared.array(4, np.float32)
+    lane = tid % 32
+    warp = tid // 32
+    row = cuda.blockIdx.x
+    while row < nrows:
         i0 = row
         # %sum = sum %x {axes=[1]} : f32[4] loc(...)
         acc_sum = np.float64(0.0)
         # %max = max %x {axes=[1]} : f32[4] loc(...)
         acc_max = np.float32(-np.inf)
-        for t in range(tid, ninner, nthreads):
+        t = tid
+        while t < ninner:
             i1 = t
             x = np.float64(in0_x[i0, i1])
             acc_sum = (acc_sum + x)
             x = in0_x[i0, i1]
             acc_max = (x if (x > acc_max) | (x != x) else acc_max)
-        shared_sum[tid] = acc_sum
+            t += nthreads
+        other = fj.shfl_xor(acc_sum, 16)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 8)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 4)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 2)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 1)
+        acc_sum = (acc_sum + other)
+        if lane == 0:
+            shared_sum[warp] = acc_sum
         cuda.syncthreads()
-        step = nthreads // 2
-        while step > 0:
-            if tid < step:
-                shared_sum[tid] = (shared_sum[tid] + shared_sum[tid + step])
-            cuda.syncthreads()
-            step //= 2
-        v_sum = np.float32(shared_sum[0])
-        cuda.syncthreads()         # (every thread has read the total before the next reuse)
-        shared_max[tid] = acc_max
+        acc_sum = shared_sum[lane] if lane < nthreads // 32 else np.float64(0.0)
+        other = fj.shfl_xor(acc_sum, 16)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 8)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 4)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 2)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 1)
+        acc_sum = (acc_sum + other)
+        v_sum = np.float32(acc_sum)
+        cuda.syncthreads()         # (every warp has read the partials before the next reuse)
+        other = fj.shfl_xor(acc_max, 16)
+        acc_max = (other if (other > acc_max) | (other != other) else acc_max)
+        other = fj.shfl_xor(acc_max, 8)
+        acc_max = (other if (other > acc_max) | (other != other) else acc_max)
+        other = fj.shfl_xor(acc_max, 4)
+        acc_max = (other if (other > acc_max) | (other != other) else acc_max)
+        other = fj.shfl_xor(acc_max, 2)
+        acc_max = (other if (other > acc_max) | (other != other) else acc_max)
+        other = fj.shfl_xor(acc_max, 1)
+        acc_max = (other if (other > acc_max) | (other != other) else acc_max)
+        if lane == 0:
+            shared_max[warp] = acc_max
         cuda.syncthreads()
-        step = nthreads // 2
-        while step > 0:
-            if tid < step:
-                shared_max[tid] = (shared_max[tid + step] if (shared_max[tid + step] > shared_max[tid]) | (shared_max[tid + step] != shared_max[tid + step]) else shared_max[tid])
-            cuda.syncthreads()
-            step //= 2
-        v_max = shared_max[0]
-        cuda.syncthreads()         # (every thread has read the total before the next reuse)
+        acc_max = shared_max[lane] if lane < nthreads // 32 else np.float32(-np.inf)
+        other = fj.shfl_xor(acc_max, 16)
+        acc_max = (other if (other > acc_max) | (other != other) else acc_max)
+        other = fj.shfl_xor(acc_max, 8)
+        acc_max = (other if (other > acc_max) | (other != other) else acc_max)
+        other = fj.shfl_xor(acc_max, 4)
+        acc_max = (other if (other > acc_max) | (other != other) else acc_max)
+        other = fj.shfl_xor(acc_max, 2)
+        acc_max = (other if (other > acc_max) | (other != other) else acc_max)
+        other = fj.shfl_xor(acc_max, 1)
+        acc_max = (other if (other > acc_max) | (other != other) else acc_max)
+        v_max = acc_max
+        cuda.syncthreads()         # (every warp has read the partials before the next reuse)
         if tid == 0:
             out0[i0] = v_sum
             out1[i0] = v_max
+        row += cuda.gridDim.x
 
 
 def launch(in0_x, out0, out1):

@@ -5,26 +5,48 @@ def kernel(in0_x, out0):
     nrows = 1
     tid = cuda.threadIdx.x
     nthreads = cuda.blockDim.x
-    shared_sum = cuda.shared.array(128, np.float64)
-    for row in range(cuda.blockIdx.x, nrows, cuda.gridDim.x):
+    shared_sum = cuda.shared.array(4, np.float64)
+    lane = tid % 32
+    warp = tid // 32
+    row = cuda.blockIdx.x
+    while row < nrows:
         # %sum = sum %x {axes=[0]} : f32[] loc(...)
         acc_sum = np.float64(0.0)
-        for t in range(tid, ninner, nthreads):
+        t = tid
+        while t < ninner:
             i0 = t
             x = np.float64(in0_x[i0])
             acc_sum = (acc_sum + x)
-        shared_sum[tid] = acc_sum
+            t += nthreads
+        other = fj.shfl_xor(acc_sum, 16)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 8)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 4)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 2)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 1)
+        acc_sum = (acc_sum + other)
+        if lane == 0:
+            shared_sum[warp] = acc_sum
         cuda.syncthreads()
-        step = nthreads // 2
-        while step > 0:
-            if tid < step:
-                shared_sum[tid] = (shared_sum[tid] + shared_sum[tid + step])
-            cuda.syncthreads()
-            step //= 2
-        v_sum = np.float32(shared_sum[0])
-        cuda.syncthreads()         # (every thread has read the total before the next reuse)
+        acc_sum = shared_sum[lane] if lane < nthreads // 32 else np.float64(0.0)
+        other = fj.shfl_xor(acc_sum, 16)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 8)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 4)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 2)
+        acc_sum = (acc_sum + other)
+        other = fj.shfl_xor(acc_sum, 1)
+        acc_sum = (acc_sum + other)
+        v_sum = np.float32(acc_sum)
+        cuda.syncthreads()         # (every warp has read the partials before the next reuse)
         if tid == 0:
             out0[0] = v_sum
+        row += cuda.gridDim.x
 
 
 def launch(in0_x, out0):

@@ -1,0 +1,189 @@
+"""flowjit bench's GPU modes: the same workloads on an NVIDIA GPU, flowjit against its peers.
+
+- ``gpu-fused`` / ``gpu-unfused``: ``flowjit.jit(..., devices=["gpu:0"])`` with and without
+  fusion, called on CuPy arrays (results stay on the device, as jax.jit's do);
+- ``cupy``: the workload written against CuPy, one kernel per op (eager);
+- ``cupy-kernel``: the workload's one-expression form (``Workload.numexpr``) as a single CuPy
+  ``ElementwiseKernel``, where it has one: a hand-fused peer;
+- ``torch-gpu``: ``torch.compile`` on CUDA tensors.
+
+(``jax`` runs on the GPU wherever jax sees one.)  Every call ends with the device
+synchronised, so a time covers the work and not only its launch.  The bound of an
+elementwise workload on the GPU is its bytes over a device-to-device copy's bandwidth,
+measured in the same run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+GPU_MODES = ("gpu-fused", "gpu-unfused", "cupy", "cupy-kernel", "torch-gpu")
+
+
+def gpu_unavailable() -> str | None:
+    """None if CuPy sees a GPU here (not numba's simulator), else why not."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
+        return "NUMBA_ENABLE_CUDASIM is set (the GPU modes time a real GPU)"
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() == 0:
+            return "CuPy sees no GPU"
+    except Exception as error:
+        return f"CuPy sees no GPU ({type(error).__name__}: {str(error)[:80]})"
+    return None
+
+
+class CupyOps:
+    name = "cupy"
+
+    def __init__(self):
+        import cupy
+        self.exp, self.tanh, self.sqrt, self.log, self.maximum = cupy.exp, cupy.tanh, cupy.sqrt, cupy.log, cupy.maximum
+
+    @staticmethod
+    def erf(x):
+        from cupyx.scipy.special import erf
+        return erf(x)
+
+    @staticmethod
+    def max(x, axis):
+        return x.max(axis=axis, keepdims=True)
+
+    @staticmethod
+    def sum(x, axis):
+        return x.sum(axis=axis, keepdims=True)
+
+    @staticmethod
+    def mean(x, axis):
+        return x.mean(axis=axis, keepdims=True)
+
+
+def synchronize() -> None:
+    import cupy
+    cupy.cuda.get_current_stream().synchronize()
+
+
+def make_gpu_callable(mode: str, workload, args):
+    """The callable of a GPU mode over the workload's numpy arguments (copied to the device once)."""
+    if mode in ("gpu-fused", "gpu-unfused", "cupy", "cupy-kernel"):
+        import cupy
+        device_args = [cupy.asarray(a) for a in args]
+    if mode in ("gpu-fused", "gpu-unfused"):
+        import flowjit
+        from flowjit.bench.workloads import NumpyOps
+        ops = NumpyOps()
+        jitted = flowjit.jit(lambda *a: workload.function(ops, *a), devices=["gpu:0"], fuse=(mode == "gpu-fused"))
+
+        def call():
+            result = jitted(*device_args)
+            synchronize()
+            return result
+        return call
+    if mode == "cupy":
+        ops = CupyOps()
+
+        def call():
+            result = workload.function(ops, *device_args)
+            synchronize()
+            return result
+        return call
+    if mode == "cupy-kernel":
+        if workload.numexpr is None or len(args) != 1:
+            raise LookupError("not expressible as one elementwise expression")
+        kernel = cupy.ElementwiseKernel("T x", "T y", f"y = {workload.numexpr}", f"flowjit_bench_{workload.name}")
+
+        def call():
+            result = kernel(device_args[0])
+            synchronize()
+            return result
+        return call
+    if mode == "torch-gpu":
+        import torch
+        if not torch.cuda.is_available():
+            raise LookupError("torch sees no GPU")
+        from flowjit.bench.workloads import TorchOps
+        ops = TorchOps()
+        tensors = [torch.from_numpy(a).cuda() for a in args]
+        compiled = torch.compile(lambda *a: workload.function(ops, *a))
+
+        def call():
+            result = compiled(*tensors)
+            torch.cuda.synchronize()
+            return result
+        return call
+    raise ValueError(mode)
+
+
+def device_bandwidth(elements: int = 1 << 27, repeat: int = 10) -> float:
+    """Bytes per second (read and written) of a device-to-device copy of float32 arrays."""
+    import cupy
+    source = cupy.ones(elements, cupy.float32)
+    target = cupy.empty_like(source)
+    cupy.copyto(target, source)
+    synchronize()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        cupy.copyto(target, source)
+        synchronize()
+        times.append(time.perf_counter() - start)
+    return 2 * source.nbytes / float(np.median(times))
+
+
+def gpu_name() -> str:
+    import cupy
+    properties = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = properties["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def launch_paths(calls: int = 2000) -> dict:
+    """Microseconds per call of a cached one-kernel program on 16 elements (CuPy in, CuPy out,
+    synchronised) through each launch path, beside a CuPy ``ElementwiseKernel`` and CuPy's eager
+    ops: what ``flowjit.jit`` adds to a launch.  Each path in a fresh backend."""
+    import cupy
+
+    import flowjit
+    from flowjit.compiler.codegen import cuda
+    x = cupy.asarray(np.linspace(-1, 1, 16, dtype=np.float32))
+    expression = "((x*2+1)*x-3)/(x*x+1)"
+    times = {}
+
+    def timed(call) -> float:
+        for _ in range(20):
+            call()
+        synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        synchronize()
+        return (time.perf_counter() - start) / calls * 1e6
+
+    for path in ("raw", "cupy", "dispatcher"):
+        os.environ["FLOWJIT_CUDA_LAUNCH"] = path
+        cuda._BACKENDS.clear()
+        jitted = flowjit.jit(lambda x: ((x * 2 + 1) * x - 3) / (x * x + 1), devices=["gpu:0"], cache_dir=None)
+        times[f"flowjit ({path} launch)"] = timed(lambda: jitted(x))
+    os.environ.pop("FLOWJIT_CUDA_LAUNCH")
+    cuda._BACKENDS.clear()
+    kernel = cupy.ElementwiseKernel("T x", "T y", f"y = {expression}", "flowjit_dispatch_chain")
+    times["cupy ElementwiseKernel"] = timed(lambda: kernel(x))
+    times["cupy eager (5 kernels)"] = timed(lambda: ((x * 2 + 1) * x - 3) / (x * x + 1))
+    try:
+        import jax
+        import jax.numpy as jnp
+        compiled = jax.jit(lambda x: ((x * 2 + 1) * x - 3) / (x * x + 1))
+        jx = jax.device_put(np.linspace(-1, 1, 16, dtype=np.float32))
+        times["jax.jit"] = timed(lambda: compiled(jx).block_until_ready())
+        del jnp
+    except ImportError:
+        pass
+    return times
+
+
+if __name__ == "__main__":
+    for name, microseconds in launch_paths().items():
+        print(f"{name:<32}{microseconds:8.1f} us per call")

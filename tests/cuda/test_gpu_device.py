@@ -1,0 +1,120 @@
+"""On a real GPU (``NUMBA_ENABLE_CUDASIM=0`` and CuPy sees a device): buffers on the device, device
+arrays in and out with no hidden round trip, the launch paths, and the PTX kept on disk.
+Skipped cleanly elsewhere (CI has no GPU; the simulator tests cover the kernels there)."""
+
+import os
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+import flowjit
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "codegen"))
+from test_kernel_golden import layernorm, rows, softmax  # noqa: E402
+
+pytest.importorskip("numba_cuda", reason="numba-cuda is not installed (the cuda extra)")
+
+from flowjit.bench.gpu_modes import gpu_unavailable  # noqa: E402
+
+if gpu_unavailable() is not None:
+    pytest.skip(f"needs a GPU: {gpu_unavailable()}", allow_module_level=True)
+
+import cupy  # noqa: E402
+
+GPU = ["gpu:0"]
+
+PROGRAMS = {
+    "chain": (lambda x: ((x * 2 + 1) * x - 3) / (x * x + 1), (rows((1000,)),)),
+    "softmax": (softmax, (rows((37, 1024)),)),
+    "layernorm": (layernorm, (rows((5, 300)), rows((300,), seed=1), rows((300,), seed=2))),
+    "matmul_bias_relu": (lambda a, b, c: np.maximum(a @ b.T + c, 0), (rows((33, 20)), rows((17, 20), seed=1),
+                                                                       rows((17,), seed=2))),
+    "scan_concat": (lambda x: np.concatenate([np.cumsum(x, axis=0), x * 2, np.sin(x)], axis=1), (rows((9, 4)),)),
+    "views": (lambda x: (x.T * 2)[1:, ::2].sum(axis=0) + x.reshape(-1)[:3].sum(), (rows((6, 8)),)),
+    "whole_and_columns": (lambda x: (x.sum(), x.mean(axis=0), np.argmax(x, axis=1)), (rows((64, 130)),)),
+    "float64_erf": (lambda s, t: s * np.exp(-0.02 * t) + np.sqrt(t), (rows((5000,), np.float64) + 3,
+                                                                     rows((5000,), np.float64, 1) ** 2)),
+}
+
+
+def interpreter(function, args):
+    with np.errstate(all="ignore"):
+        return flowjit.jit(function, backend="interpreter")(*args)
+
+
+def leaves(result):
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_numpy_in_numpy_out_and_device_in_device_out(name):
+    function, args = PROGRAMS[name]
+    expected = leaves(interpreter(function, args))
+    jitted = flowjit.jit(function, devices=GPU)
+    host = leaves(jitted(*args))
+    assert all(isinstance(r, (np.ndarray, np.generic)) for r in host), [type(r) for r in host]
+    device = leaves(jitted(*[cupy.asarray(a) for a in args]))
+    assert all(isinstance(r, cupy.ndarray) for r in device), [type(r) for r in device]
+    for h, d, e in zip(host, device, expected):
+        rtol = 1e-9 if np.asarray(e).dtype == np.float64 else 2e-5
+        np.testing.assert_allclose(h, e, rtol=rtol, atol=rtol)
+        np.testing.assert_allclose(d.get(), e, rtol=rtol, atol=rtol)
+
+
+def test_results_the_caller_holds_are_never_reused():
+    jitted = flowjit.jit(lambda x: x * 2 + 1, devices=GPU)
+    x = cupy.arange(4096, dtype=cupy.float32)
+    first = jitted(x)
+    second = jitted(x + 1)
+    assert first.data.ptr != second.data.ptr
+    np.testing.assert_array_equal(first.get(), np.arange(4096, dtype=np.float32) * 2 + 1)
+
+
+def test_torch_and_dlpack_arrays_are_used_in_place():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no GPU")
+    x = torch.arange(12, dtype=torch.float32, device="cuda").reshape(3, 4)
+    result = flowjit.jit(softmax, devices=GPU)(x)
+    assert isinstance(result, cupy.ndarray)
+    np.testing.assert_allclose(result.get(), softmax(x.cpu().numpy()), rtol=1e-5)
+
+
+@pytest.mark.parametrize("path", ["raw", "cupy", "dispatcher"])
+def test_every_launch_path_computes_the_same(path, monkeypatch, tmp_path):
+    from flowjit.compiler.codegen.cuda import CudaBackend
+    monkeypatch.setenv("FLOWJIT_CUDA_LAUNCH", path)
+    monkeypatch.setattr("flowjit.compiler.codegen.cuda._BACKENDS", {})
+    x = rows((7, 300))
+    jitted = flowjit.jit(softmax, devices=GPU, cache_dir=str(tmp_path))
+    lowered = jitted.lower(x)
+    assert isinstance(lowered.backend, CudaBackend)
+    np.testing.assert_allclose(jitted(x), softmax(x), rtol=1e-5)
+
+
+def test_ptx_is_kept_on_disk_and_reused(tmp_path, monkeypatch):
+    from flowjit.compiler.codegen import cuda
+    monkeypatch.setattr(cuda, "_BACKENDS", {})
+    x = rows((4, 64))
+    np.testing.assert_allclose(flowjit.jit(softmax, devices=GPU, cache_dir=str(tmp_path))(x), softmax(x), rtol=1e-5)
+    files = list((tmp_path / "cuda").glob("*.ptx"))
+    assert files and all(".entry" in f.read_text() for f in files)
+    monkeypatch.setattr(cuda, "_BACKENDS", {})
+    monkeypatch.setattr(cuda, "ptx", lambda *a: pytest.fail("compiled again although the PTX was on disk"))
+    np.testing.assert_allclose(flowjit.jit(softmax, devices=GPU, cache_dir=str(tmp_path))(x), softmax(x), rtol=1e-5)
+
+
+def test_variables_on_the_gpu_are_read_and_written():
+    w = flowjit.Variable(np.ones(8, np.float32), name="gpu_test_w")
+
+    @flowjit.jit(devices=GPU)
+    def step(x):
+        w.assign(w * 0.5 + x)
+        return (w * 1).sum()
+    x = np.arange(8, dtype=np.float32)
+    assert float(step(x)) == pytest.approx(float((0.5 + x).sum()))
+    np.testing.assert_allclose(w.numpy(), 0.5 + x)
+    step(x)
+    np.testing.assert_allclose(w.numpy(), 0.25 + 1.5 * x)
