@@ -41,22 +41,26 @@ power_int = _device(numerics.power_int.py_func)
 
 # -- warp shuffles: reduce kernels combine a warp's values without shared memory ----------------------
 FULL_MASK = 0xFFFFFFFF
-SIMULATED_BLOCK = 1024          # (the most threads a block has)
 
 
 if simulated():
-    # The simulator has no shuffles: each thread posts its value in a block-wide slot array and
-    # reads its partner's between two barriers (every thread of the block calls it, as the
-    # kernels do).
-    @_device
-    def shfl_xor(value, offset):
-        slots = cuda.shared.array(SIMULATED_BLOCK, np.object_)
-        tid = cuda.threadIdx.x
-        slots[tid] = value
-        cuda.syncthreads()
-        other = slots[tid ^ offset]
-        cuda.syncthreads()
+    # The simulator has no shuffles.  Each thread posts its value in a slot of its block and reads
+    # its partner's between two barriers (every thread of the block calls it, as the kernels do).
+    # The simulator runs a block's threads as Python threads; it swaps ``cuda`` in a device
+    # function's globals around each call, which is not thread-safe, so this reads the thread
+    # and its block from ``threading`` rather than from ``cuda``.
+    import threading
+
+    def _shfl_xor_simulated(value, offset):
+        thread = threading.current_thread()
+        slots = thread._manager.__dict__.setdefault("flowjit_shuffle_slots", {})
+        lane = thread.thread_id
+        slots[lane] = value
+        thread.syncthreads()
+        other = slots[lane ^ offset]
+        thread.syncthreads()
         return other
+    shfl_xor = _device(_shfl_xor_simulated)
 else:
     @_device
     def shfl_xor(value, offset):
