@@ -184,6 +184,40 @@ def launch_paths(calls: int = 2000) -> dict:
     return times
 
 
+def row_threads_sweep(names=("softmax", "layernorm"), size: int = 1 << 26, repeat: int = 20) -> None:
+    """Median ms of the row workloads' gpu-fused kernels for each FLOWJIT_CUDA_ROW_THREADS, beside
+    jax.jit: how many threads a row of 1024 wants."""
+    import statistics
+
+    from flowjit.bench.harness import make_callable
+    from flowjit.bench.workloads import WORKLOADS
+    from flowjit.compiler.codegen import cuda
+    rng = np.random.default_rng(0)
+    for name in names:
+        workload = WORKLOADS[name]
+        args = workload.make(size, rng)
+        line = [f"{name:<10}"]
+        for mode, threads in [("jax", None)] + [("gpu-fused", t) for t in (32, 64, 128, 256, 512, 1024)]:
+            if threads:
+                os.environ["FLOWJIT_CUDA_ROW_THREADS"] = str(threads)
+                cuda._BACKENDS.clear()
+            call = make_callable(mode, workload, args)
+            for _ in range(3):
+                call()
+            times = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                call()
+                times.append(time.perf_counter() - start)
+            line.append(f"{mode if not threads else threads}: {statistics.median(times) * 1e3:.3f}")
+        print("  ".join(line) + " ms", flush=True)
+    os.environ.pop("FLOWJIT_CUDA_ROW_THREADS", None)
+
+
 if __name__ == "__main__":
-    for name, microseconds in launch_paths().items():
-        print(f"{name:<32}{microseconds:8.1f} us per call")
+    import sys
+    if sys.argv[1:] == ["rows"]:
+        row_threads_sweep()
+    else:
+        for name, microseconds in launch_paths().items():
+            print(f"{name:<32}{microseconds:8.1f} us per call")

@@ -44,32 +44,48 @@ MAX_BLOCKS = 65535 * 32       # a grid-stride loop covers the rest
 RESIDENT_THREADS = 2048       # threads one multiprocessor holds at once (sm_70 to sm_90)
 
 
-def device_blocks(threads: int) -> int:
-    """The blocks of ``threads`` that fill the current GPU once (one wave): more only repeat the
-    per-thread set-up that a grid-stride loop amortises."""
-    import cupy
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    return sms * (RESIDENT_THREADS // threads)
-
-
 def _power_of_two_at_least(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
+def multiprocessors() -> int:
+    """The current GPU's multiprocessor count."""
+    import cupy
+    return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+
+
+def row_threads() -> int:
+    """Threads per row of a reduce kernel: ``FLOWJIT_CUDA_ROW_THREADS`` (a power of two, 32 to
+    1024), else BLOCK."""
+    value = int(os.environ.get("FLOWJIT_CUDA_ROW_THREADS", BLOCK))
+    if value < WARP or value > 1024 or value & (value - 1):
+        raise ValueError(f"FLOWJIT_CUDA_ROW_THREADS={value}: expected a power of two from 32 to 1024")
+    return value
+
+
 class Grid:
     """A kernel's launch configuration for its arguments, from the module's ``launch`` (the work):
-    a loop kernel covers its elements (a grid-stride loop takes what MAX_BLOCKS leaves); a reduce
-    kernel gets a block per row, its threads a power of two (the tree halves them)."""
+    a loop kernel covers its elements with blocks of LOOP_THREADS; a reduce kernel gets a block
+    per row, its threads a power of two, whole warps (its reductions shuffle within them), at
+    most ``row_threads`` and the module's ``MAX_THREADS`` (argmax's tree in shared memory).
+    Blocks beyond one wave of the GPU's multiprocessors (``sms``) only repeat the per-thread
+    set-up that the grid-stride loops amortise; without ``sms`` (the simulator) up to MAX_BLOCKS."""
 
-    def __init__(self, work, reduce: bool, max_blocks: int = MAX_BLOCKS):
-        self.work, self.reduce, self.max_blocks = work, reduce, max_blocks
+    def __init__(self, work, reduce: bool, sms: int | None = None, row_threads: int = BLOCK,
+                 max_threads: int = BLOCK):
+        self.work, self.reduce, self.sms = work, reduce, sms
+        self.row_threads = min(row_threads, max_threads)
+
+    def blocks(self, threads: int) -> int:
+        return MAX_BLOCKS if self.sms is None else self.sms * max(1, RESIDENT_THREADS // threads)
 
     def __call__(self, arrays) -> tuple[int, int]:
         units, row = self.work(*arrays)
-        if self.reduce:        # (whole warps: the reductions shuffle within them)
-            return min(units, self.max_blocks), min(BLOCK, max(WARP, _power_of_two_at_least(max(1, row))))
+        if self.reduce:
+            threads = min(self.row_threads, max(WARP, _power_of_two_at_least(max(1, row))))
+            return min(units, self.blocks(threads)), threads
         threads = min(LOOP_THREADS, max(1, units))
-        return min(self.max_blocks, -(-units // threads)), threads
+        return min(self.blocks(threads), -(-units // threads)), threads
 
 
 class Launcher:
@@ -238,8 +254,8 @@ class CudaBackend(Backend):
             if key not in self.kernels:
                 namespace = module_namespace(kernel)
                 reduce = kernel.kind is KernelKind.REDUCE
-                grid = Grid(namespace["launch"], reduce, MAX_BLOCKS if not self.resident else
-                            device_blocks(BLOCK if reduce else LOOP_THREADS))
+                grid = Grid(namespace["launch"], reduce, multiprocessors() if self.resident else None,
+                            row_threads(), namespace.get("MAX_THREADS", BLOCK))
                 path = launch_path()
                 if path != "dispatcher" and not simulated():
                     launcher = RawLauncher(kernel.name, self.ptx(kernel, key, device_capability()), grid,

@@ -37,8 +37,9 @@ from flowjit.compiler.ir.plan import KernelKind
 from flowjit.compiler.ir.reduce_rows import full_values, levels
 from flowjit.compiler.ir.types import compute_dtype
 
-BLOCK = 128                 # threads of a reduce kernel's block at most (a power of two)
-WARP = 32                   # and at least: its reductions shuffle within whole warps
+BLOCK = 128                 # threads of a reduce kernel's block by default (a power of two)
+WARP = 32                   # at least: its reductions shuffle within whole warps
+MAX_WARPS = 32              # at most 1024 threads: a shared slot per warp
 
 MODULE_HEADER = '''"""flowjit CUDA kernel (generated): each line follows the IR line it implements."""
 import math
@@ -87,6 +88,10 @@ class CudaLoopWriter(KernelWriter):
         self.emit(2, "flat += stride")
         return self.lines[start:]
 
+    def max_threads(self) -> int | None:
+        """The most threads a block of this kernel may have, where it has a limit (None: none)."""
+        return None
+
     def work(self) -> str:
         """What ``launch`` returns: the elements the grid covers, and 1."""
         return f"({' * '.join(f'n{axis}' for axis in range(len(self.domain))) or '1'}, 1)"
@@ -97,7 +102,9 @@ class CudaLoopWriter(KernelWriter):
         parameters = ", ".join(self.argument[v] for v in inputs + outputs)
         extents = [f"{INDENT}n{axis} = {self.extents.get(axis, '1')}" for axis in range(rank)]
         launch = "\n".join([f"def launch({parameters}):"] + extents + [f"{INDENT}return {self.work()}"])
-        module = (f"{MODULE_HEADER}\n\n# {self.name}: {self.kind} kernel, domain [{','.join(map(str, self.domain))}]"
+        limit = self.max_threads()
+        limit = f"MAX_THREADS = {limit}          # (threads per block at most: its shared arrays' size)\n\n\n" if limit else ""
+        module = (f"{MODULE_HEADER}\n\n{limit}# {self.name}: {self.kind} kernel, domain [{','.join(map(str, self.domain))}]"
                   f"\n{text}\n\n\n{launch}\n")
         return KernelSource(self.name, module, [self.outer_value(v) for v in inputs],
                             [self.exported[v] for v in outputs], self.kind, parallel=False)
@@ -124,8 +131,8 @@ class CudaReduceWriter(CudaLoopWriter):
         reductions = [n for n in self.members if n.op.kind is OpKind.REDUCTION]
         for node in reductions:
             name, dtype = _identifier(node.output), accumulator_dtype(node)
-            # (argmax/argmin: a tree over shared memory; the others: one slot per warp)
-            size = BLOCK if node.op in ARG_REDUCTIONS else BLOCK // WARP
+            # (argmax/argmin: a tree over shared memory, at most BLOCK threads; the others: a slot per warp)
+            size = BLOCK if node.op in ARG_REDUCTIONS else MAX_WARPS
             self.emit(1, f"shared_{name} = cuda.shared.array({size}, np.{dtype.name})")
             if node.op in ARG_REDUCTIONS:
                 self.emit(1, f"shared_at_{name} = cuda.shared.array({BLOCK}, np.int64)")
@@ -148,6 +155,9 @@ class CudaReduceWriter(CudaLoopWriter):
                 self.store(3, value)
         self.emit(2, "row += cuda.gridDim.x")
         return self.lines[start:]
+
+    def max_threads(self) -> int:
+        return BLOCK if any(node.op in ARG_REDUCTIONS for node in self.body.nodes) else WARP * MAX_WARPS
 
     def work(self) -> str:
         rows = " * ".join(f"n{axis}" for axis in self.kept) or "1"

@@ -1,3 +1,6 @@
+MAX_THREADS = 128          # (threads per block at most: its shared arrays' size)
+
+
 # k0_argmax: reduce kernel, domain [4,8]
 def kernel(in0_x, out0):
     n0 = in0_x.shape[0]

@@ -1,3 +1,6 @@
+MAX_THREADS = 1024          # (threads per block at most: its shared arrays' size)
+
+
 # k0_mean_sub_square_mean_add_sqrt: reduce kernel, domain [2,128]
 def kernel(in0_x, in1_gamma, in2_beta, out0):
     n0 = in0_x.shape[0]
@@ -6,8 +9,8 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
     nrows = n0
     tid = cuda.threadIdx.x
     nthreads = cuda.blockDim.x
-    shared_mean = cuda.shared.array(4, np.float64)
-    shared_mean_1 = cuda.shared.array(4, np.float64)
+    shared_mean = cuda.shared.array(32, np.float64)
+    shared_mean_1 = cuda.shared.array(32, np.float64)
     lane = tid % 32
     warp = tid // 32
     row = cuda.blockIdx.x

@@ -1,3 +1,6 @@
+MAX_THREADS = 1024          # (threads per block at most: its shared arrays' size)
+
+
 # k0_sum_max: reduce kernel, domain [4,8]
 def kernel(in0_x, out0, out1):
     n0 = in0_x.shape[0]
@@ -6,8 +9,8 @@ def kernel(in0_x, out0, out1):
     nrows = n0
     tid = cuda.threadIdx.x
     nthreads = cuda.blockDim.x
-    shared_sum = cuda.shared.array(4, np.float64)
-    shared_max = cuda.shared.array(4, np.float32)
+    shared_sum = cuda.shared.array(32, np.float64)
+    shared_max = cuda.shared.array(32, np.float32)
     lane = tid % 32
     warp = tid // 32
     row = cuda.blockIdx.x

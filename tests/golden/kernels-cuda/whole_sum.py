@@ -1,3 +1,6 @@
+MAX_THREADS = 1024          # (threads per block at most: its shared arrays' size)
+
+
 # k0_sum: reduce kernel, domain [32]
 def kernel(in0_x, out0):
     n0 = in0_x.shape[0]
@@ -5,7 +8,7 @@ def kernel(in0_x, out0):
     nrows = 1
     tid = cuda.threadIdx.x
     nthreads = cuda.blockDim.x
-    shared_sum = cuda.shared.array(4, np.float64)
+    shared_sum = cuda.shared.array(32, np.float64)
     lane = tid % 32
     warp = tid // 32
     row = cuda.blockIdx.x
