@@ -84,12 +84,13 @@ def test_gpu_program_runs_cuda_kernels():
 
 def test_a_long_row_uses_every_thread_of_the_block():
     """Rows longer than a block: each thread strides over the row, then the tree combines."""
-    from flowjit.compiler.codegen.cuda_writer import BLOCK
-    x = rows((2, 3 * BLOCK + 5))
+    from flowjit.compiler.codegen.cuda import row_threads
+    threads = row_threads()
+    x = rows((2, 3 * threads + 5))
     lowered = flowjit.jit(lambda x: x.max(axis=1), devices=GPU).lower(x)
     launcher = lowered.executable.compiled[0].serial
-    assert launcher.grid((x, np.empty(2, np.float32))) == (2, BLOCK)
-    x[1, 2 * BLOCK + 7] = 100.0
+    assert launcher.grid((x, np.empty(2, np.float32))) == (2, threads)
+    x[1, 2 * threads + 7] = 100.0
     np.testing.assert_array_equal(flowjit.jit(lambda x: x.max(axis=1), devices=GPU)(x), x.max(axis=1))
 
 

@@ -54,10 +54,16 @@ def multiprocessors() -> int:
     return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
 
 
+# Threads per row of a reduce kernel.  Measured on an H100 (64M float32, rows of 1024; ms for
+# 32/64/128/256/512/1024 threads): softmax 0.506/0.378/0.407/0.453/0.563/0.842, layernorm
+# 0.519/0.540/0.539/0.568/0.748/1.238 (`python -m flowjit.bench.gpu_modes rows`).
+ROW_THREADS = 64
+
+
 def row_threads() -> int:
     """Threads per row of a reduce kernel: ``FLOWJIT_CUDA_ROW_THREADS`` (a power of two, 32 to
-    1024), else BLOCK."""
-    value = int(os.environ.get("FLOWJIT_CUDA_ROW_THREADS", BLOCK))
+    1024), else ROW_THREADS."""
+    value = int(os.environ.get("FLOWJIT_CUDA_ROW_THREADS", ROW_THREADS))
     if value < WARP or value > 1024 or value & (value - 1):
         raise ValueError(f"FLOWJIT_CUDA_ROW_THREADS={value}: expected a power of two from 32 to 1024")
     return value
@@ -71,7 +77,7 @@ class Grid:
     Blocks beyond one wave of the GPU's multiprocessors (``sms``) only repeat the per-thread
     set-up that the grid-stride loops amortise; without ``sms`` (the simulator) up to MAX_BLOCKS."""
 
-    def __init__(self, work, reduce: bool, sms: int | None = None, row_threads: int = BLOCK,
+    def __init__(self, work, reduce: bool, sms: int | None = None, row_threads: int = ROW_THREADS,
                  max_threads: int = BLOCK):
         self.work, self.reduce, self.sms = work, reduce, sms
         self.row_threads = min(row_threads, max_threads)
