@@ -42,6 +42,12 @@ def float32_programs():
     return programs
 
 
+REDUCTION_DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
+                    "float32", "float64"]
+REDUCTIONS = {"max": lambda x: x.max(axis=1), "min": lambda x: x.min(axis=0), "sum": lambda x: x.sum(axis=1),
+              "prod": lambda x: x.prod(axis=1), "any": lambda x: (x > 0).any(axis=1), "argmax": lambda x: x.argmax(axis=1)}
+
+
 def child() -> None:
     """In the child process: render and compile every kernel; print a JSON report."""
     sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "codegen")]
@@ -73,6 +79,16 @@ def child() -> None:
                 "abi": parameters == ["u64"] * parameter_count(ranks),
                 "dtypes": sorted({str(v.dtype) for v in kernel.inputs + kernel.outputs})}
     report["random"] = random_program_failures(kernels, ptx, int(os.environ.get("FLOWJIT_PTX_RANDOM", "25")))
+    report["reductions"] = {}
+    for dtype in REDUCTION_DTYPES:            # the warp shuffles move every accumulator dtype
+        x = np.zeros((3, 40), dtype)
+        for name, function in REDUCTIONS.items():
+            try:
+                for kernel in kernels(function, (x,)):
+                    ptx(kernel, CAPABILITIES[0])
+                report["reductions"][f"{name}/{dtype}"] = "ok"
+            except Exception as error:
+                report["reductions"][f"{name}/{dtype}"] = f"{type(error).__name__}: {str(error)[:200]}"
     x = np.linspace(-0.9, 0.9, 8, dtype=np.float32).reshape(2, 4)
     for name, (function, arity) in float32_programs().items():
         for kernel in kernels(function, (x,) * arity):
@@ -133,6 +149,13 @@ def test_kernel_entries_take_the_arguments_the_raw_launch_packs(report):
     """numba's entry takes, per array, meminfo, parent, nitems, itemsize, data, shape, strides (all
     64-bit): what cuda_launch.pack lays out for the RawModule launch."""
     assert all(entry["abi"] for entry in report["cases"].values()), report["cases"]
+
+
+def test_reductions_of_every_dtype_compile_to_ptx(report):
+    """A warp shuffle moves 32- and 64-bit words only: max of booleans (a random program found
+    it on an H100) and of narrow integers travel as int64."""
+    assert len(report["reductions"]) == len(REDUCTION_DTYPES) * len(REDUCTIONS)
+    assert {key: value for key, value in report["reductions"].items() if value != "ok"} == {}
 
 
 def test_float32_kernels_have_no_float64_instructions(report):

@@ -51,6 +51,19 @@ from flowjit.compiler.codegen import cuda_library as fj
 '''
 
 
+SHUFFLED = {np.dtype(t) for t in (np.int32, np.int64, np.float32, np.float64)}     # what shfl_xor_sync moves
+
+
+def shuffled(value: str, offset: int, dtype: np.dtype) -> str:
+    """The partner lane's ``value``: a warp shuffle moves 32- and 64-bit words, so a boolean or
+    a narrow integer travels as an int64 and comes back in its dtype."""
+    if dtype in SHUFFLED:
+        return f"fj.shfl_xor({value}, {offset})"
+    if dtype == np.bool_:
+        return f"(fj.shfl_xor(np.int64({value}), {offset}) != 0)"
+    return f"np.{dtype.name}(fj.shfl_xor(np.int64({value}), {offset}))"
+
+
 def _split(depth: int, flat: str, axes: list[int]) -> list[str]:
     """Lines splitting the flat index ``flat`` over ``axes`` (row-major: the last is fastest)."""
     lines, rest = [], flat
@@ -234,9 +247,11 @@ class CudaReduceWriter(CudaLoopWriter):
         _, combine = node.op.combine(accumulator_dtype(node))
         identity = self.reduction_start(node, accumulator_dtype(node))
 
+        dtype = np.dtype(accumulator_dtype(node))
+
         def warp_reduce(depth: int, value: str) -> None:
             for offset in (16, 8, 4, 2, 1):       # (every lane shuffles once: a combine may repeat an operand)
-                self.emit(depth, f"other = fj.shfl_xor({value}, {offset})")
+                self.emit(depth, f"other = {shuffled(value, offset, dtype)}")
                 self.emit(depth, f"{value} = {combine(value, 'other')}")
         warp_reduce(depth, acc)
         self.emit(depth, "if lane == 0:")
