@@ -1,5 +1,6 @@
-# Each target makes .venv (with the project, its test extra and its distributed extra: Ray, for the
-# cluster tests) when it is missing.
+# Each target makes .venv (with the project, its test extra, its distributed extra: Ray, for the
+# cluster tests, and its cuda extra: numba-cuda, whose simulator runs the CUDA tests without a GPU,
+# with the NVVM that compiles every CUDA kernel to PTX) when it is missing.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -7,10 +8,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-slow bench fuzz chaos clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test,distributed]"
+	$(BIN)/python -m pip install --quiet -e ".[test,distributed,cuda]"
 	touch $(STAMP)
 
 demo: $(STAMP)
