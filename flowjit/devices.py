@@ -133,6 +133,17 @@ def _gpu_runs_here() -> bool:
     return gpu.installed() and gpu.available()
 
 
+def _runs_here(device) -> str:
+    """The table's last column: yes, no, or simulated (a GPU on numba's CUDA simulator)."""
+    if not device.executable:
+        return "no"
+    if device.type == "gpu":
+        import flowjit.gpu as gpu
+        if gpu.simulated():
+            return "simulated"
+    return "yes"
+
+
 @dataclass(frozen=True)
 class Device:
     """One device: its full name, and what the cost model and the executor need to know."""
@@ -248,7 +259,7 @@ class DeviceSet:
             short = device.short if device.short != device.name else "-"      # (a device of another task)
             lines.append(f"{device.name:<36}{short:<8}{device.threads:>8}{figures['bandwidth'] / 1e9:>8.1f}"
                          f"{mark}{figures['flops'] / 1e9:>9.1f}{mark}{figures['launch'] * 1e6:>10.2f}{mark}"
-                         f"{device.link_bandwidth / 1e9:>11.0f}  {'yes' if device.executable else 'no'}")
+                         f"{device.link_bandwidth / 1e9:>11.0f}  {_runs_here(device)}")
         return "\n".join(lines)
 
 

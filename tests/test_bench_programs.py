@@ -21,7 +21,6 @@ TINY = 4096
 
 # program -> what flowjit's error says it does not support (a part of its message).
 UNSUPPORTED = {
-    "heat_equation": "traced arrays are immutable: instead of x[i] = v",
     "histogram": "np.histogram is not supported",
     "power_spectrum": "np.fft.rfft is not supported",
 }

@@ -70,7 +70,7 @@ def test_installed_package_holds_only_flowjit_and_its_license(installed):
     assert not list(pathlib.Path(site).glob("bench"))
 
 
-@pytest.mark.slow
+@pytest.mark.sweep
 def test_installed_bench_runs_from_outside_the_repository(installed):
     """``flowjit bench --quick`` as a user runs it after ``pip install .``: every workload, a
     table, no traceback, no ``-e`` hint.  Only the counts are cut (one timed call, one process
@@ -78,7 +78,8 @@ def test_installed_bench_runs_from_outside_the_repository(installed):
     and a parallel compile per kernel, and nothing the installed package does differently) and
     torch, whose compile dominates, is left out, as is the unfused mode: the same harness code
     as the fused one, a compile of every workload op by op (20 s of the bench's 55 s with an
-    empty cache); test_bench.py runs every mode from the checkout."""
+    empty cache); test_bench.py runs every mode from the checkout.  (34 s of make test's budget on
+    two cores: ``make test-slow`` runs it, beside the installed package's other checks here.)"""
     venv, site, env, base = installed
     result = subprocess.run([str(venv / "bin" / "flowjit"), "bench", "--quick", "--sizes", "64K",
                              "--modes", "numpy,fused,jax", "--repeat", "1", "--compile-repeat", "1"],

@@ -36,31 +36,6 @@ def gpu_unavailable() -> str | None:
     return None
 
 
-class CupyOps:
-    name = "cupy"
-
-    def __init__(self):
-        import cupy
-        self.exp, self.tanh, self.sqrt, self.log, self.maximum = cupy.exp, cupy.tanh, cupy.sqrt, cupy.log, cupy.maximum
-
-    @staticmethod
-    def erf(x):
-        from cupyx.scipy.special import erf
-        return erf(x)
-
-    @staticmethod
-    def max(x, axis):
-        return x.max(axis=axis, keepdims=True)
-
-    @staticmethod
-    def sum(x, axis):
-        return x.sum(axis=axis, keepdims=True)
-
-    @staticmethod
-    def mean(x, axis):
-        return x.mean(axis=axis, keepdims=True)
-
-
 def synchronize() -> None:
     import cupy
     cupy.cuda.get_current_stream().synchronize()
@@ -83,7 +58,8 @@ def make_gpu_callable(mode: str, workload, args):
             return result
         return call
     if mode == "cupy":
-        ops = CupyOps()
+        from flowjit.bench.workloads import NumpyOps
+        ops = NumpyOps(cupy)
 
         def call():
             result = workload.function(ops, *device_args)

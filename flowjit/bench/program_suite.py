@@ -83,7 +83,7 @@ def make_callable(mode: str, program, args):
 
 def unsupported_op(error: FlowjitError) -> str:
     """What flowjit said it does not trace, without the location or the advice after it:
-    ``np.cumsum``, ``np.dot of arrays with more than 2 dimensions``, ``traced arrays are immutable``."""
+    ``np.cumsum``, ``np.dot of arrays with more than 2 dimensions``, ``x[...] = v on f64[3]``."""
     message = getattr(error, "message", None) or str(error)
     named = re.match(r"(.+?) (is|are) not supported", message)
     text = named.group(1) if named else message.split(";", 1)[0]

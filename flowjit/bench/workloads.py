@@ -14,14 +14,19 @@ import numpy as np
 
 
 class NumpyOps:
+    """numpy's namespace, or another with numpy's API (CuPy: the GPU modes' eager peer)."""
     name = "numpy"
 
-    def __init__(self):
-        self.exp, self.tanh, self.sqrt, self.log, self.maximum = np.exp, np.tanh, np.sqrt, np.log, np.maximum
+    def __init__(self, xp=np):
+        self.xp = xp
+        self.exp, self.tanh, self.sqrt, self.log, self.maximum = xp.exp, xp.tanh, xp.sqrt, xp.log, xp.maximum
 
-    @staticmethod
-    def erf(x):
-        from scipy.special import erf      # only the workloads that need it import scipy
+    def erf(self, x):
+        # only the workloads that need it import scipy (or CuPy's)
+        if self.xp is np:
+            from scipy.special import erf
+        else:
+            from cupyx.scipy.special import erf
         return erf(x)
 
     @staticmethod

@@ -70,6 +70,9 @@ class TraceContext:
             raise type(error)(f"{what or op.name}({operands}): {error.message}", location) from None
         if op in _VIEW_OPS:
             self.viewed.update(values)
+            for item in inputs:
+                if isinstance(item, Tracer):
+                    item._viewed = True
         return [Tracer(self, value) for value in node.outputs]
 
     # -- variables: program order per variable, as control edges ----------------------------------
@@ -292,7 +295,7 @@ def _conversion_error(tracer: "Tracer", what: str) -> TracerConversionError:
 class Tracer:
     """A traced array: has a static shape and dtype, and records what is done to it."""
 
-    __slots__ = ("_trace", "_value", "_origin")
+    __slots__ = ("_trace", "_value", "_origin", "_viewed")
     __array_priority__ = 1000
     __hash__ = object.__hash__
 
@@ -300,6 +303,7 @@ class Tracer:
         self._trace = trace
         self._value = value
         self._origin = origin       # "argument 'x'" (numpy would write into the caller's array), "copy"
+        self._viewed = False        # a view op read this array object: an in-place write would reach the view
 
     def _copy(self) -> "Tracer":
         """A new array with this one's value (x.copy(), astype to the same dtype): writable in place."""
@@ -368,7 +372,7 @@ class Tracer:
         # properties numpy_api implements, else an error naming what is not supported.
         from flowjit.frontend import numpy_api
         from flowjit.frontend.unsupported import attribute_error
-        if name in ("_trace", "_value", "_origin"):          # not set yet (a copy probe, __new__)
+        if name in ("_trace", "_value", "_origin", "_viewed"):          # not set yet (a copy probe, __new__)
             raise AttributeError(name)
         if not name.startswith("_"):
             if name in numpy_api.METHODS:
@@ -386,8 +390,8 @@ class Tracer:
         return sorted(set(super().__dir__()) | set(numpy_api.METHODS) | set(numpy_api.PROPERTIES))
 
     def __setitem__(self, key, value):
-        raise TraceError("traced arrays are immutable: instead of x[i] = v, build the result with "
-                         "np.where or np.concatenate", user_location())
+        from flowjit.frontend.setitem import setitem
+        setitem(self, key, read_variables([value])[0])
 
     # -- numpy protocols ---------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -542,7 +546,8 @@ def _inplace_write_problem(tracer: Tracer) -> str | None:
     producer = tracer._value.producer
     if tracer._origin != "copy" and producer is not None and producer.op in _VIEW_OPS:
         return f"through a view ({producer.op.name}) into the array it views"
-    if tracer._value in tracer._trace.viewed:
+    # (a copy shares its original's value until written: only views of the copy itself count)
+    if tracer._viewed or (tracer._origin != "copy" and tracer._value in tracer._trace.viewed):
         return "into an array that views of it (slices, reshapes, transposes) would see too"
     return None
 

@@ -476,7 +476,7 @@ def test_kernels_write_their_pieces_into_a_concatenation(dtype):
         lines = [line.strip() for line in source.splitlines() if not line.strip().startswith("#")]
         in_place = [line for line in lines if "piece_view" in line]
         assert len(in_place) == 6, source                  # x**2, sin; exp, y*3; both stacked pieces
-        concatenates = [line for line in lines if "np.concatenate(" in line]
+        concatenates = [line for line in lines if "xp.concatenate(" in line]         # (xp: numpy here)
         assert len(concatenates) == 2, source              # shared twice, and the returned cos
         # ... each into a buffer of the driver's (a workspace slot, or the result's pool)
         assert all(line.endswith(")") and ", out=t_" in line for line in concatenates), source

@@ -140,14 +140,15 @@ def test_boolean_mask_indexing():
     assert info.value.location.line == line_of("E-index")
 
 
-def test_item_assignment():
+def test_item_assignment_into_an_argument():
     def f(x):
         x[0] = 1  # E-setitem
         return x
     with pytest.raises(TraceError) as info:
         flowjit.jit(f)(np.ones(3))
-    assert_error(info, "traced arrays are immutable: instead of x[i] = v, build the result with np.where "
-                       "or np.concatenate", "E-setitem")
+    assert_error(info, "x[...] = v on f64[3]: numpy would write the result into the caller's array (argument "
+                       "'x'); flowjit never writes into arrays: write into a copy (x = x.copy() first), or build the result "
+                       "with np.where or np.concatenate", "E-setitem")
 
 
 def test_scalar_that_does_not_fit():
