@@ -277,8 +277,22 @@ def lift_operands(trace: TraceContext, operands: list, what: str | None = None) 
     return lifted
 
 
+def _refuse_store_into_numpy(tracer: "Tracer") -> None:
+    """``z[...] = traced`` with a numpy array z: numpy converts the value (``__array__``,
+    ``float()``) to store it in z, which no trace can follow; say so, and what to write."""
+    frame = user_frame()
+    instruction = None if frame is None else next(
+        (i for i in dis.get_instructions(frame.f_code) if i.offset == frame.f_lasti), None)
+    if instruction is not None and instruction.opname == "STORE_SUBSCR":
+        raise TracerConversionError(
+            f"z[...] = v with a traced v ({tracer._value.type}) and a numpy array z: numpy would store the "
+            f"value in that numpy array, which flowjit cannot trace; make z a traced array first "
+            f"(z = np.zeros_like(x) of a traced x, or z = z + x[...] * 0), then assign into it", user_location())
+
+
 def _value_error(tracer: "Tracer", what: str) -> TracerConversionError:
     """For conversions to Python values (int(), .item(), .tolist()): not control flow."""
+    _refuse_store_into_numpy(tracer)
     return TracerConversionError(
         f"{what} of a traced value ({tracer._value.type}) needs its value, which is not known while "
         f"tracing: inside a jitted function arrays stay abstract. Keep it an array (x[i] for one element, "
@@ -356,6 +370,7 @@ class Tracer:
         raise _value_error(self, "complex()")
 
     def __array__(self, dtype=None, copy=None):
+        _refuse_store_into_numpy(self)
         raise TracerConversionError(
             f"a traced value ({self._value.type}) was converted to a concrete numpy array (np.asarray, "
             f"np.array, or a function that converts its input); inside a jitted function arrays are "

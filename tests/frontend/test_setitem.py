@@ -152,3 +152,13 @@ def _too_big(x):
     y = x + 1
     y[0, 1:] = np.arange(4.0)
     return y
+
+
+def test_a_traced_value_into_a_numpy_array_says_what_to_write():
+    def f(x):
+        z = np.zeros(3)
+        z[:2] = x[1:]          # (one element, z[0] = x[1], goes through float(), whose error numpy replaces)
+        return z
+    with pytest.raises(FlowjitError, match=re.escape("make z a traced array first")) as info:
+        flowjit.jit(f)(np.ones(3))
+    assert info.value.location.file == __file__
