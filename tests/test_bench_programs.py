@@ -21,7 +21,6 @@ TINY = 4096
 
 # program -> what flowjit's error says it does not support (a part of its message).
 UNSUPPORTED = {
-    "histogram": "np.histogram is not supported",
     "power_spectrum": "np.fft.rfft is not supported",
 }
 
@@ -82,28 +81,28 @@ def test_programs_scale_with_the_requested_size():
 
 def test_errors_and_locations_point_into_the_corpus():
     """The corpus is user code inside the package: errors and the IR name its file:line."""
-    source, first = inspect.getsourcelines(PROGRAMS["histogram"].function)
-    line = first + next(i for i, text in enumerate(source) if "= np.histogram(" in text)
-    with pytest.raises(FlowjitError, match=rf"statistics\.py:{line}: np\.histogram is not supported"):
-        flowjit.jit(PROGRAMS["histogram"].function)(*PROGRAMS["histogram"].arguments(TINY))
+    source, first = inspect.getsourcelines(PROGRAMS["power_spectrum"].function)
+    line = first + next(i for i, text in enumerate(source) if "= np.fft.rfft(" in text)
+    with pytest.raises(FlowjitError, match=rf"imaging\.py:{line}: np\.fft\.rfft is not supported"):
+        flowjit.jit(PROGRAMS["power_spectrum"].function)(*PROGRAMS["power_spectrum"].arguments(TINY))
     text = flowjit.jit(PROGRAMS["softplus"].function).lower(*PROGRAMS["softplus"].arguments(64)).as_text()
     assert 'loc("' in text and "bench/programs/models.py" in text
 
 
 def test_suite_checks_times_and_reports_unsupported_ops():
-    report = program_suite.run(["softplus", "histogram", "time_components"], ["4K"], ["numpy", "fused"], repeat=3)
+    report = program_suite.run(["softplus", "power_spectrum", "time_components"], ["4K"], ["numpy", "fused"], repeat=3)
     rows = {(r["workload"], r["mode"]): r for r in report["rows"]}
     assert rows["softplus", "fused"]["status"] == "ok" and len(rows["softplus", "fused"]["times_s"]) == 3
     assert rows["time_components", "fused"]["status"] == "ok"
-    assert rows["histogram", "fused"]["status"] == "unsupported"
-    assert rows["histogram", "numpy"]["status"] == "ok"          # numpy is still timed
+    assert rows["power_spectrum", "fused"]["status"] == "unsupported"
+    assert rows["power_spectrum", "numpy"]["status"] == "ok"          # numpy is still timed
     summary = report["summary"]
-    assert summary["unsupported"] == {"np.histogram": ["histogram"]}
+    assert summary["unsupported"] == {"np.fft.rfft": ["power_spectrum"]}
     assert summary["geometric_means"]["4K"]["numpy"]["programs"] == 2
     table = program_suite.format_table(report)
     assert "geometric mean of flowjit's time over each peer's at 4K: numpy" in table
-    assert "unsupported by flowjit (1 programs):\n  np.histogram: histogram" in table
-    assert "UNSUPP" in table.splitlines()[[i for i, t in enumerate(table.splitlines()) if "histogram" in t][0]]
+    assert "unsupported by flowjit (1 programs):\n  np.fft.rfft: power_spectrum" in table
+    assert "UNSUPP" in table.splitlines()[[i for i, t in enumerate(table.splitlines()) if "power_spectrum" in t][0]]
 
 
 def test_a_wrong_flowjit_result_is_reported_not_timed(monkeypatch):

@@ -589,8 +589,8 @@ PROPERTIES = {"T": lambda self: transpose(self), "mT": lambda self: swapaxes(sel
 
 def _register_compositions():
     """np.diff, np.pad, np.linalg.norm...: numpy functions written in terms of the ones above."""
-    from flowjit.frontend import einsum, fancy_indexing, numpy_arrays, order_statistics
-    for module in (numpy_arrays, fancy_indexing, einsum, order_statistics):
+    from flowjit.frontend import einsum, fancy_indexing, histogram, numpy_arrays, order_statistics
+    for module in (numpy_arrays, fancy_indexing, einsum, order_statistics, histogram):
         FUNCTIONS.update(module.FUNCTIONS)
         METHODS.update(module.METHODS)
 

@@ -212,8 +212,11 @@ CATALOGUE = [
      f"np.inner is not supported by flowjit; use (a * b).sum(axis=-1), or a @ b for 1-d arrays {SEE}", "L-inner"),
     ("np.linalg.svd", lambda x: np.linalg.svd(x), (F64,), UnsupportedFunctionError,  # L-svd
      NotImplementedError, f"np.linalg.svd is not supported by flowjit {SEE}", "L-svd"),
+    ("np.fft.rfft", lambda x: np.fft.rfft(x), (F64,), UnsupportedFunctionError,  # L-rfft
+     NotImplementedError, f"np.fft.rfft is not supported by flowjit {SEE}", "L-rfft"),
     ("np.histogram", lambda x: np.histogram(x), (F64,), UnsupportedFunctionError,  # L-histogram
-     NotImplementedError, f"np.histogram is not supported by flowjit {SEE}", "L-histogram"),
+     NotImplementedError, "np.histogram without a range known while tracing: numpy takes it from the data's min "
+     "and max (and raises on NaN); pass range=(low, high)", "L-histogram"),
     ("np.left_shift", lambda x: np.left_shift(x, 1), (I64,), UnsupportedFunctionError,  # L-np-shift
      NotImplementedError, f"np.left_shift is not supported by flowjit; for non-negative shifts that stay in "
      f"range, use x * 2**n {SEE}", "L-np-shift"),
