@@ -37,6 +37,18 @@ DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, 
 # about 20 s of a cold compile.
 UNFUSED_DTYPES = {np.int8, np.uint64, np.float16}
 UNFUSED_SWEEP_DTYPES = [np.bool_, np.int64, np.float64]
+# make test's sample of DTYPES for the per-dtype tables (binary pairs, unary special values, NEP 50
+# scalars): every kind and width class with lowerings of its own (bool, the narrowest and widest
+# signed, a narrow and the widest unsigned, each float).  The other four integer dtypes run under
+# ``make test-slow`` (the sweep marker on their parameters): about 2 minutes of make test's CPU.
+SWEEP_ONLY_DTYPES = {np.int16, np.int32, np.uint8, np.uint32}
+
+
+def dtype_params(dtypes=DTYPES) -> list:
+    return [pytest.param(d, id=np.dtype(d).name, marks=[pytest.mark.sweep] if d in SWEEP_ONLY_DTYPES else [])
+            for d in dtypes]
+
+
 MIXED_PAIRS = [(np.int8, np.uint8), (np.int64, np.uint64), (np.float32, np.int32), (np.float16, np.int8),
                (np.bool_, np.float32), (np.uint16, np.int64)]
 
@@ -239,7 +251,7 @@ def check_table(cases: dict, args: tuple, dtypes, approximate=frozenset(), which
 
 
 # -- elementwise -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dtype", dtype_params())
 def test_binary_ops_on_every_pair_of_special_values(dtype):
     check_table(BINARY, every_pair(dtype, dtype), [dtype], APPROXIMATE)
 
@@ -298,7 +310,7 @@ def _part(cases: dict, routines: bool) -> dict:
 ROUTINE_DTYPES = {np.float16, np.float32, np.float64, np.uint16, np.int64}
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dtype", dtype_params())
 def test_unary_ops_on_special_values(dtype):
     """Every unary case on every path, but the math-routine cases unfused, and fused for the
     integers outside ROUTINE_DTYPES: those run under ``make test-slow``
@@ -328,7 +340,7 @@ def test_unary_math_routines_of_the_other_integers(dtype):
         check_table(_part(cases, routines=True), args, [dtype], approximate, which=("fused",))
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dtype", dtype_params())
 def test_python_scalars_follow_nep_50(dtype):
     check_table(SCALARS, (specials(dtype),), [dtype], {"arctan2_1000", "big_plus"})
 

@@ -18,7 +18,7 @@ def same(got, expected):
             np.testing.assert_array_equal(g, e)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(dtype=st.sampled_from([np.float64, np.float32, np.int32, np.float16]), bins=st.integers(1, 70),
        low=st.floats(-50, 50), width=st.floats(0, 100), data=st.data())
 def test_counts_and_edges_match_numpy(dtype, bins, low, width, data):

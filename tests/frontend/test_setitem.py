@@ -67,7 +67,7 @@ def test_every_name_bound_to_the_array_sees_the_write():
     np.testing.assert_array_equal(flowjit.jit(f)(np.zeros(5)), [0, 9, 9, 0, 0])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=3), data=st.data())
 def test_random_regions_and_values_match_numpy(shape, data):
     """Any region of integers and unit-step slices (negative bounds, empty ones, None and ...
