@@ -16,7 +16,7 @@ import numba
 import numpy as np
 from numba.core import types
 
-from flowjit.compiler.codegen import scans
+from flowjit.compiler.codegen import index_kernels, scans
 from flowjit.compiler.codegen.cache import CompiledKernel, KernelCache
 from flowjit.compiler.codegen.kernel import KernelSource, kernel_source
 from flowjit.compiler.ir.graph import Node
@@ -85,7 +85,8 @@ class CpuBackend(Backend):
         return compiled
 
     def library_call(self, node: Node, parallel: bool):
-        return scans.compiled_scan(node, parallel) or super().library_call(node, parallel)
+        return (scans.compiled_scan(node, parallel) or index_kernels.compiled_index_op(node)
+                or super().library_call(node, parallel))
 
     def ran(self, compiled: list[CompiledKernel]) -> None:
         for kernel in compiled:
