@@ -36,17 +36,21 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         raise UnsupportedFunctionError(
             f"{what} without a range known while tracing: numpy takes it from the data's min and max (and "
             f"raises on NaN); pass range=(low, high)", user_location())
-    first, last = float(range[0]), float(range[1])
+    low, high = range                       # (numpy scalars keep their strength in the edges' dtype)
+    first, last = float(low), float(high)
     if first > last:
         raise ShapeError(f"{what}: max must be larger than min in range parameter.", user_location())
     if not (np.isfinite(first) and np.isfinite(last)):
         raise ShapeError(f"{what}: supplied range of [{first}, {last}] is not finite", user_location())
+    edge_type = np.result_type(low, high, np.empty(0, x.dtype))
     if first == last:
         first, last = first - 0.5, last + 0.5
-    edge_type = np.result_type(first, last, np.empty(0, x.dtype))
     if np.issubdtype(edge_type, np.integer) or edge_type == np.bool_:
         edge_type = np.result_type(edge_type, float)
     edges = np.linspace(first, last, bins + 1, endpoint=True, dtype=edge_type)
+    if np.any(edges[:-1] >= edges[1:]):
+        raise ShapeError(f"{what}: Too many bins for data range. Cannot create {bins} finite-sized bins.",
+                         user_location())
 
     values = x.astype(edge_type)
     keep = (values >= first) & (values <= last)
@@ -62,10 +66,14 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     if weights is None:
         updates = np.ones_like(index)
     else:
-        updates = numpy_api.ravel(numpy_api._as_tracer(trace, weights))
-        if updates.shape != x.shape:
-            raise ShapeError(f"{what}: weights should have the same shape as a", user_location())
+        if np.shape(weights) != np.shape(a):
+            raise ShapeError(f"{what}: weights should have the same shape as a.", user_location())
+        weights = numpy_api._as_tracer(trace, weights)
+        # numpy's bincount adds the weights in float64, then casts to their dtype
+        updates = numpy_api.ravel(weights).astype(np.float64)
     counts = trace.emit1(ops.scatter_add, [updates, index], {"shape": [bins + 1]}, what=what)[:bins]
+    if weights is not None and counts.dtype != weights.dtype:
+        counts = counts.astype(weights.dtype)
     if density:
         widths = np.diff(edges).astype(float)
         counts = counts / widths / counts.sum()

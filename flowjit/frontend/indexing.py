@@ -20,6 +20,10 @@ def basic_index(shape: tuple[int, ...], what, key) -> tuple[list, list, list, li
             raise UnsupportedFunctionError(
                 "indexing with arrays (advanced indexing) is not supported; use basic indexing "
                 "(integers, slices, None, ...) or np.where", user_location())
+        if isinstance(item, (bool, np.bool_)):
+            raise UnsupportedFunctionError(
+                f"index {item!r}: a boolean scalar index (numpy adds an axis and selects all or nothing) is not "
+                f"supported; use x[None] or an empty slice", user_location())
         if not (item is None or item is Ellipsis or isinstance(item, (int, np.integer, slice))):
             raise UnsupportedFunctionError(f"index {item!r} is not supported", user_location())
     if sum(1 for item in key if item is Ellipsis) > 1:

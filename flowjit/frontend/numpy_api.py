@@ -387,8 +387,8 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting=None):
     if not arrays:
         raise ShapeError("np.concatenate needs at least one array", user_location())
     axis = _axes(axis, arrays[0].ndim, "np.concatenate")[0]
-    result = arrays[0] if len(arrays) == 1 else trace.emit1(ops.concat, arrays, {"axis": axis},
-                                                            what="np.concatenate")
+    result = arrays[0]._copy() if len(arrays) == 1 else trace.emit1(ops.concat, arrays, {"axis": axis},
+                                                                    what="np.concatenate")
     return astype(result, dtype) if dtype is not None else result
 
 
@@ -518,7 +518,7 @@ def round_(a, decimals=0, out=None):
     decimals = operator.index(decimals)
     if a.dtype.kind in "iu":
         if decimals >= 0:
-            return a
+            return a._copy()                   # (a new array, as numpy's)
         scale = _power_of_ten(-decimals)
         return astype(np.multiply(np.rint(np.true_divide(a, scale)), scale), a.dtype)
     if decimals == 0:
@@ -579,7 +579,8 @@ METHODS = {
     "max": REDUCTIONS["max"], "min": REDUCTIONS["min"], "var": REDUCTIONS["var"],
     "std": REDUCTIONS["std"], "argmax": FUNCTIONS[np.argmax], "argmin": FUNCTIONS[np.argmin],
     "any": FUNCTIONS[np.any], "all": FUNCTIONS[np.all], "astype": astype, "transpose": transpose,
-    "swapaxes": swapaxes, "squeeze": squeeze, "ravel": ravel, "flatten": ravel, "clip": clip,
+    "swapaxes": swapaxes, "squeeze": squeeze, "ravel": ravel, "clip": clip,
+    "flatten": lambda self, order="C": ravel(self, order)._copy(),      # (always a new array)
     "dot": dot, "round": round_,
     "reshape": lambda self, *shape, order="C": reshape(self, shape[0] if len(shape) == 1 else shape, order=order),
     "copy": lambda self, order="C": self._copy(),

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from flowjit.compiler.ir.ops.shape import slice_length
-from flowjit.errors import ShapeError, UnsupportedFunctionError, user_location
+from flowjit.errors import ScalarOverflowError, ShapeError, UnsupportedFunctionError, user_location
 from flowjit.frontend.indexing import basic_index
 from flowjit.frontend.tracer import Tracer, write_in_place
 
@@ -35,6 +35,7 @@ def setitem(x: Tracer, key, value) -> None:
 
 def assigned(x: Tracer, key, value, where: str) -> Tracer:
     """The array numpy's ``x[key] = value`` leaves in x, as a new traced array."""
+    value = _in_dtype(value, x.dtype, where)
     items = key if isinstance(key, tuple) else (key,)
     mask = items[0] if len(items) == 1 else None
     if mask is not None and isinstance(mask, (Tracer, np.ndarray)) and mask.dtype == np.bool_:
@@ -67,6 +68,21 @@ def assigned(x: Tracer, key, value, where: str) -> Tracer:
     return _joined(x, starts, counts, region, 0)
 
 
+def _in_dtype(value, dtype: np.dtype, where: str):
+    """The value cast to x's dtype as numpy's assignment casts it (unsafely), before anything
+    combines it with x (np.where would promote x first: int64 beside a float loses digits); a
+    Python int that does not fit is numpy's OverflowError."""
+    if isinstance(value, Tracer):
+        return value.astype(dtype) if value.dtype != dtype else value
+    if isinstance(value, int) and not isinstance(value, (bool, np.generic)) and np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise ScalarOverflowError(f"{where}: Python integer {value} out of bounds for {np.dtype(dtype).name}",
+                                      user_location())
+    with np.errstate(all="ignore"):
+        return np.asarray(value).astype(dtype)
+
+
 def _joined(x, starts: list, counts: list, region, axis: int):
     """``x`` with ``region`` in place at ``starts`` (axes before ``axis`` already cut to it)."""
     if axis == len(counts):
@@ -93,4 +109,4 @@ def _masked(x: Tracer, mask, value, where: str) -> Tracer:
             user_location())
     value = np.reshape(value, ())
     expanded = np.reshape(mask, tuple(mask.shape) + (1,) * (len(x.shape) - len(mask.shape)))
-    return np.where(expanded, value, x).astype(x.dtype)
+    return np.where(expanded, value, x)                 # (value is in x's dtype: no promotion)

@@ -453,7 +453,7 @@ def _install_operators():
         setattr(Tracer, f"__{name}__", lambda self, other, ufunc=ufunc: ufunc(self, other))
     Tracer.__pow__ = _power_operator
     Tracer.__neg__ = lambda self: np.negative(self)
-    Tracer.__pos__ = lambda self: self
+    Tracer.__pos__ = lambda self: self._copy()          # (numpy's +x is a new array)
     Tracer.__abs__ = lambda self: np.absolute(self)
     Tracer.__invert__ = lambda self: np.invert(self)
     # divmod(x, y) on an ndarray is np.divmod: numpy's floor division and remainder, together.

@@ -123,3 +123,21 @@ def test_random_programs_on_the_gpu_match_the_interpreter(program):
         actual = flowjit.jit(program, devices=GPU)(*args)
     rtol = tolerance_for(args, expected)
     assert_same_result(actual, expected, exact=rtol == 0.0, rtol=rtol)
+
+
+def test_kernels_of_one_source_and_other_dtypes_are_compiled_apart():
+    """x > y renders the same source for float32 and float64 inputs; the PTX is compiled for one
+    signature, so the key holds the argument types (the H100 review found both sharing one)."""
+    from flowjit.compiler.codegen.cuda import CudaBackend
+    backend = CudaBackend()
+    kernels = []
+    for dtype in (np.float32, np.float64):
+        x = np.zeros(4, dtype)
+        lowered = flowjit.jit(lambda x, y: x > y, devices=GPU).lower(x, x)
+        (node,) = [n for n in lowered.fused.nodes if n.op.name == "fused"]
+        kernels.append(backend.render(node))
+    assert kernels[0].source == kernels[1].source
+    assert backend.compile(kernels[0]).key != backend.compile(kernels[1]).key
+    for dtype in (np.float64, np.float32):
+        x, y = rows((8,), dtype), rows((8,), dtype, seed=1)
+        np.testing.assert_array_equal(flowjit.jit(lambda x, y: x > y, devices=GPU)(x, y), x > y)

@@ -59,3 +59,14 @@ def test_what_is_not_supported_says_so(call, message):
     with pytest.raises(FlowjitError, match=message) as info:
         flowjit.jit(call)(np.ones(5))
     assert info.value.location.file == __file__
+
+
+def test_numpy_scalars_in_the_range_and_float32_weights_as_numpy():
+    x = np.random.default_rng(1).standard_normal(3000).astype(np.float32)
+    w = np.random.default_rng(2).random(3000).astype(np.float32) * 1e4
+
+    def f(x, w):
+        return np.histogram(x, bins=9, range=(np.float64(-1), np.float64(2)), weights=w)
+    got, expected = flowjit.jit(f)(x, w), f(x, w)
+    assert got[1].dtype == expected[1].dtype == np.float64
+    same(got, expected)

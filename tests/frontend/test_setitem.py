@@ -162,3 +162,43 @@ def test_a_traced_value_into_a_numpy_array_says_what_to_write():
     with pytest.raises(FlowjitError, match=re.escape("make z a traced array first")) as info:
         flowjit.jit(f)(np.ones(3))
     assert info.value.location.file == __file__
+
+
+def test_writes_reach_no_array_numpy_would_have_copied():
+    """+x, np.concatenate([x]), np.round of integers and x.flatten() are new arrays in numpy:
+    writing into them leaves x as it was."""
+    def f(x):
+        b = x * 1
+        for make in (lambda b: +b, lambda b: np.concatenate([b]), lambda b: np.round(b), lambda b: b.flatten()):
+            c = make(b)
+            c[0] = 100
+        return b
+    x = np.arange(6)
+    np.testing.assert_array_equal(flowjit.jit(f)(x), f(x))
+
+
+def test_values_are_cast_to_the_dtype_before_anything_else():
+    """x[mask] = 0.5 leaves the other int64 elements exact (np.where would promote them to
+    float64 first); a Python int that does not fit is numpy's OverflowError."""
+    def f(x):
+        y = x + 0
+        y[y > 3] = 0.5
+        return y
+    x = np.array([2 ** 53 + 1, 5, 1], np.int64)
+    np.testing.assert_array_equal(flowjit.jit(f)(x), f(x))
+
+    def overflow(x):
+        y = x.astype(np.uint8)
+        y[0] = -1
+        return y
+    with pytest.raises(OverflowError, match="Python integer -1 out of bounds for uint8"):
+        flowjit.jit(overflow)(np.ones(3))
+
+
+def test_a_boolean_scalar_index_is_refused():
+    def f(x):
+        y = x + 1
+        y[False] = 5
+        return y
+    with pytest.raises(FlowjitError, match="a boolean scalar index"):
+        flowjit.jit(f)(np.ones(3))

@@ -16,11 +16,12 @@ import numpy as np
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Node, Value
 from flowjit.errors import NumericsError
+from flowjit.gpu import to_host
 
 
 def _bad(array: np.ndarray) -> str | None:
     """"NaN", "Inf" or "NaN and Inf" when ``array`` holds them, else None."""
-    array = np.asarray(array)
+    array = to_host(array)
     if array.dtype.kind not in "fc":
         return None
     nan = bool(np.isnan(array).any())
@@ -33,7 +34,7 @@ def _where(node: Node) -> str:
 
 
 def _count(array: np.ndarray) -> str:
-    bad = ~np.isfinite(np.asarray(array))
+    bad = ~np.isfinite(to_host(array))
     first = np.argwhere(bad)[0] if bad.ndim else ()
     position = f"; first at index {tuple(int(i) for i in first)}" if bad.ndim else ""
     return f"{int(bad.sum())} of {bad.size} elements{position}"
@@ -58,7 +59,7 @@ def first_bad_op(kernel: Node, inputs: list[np.ndarray], outputs: list[np.ndarra
     env: dict[Value, np.ndarray] = {}
     source: dict[Value, Value] = {}
     for inner, outer, array in zip(body.inputs, kernel.inputs, inputs):
-        array = np.asarray(array)
+        array = to_host(array)
         env[inner] = array.reshape(inner.shape) if array.size == inner.type.size else array
         source[inner] = outer
     passed_on = None

@@ -255,7 +255,9 @@ class CudaBackend(Backend):
         return text
 
     def compile(self, kernel: KernelSource) -> CompiledKernel:
-        key = hashlib.sha256(canonical(kernel.source).encode()).hexdigest()
+        # (the argument types too: a source may not name its dtypes -- x > y -- and the PTX is
+        # compiled for one signature, where numba's dispatcher compiled one per argument types)
+        key = hashlib.sha256(f"{canonical(kernel.source)}\n{signature(kernel)}".encode()).hexdigest()
         with self.lock:
             if key not in self.kernels:
                 namespace = module_namespace(kernel)
