@@ -19,15 +19,21 @@ from flowjit.compiler.ir.graph import Node
 KERNEL = dict(cache=True, error_model="numpy")
 
 
+@njit(inline="always", cache=True)
+def _position(j, n):
+    """Index ``j`` of an axis of ``n`` counted from the end when negative; -1 when out of bounds."""
+    if j < 0:
+        j += n
+    return j if 0 <= j < n else -1
+
+
 @njit(**KERNEL)
 def _gather(table, index, out):
     """``out[i] = table[index[i]]``; -1, or the position of the first index out of bounds."""
     n = table.shape[0]
     for i in range(index.shape[0]):
-        j = index[i]
+        j = _position(index[i], n)
         if j < 0:
-            j += n
-        if j < 0 or j >= n:
             return i
         out[i] = table[j]
     return -1
@@ -40,10 +46,8 @@ def _scatter_add(updates, index, out):
     n = out.shape[0]
     out[:] = 0
     for i in range(index.shape[0]):
-        j = index[i]
+        j = _position(index[i], n)
         if j < 0:
-            j += n
-        if j < 0 or j >= n:
             return i
         out[j] += updates[i]
     return -1
@@ -55,10 +59,8 @@ def _scatter_add_rows(updates, index, out):
     n, width = out.shape
     out[:, :] = 0
     for i in range(index.shape[0]):
-        j = index[i]
+        j = _position(index[i], n)
         if j < 0:
-            j += n
-        if j < 0 or j >= n:
             return i
         for c in range(width):
             out[j, c] += updates[i, c]
