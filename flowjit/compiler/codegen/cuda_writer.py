@@ -7,7 +7,8 @@ A CUDA kernel module has two functions:
 - ``launch``, host code taking the same arrays and returning the work the launch covers:
   ``(elements, 1)`` for a loop kernel, ``(rows, row length)`` for a reduce kernel.
 
-Loop kernels (and matmul epilogues) are grid-stride loops over the flattened domain: each
+Loop kernels (and matmul epilogues) are grid-stride ``while`` loops over the flattened domain
+(a ``range()`` loop would divide 64-bit integers for its trip count in every thread): each
 flat index splits into per-axis indices, and broadcast operands read index 0 along their
 size-1 dimensions, as on the CPU.  Scalar code is each op's rule for the ``cuda`` target
 (``Lowering.targets``), calling ``fj``: codegen/cuda_library.py.
@@ -15,8 +16,9 @@ size-1 dimensions, as on the CPU.  Scalar code is each op's rule for the ``cuda`
 Reduce kernels run one block per row (the kept axes, flattened; blocks stride over rows).
 Each pass of the plan is one block-strided loop over the row that computes the pass's
 elementwise values, stores its full-shaped outputs and accumulates its reductions in one
-accumulator per thread; a tree over shared memory then combines the threads' accumulators
-(argmax/argmin carry the position, and the first one wins).  Values a later pass needs are
+accumulator per thread; warp shuffles (``fj.shfl_xor``) then combine each warp's, one shared
+slot per warp the warps' (argmax/argmin: a tree over shared memory that carries the position,
+the first one winning).  ``MAX_THREADS`` in the module bounds the block (its shared arrays).  Values a later pass needs are
 computed again from the inputs (no per-row scratch).  Any set of reduced axes renders this
 way, so the ``parts`` and ``columns`` strategies are correct here but not fast: one block
 reduces the whole domain, and a column is read with a stride.
@@ -124,7 +126,7 @@ class CudaLoopWriter(KernelWriter):
 
 
 class CudaReduceWriter(CudaLoopWriter):
-    """A reduce kernel: one block per row, a block-strided loop per pass, a shared-memory tree."""
+    """A reduce kernel: one block per row, a block-strided loop per pass, warp-shuffle reductions."""
 
     def write_body(self, outputs: list[Value]) -> list[str]:
         if self.plan.strategy is None:
