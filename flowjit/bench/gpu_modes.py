@@ -150,11 +150,9 @@ def launch_paths(calls: int = 2000) -> dict:
     times["cupy eager (5 kernels)"] = timed(lambda: ((x * 2 + 1) * x - 3) / (x * x + 1))
     try:
         import jax
-        import jax.numpy as jnp
         compiled = jax.jit(lambda x: ((x * 2 + 1) * x - 3) / (x * x + 1))
         jx = jax.device_put(np.linspace(-1, 1, 16, dtype=np.float32))
         times["jax.jit"] = timed(lambda: compiled(jx).block_until_ready())
-        del jnp
     except ImportError:
         pass
     return times

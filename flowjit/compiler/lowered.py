@@ -321,7 +321,7 @@ class Lowered:
 
     @cached_property
     def executable(self):
-        from flowjit.compiler.codegen.driver import Executable
+        from flowjit.compiler.codegen.executable import Executable
         if self.devices.cluster is not None:
             return self.cluster_executable
         if self.multi_device:
@@ -331,7 +331,7 @@ class Lowered:
     @cached_property
     def multi_device_executable(self):
         """The partitioned program on the multi-device executor (also what ``profile`` runs)."""
-        from flowjit.compiler.codegen.driver import Executable, single_node_graph
+        from flowjit.compiler.codegen.executable import Executable, single_node_graph
         from flowjit.runtime.cluster import ClusterError
         from flowjit.runtime.executor import MultiDeviceExecutable
         if self.devices.cluster is not None:
@@ -397,7 +397,7 @@ class NodeCompiler:
 
     def __call__(self, node, variables=None):
         """``variables``: name -> the buffer of each variable that lives on the task."""
-        from flowjit.compiler.codegen.driver import Executable, single_node_graph
+        from flowjit.compiler.codegen.executable import Executable, single_node_graph
         return Executable(single_node_graph(node), _cpu_backend(self.cache_dir, self.fma), variables or {},
                           self.check_numerics)
 

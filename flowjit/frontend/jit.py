@@ -302,20 +302,17 @@ class Jitted:
                 key = tuple([(a.shape, a.dtype) for a in args if type(a) is np.ndarray])
             except AttributeError:
                 key = None
+            entry = None
             if key is not None and len(key) == len(args):
                 entry = self._fast.get(key)
-                if entry is not None:
-                    executable, program, single = entry
-                    outputs = executable(*args)
-                    return _as_result(outputs[0]) if single else _results(program, outputs)
             elif self._fast_device:             # CuPy arrays, to a program whose buffers are on the GPU
-                key = tuple([(a.shape, a.dtype) for a in args if type(a) is self._fast_device_type])
-                entry = self._fast_device.get(key) if len(key) == len(args) else None
-                if entry is not None:
-                    executable, program, single = entry
-                    outputs = executable(*args)
-                    return _as_result(outputs[0]) if single else _results(program, outputs)
+                device_key = tuple([(a.shape, a.dtype) for a in args if type(a) is self._fast_device_type])
+                entry = self._fast_device.get(device_key) if len(device_key) == len(args) else None
                 key = None
+            if entry is not None:
+                executable, program, single = entry
+                outputs = executable(*args)
+                return _as_result(outputs[0]) if single else _results(program, outputs)
         else:
             key = None
         if current_trace() is not None:

@@ -10,7 +10,7 @@ from flowjit.compiler import ir
 from flowjit.compiler.codegen import accuracy, library
 from flowjit.compiler.codegen.backend import CpuBackend
 from flowjit.compiler.codegen.cache import kernel_cache
-from flowjit.compiler.codegen.driver import Executable
+from flowjit.compiler.codegen.executable import Executable
 from flowjit.compiler.costmodel import flops
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.ops.base import _REGISTRY, Op, OpKind, all_ops, register, routine_ops

@@ -16,7 +16,7 @@ import flowjit
 from flowjit.compiler import ir
 from flowjit.compiler.codegen.backend import CpuBackend
 from flowjit.compiler.codegen.cache import kernel_cache
-from flowjit.compiler.codegen.driver import Executable
+from flowjit.compiler.codegen.executable import Executable
 from flowjit.compiler.codegen.library import ROUTINES
 from flowjit.compiler.ir import ops
 from flowjit.compiler.passes import fuse as fuse_module

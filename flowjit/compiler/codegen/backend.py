@@ -32,13 +32,13 @@ class Backend(ABC):
     resident = False
 
     def accept(self, arrays: tuple) -> tuple[tuple, bool]:
-        """The program's arguments as this backend's arrays, and whether the caller's were device
-        arrays (the results then stay on the device, with no hidden round trip)."""
-        from flowjit.gpu import is_device_array, to_host
-        return tuple(to_host(a) if is_device_array(a) else a for a in arrays), False
+        """A resident backend's arguments as its arrays, and whether the caller's were device
+        arrays (the results then stay on the device, with no hidden round trip).  Called only
+        where ``resident``: a host program's device arguments are copied back by jit."""
+        return arrays, False
 
     def deliver(self, results: list, on_device: bool) -> list:
-        """The program's results as the caller gets them."""
+        """A resident backend's results as the caller gets them."""
         return results
 
     def render(self, node: Node) -> KernelSource:

@@ -10,7 +10,7 @@ once and the results copied back once (device arguments -- CuPy, torch, jax, any
 ``__cuda_array_interface__`` or DLPack -- are used in place and the results stay CuPy
 arrays), and a matmul is cuBLAS through CuPy.  Each kernel is compiled with ``compile_ptx``
 for the device's compute capability (the PTX kept in the kernel cache directory, so a fresh
-process compiles nothing it has seen), loaded once into a CuPy ``RawModule`` and launched
+process compiles nothing it has seen), loaded once as a CUDA module through CuPy and launched
 with its arguments packed by numba's array ABI (cuda_launch.py); ``FLOWJIT_CUDA_LAUNCH=
 dispatcher`` launches through numba-cuda's dispatcher instead.  Library ops (scans,
 gathers) run on the host, their operands copied across.
@@ -121,11 +121,6 @@ class Launcher:
             buffer.copy_to_host(array)
 
 
-def device_matmul(a, b, out) -> None:
-    """``out[...] = a @ b`` on host arrays: numpy (the simulator's matmul)."""
-    np.matmul(a, b, out=out)
-
-
 def resident_matmul(a, b, out) -> None:
     """``out[...] = a @ b`` on CuPy arrays: cuBLAS, into the driver's buffer."""
     import cupy
@@ -184,19 +179,15 @@ class CudaBackend(Backend):
         self.lock = threading.Lock()
         self.cache_dir = cache_dir
         self.resident = not simulated()
-        if self.resident:
+        if self.resident:                    # (the simulator's matmul: numpy's, the driver's default)
             import cupy
             self.xp, self.matmul = cupy, resident_matmul
-        else:
-            self.matmul = device_matmul
 
     def render(self, node: Node) -> KernelSource:
         return cuda_kernel_source(node)
 
     # -- arguments and results ------------------------------------------------------------------------
     def accept(self, arrays: tuple) -> tuple[tuple, bool]:
-        if not self.resident:                      # the simulator's kernels take host arrays
-            return super().accept(arrays)
         import cupy
         on_device = False
         moved = []
@@ -209,7 +200,7 @@ class CudaBackend(Backend):
         return tuple(moved), on_device
 
     def deliver(self, results: list, on_device: bool) -> list:
-        if not self.resident or on_device:
+        if on_device:
             return results
         return [result.get() for result in results]
 
@@ -265,9 +256,9 @@ class CudaBackend(Backend):
                 grid = Grid(namespace["launch"], reduce, multiprocessors() if self.resident else None,
                             row_threads(), namespace.get("MAX_THREADS", BLOCK))
                 path = launch_path()
-                if path != "dispatcher" and not simulated():
+                if path != "dispatcher" and self.resident:
                     launcher = RawLauncher(kernel.name, self.ptx(kernel, key, device_capability()), grid,
-                                           len(kernel.inputs), packed=path == "raw")
+                                           packed=path == "raw")
                 else:
                     launcher = Launcher(kernel.name, numba_cuda().jit(namespace["kernel"]), grid, len(kernel.inputs))
                 self.kernels[key] = CompiledKernel(kernel.name, key, kernel.source, launcher, launcher)

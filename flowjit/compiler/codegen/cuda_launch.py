@@ -1,4 +1,4 @@
-"""The cheap launch path for a real GPU: numba-cuda's PTX, loaded once into a CuPy ``RawModule``,
+"""The cheap launch path for a real GPU: numba-cuda's PTX, loaded once as a CUDA module through CuPy,
 called with arguments packed by numba's array ABI.
 
 numba-cuda's dispatcher costs ~67-119 us a launch (type checks, argument marshalling in
@@ -25,7 +25,6 @@ import numpy as np
 
 ENTRY = re.compile(r"\.visible\s+\.entry\s+(\S+?)\(")
 PARAMETER = re.compile(r"\.param\s+\.(\w+)\s+\S+_param_\d+")
-ZERO = np.uint64(0)
 FIELDS = 5                      # meminfo, parent, nitems, itemsize, data; then shape and strides
 
 
@@ -52,13 +51,12 @@ def parameter_count(ranks: list[int]) -> int:
     return sum(FIELDS + 2 * rank for rank in ranks)
 
 
-def pack(array) -> tuple:
-    """One device array as numba's kernel parameters (CuPy's attributes read directly, any other
-    through ``__cuda_array_interface__``)."""
+def fields(array) -> list[int]:
+    """One device array as numba's kernel parameters, plain integers: CuPy's attributes read
+    directly (the launch's hot path), any other array through ``__cuda_array_interface__``."""
     data = getattr(array, "data", None)
     if hasattr(data, "ptr"):                 # a CuPy array
-        return ((ZERO, ZERO, np.int64(array.size), np.int64(array.itemsize), np.uint64(data.ptr))
-                + tuple(map(np.int64, array.shape)) + tuple(map(np.int64, array.strides)))
+        return [0, 0, array.size, array.itemsize, data.ptr, *array.shape, *array.strides]
     interface = array.__cuda_array_interface__
     shape = tuple(interface["shape"])
     itemsize = np.dtype(interface["typestr"]).itemsize
@@ -68,14 +66,17 @@ def pack(array) -> tuple:
         for size in reversed(shape):
             strides.insert(0, step)
             step *= max(size, 1)
-    nitems = int(np.prod(shape, dtype=np.int64))
-    return ((np.uint64(0), np.uint64(0), np.int64(nitems), np.int64(itemsize), np.uint64(interface["data"][0]))
-            + tuple(np.int64(size) for size in shape) + tuple(np.int64(stride) for stride in strides))
+    return [0, 0, int(np.prod(shape, dtype=np.int64)), itemsize, interface["data"][0], *shape, *strides]
 
 
-def fields(array) -> list[int]:
-    """One CuPy array's parameters as plain integers (the packed launch's buffer)."""
-    return [0, 0, array.size, array.itemsize, array.data.ptr, *array.shape, *array.strides]
+def pack(array) -> tuple:
+    """``fields`` as the numpy scalars CuPy's ``Function`` call takes (64-bit each; the data
+    pointer unsigned)."""
+    values = fields(array)
+    return tuple(np.uint64(value) if position in POINTERS else np.int64(value) for position, value in enumerate(values))
+
+
+POINTERS = (0, 1, 4)                 # meminfo, parent, data
 
 
 def current_stream():
@@ -88,17 +89,17 @@ BUFFER_POINTER, BUFFER_SIZE, END = 1, 2, 0
 
 
 class RawLauncher:
-    """One kernel on a GPU through CuPy: ``ptx`` loaded once, host arrays copied in and out
-    (device arrays used in place), the grid from the module's ``launch`` as ``Launcher`` sizes it.
+    """One kernel on a GPU through CuPy: ``ptx`` loaded once, launched on device arrays, the grid
+    from the module's ``launch`` as ``Launcher`` sizes it.
 
     ``packed`` (the default, ``FLOWJIT_CUDA_LAUNCH=raw``): every parameter of numba's entry is
     64 bits, so the arguments are one int64 buffer handed to ``cuLaunchKernel`` whole (its
     ``extra``), with no per-parameter conversion; else (``FLOWJIT_CUDA_LAUNCH=cupy``) CuPy's
     ``Function`` call converts each numpy scalar."""
 
-    def __init__(self, name: str, ptx: str, grid, inputs: int, packed: bool = True):
+    def __init__(self, name: str, ptx: str, grid, packed: bool = True):
         from cupy.cuda import function
-        self.name, self.grid, self.inputs, self.packed = name, grid, inputs, packed
+        self.name, self.grid, self.packed = name, grid, packed
         entry, parameters = entry_parameters(ptx)
         if any(kind not in ("u64", "s64", "b64") for kind in parameters):
             self.packed = False                  # (not numba's all-64-bit array ABI: convert each)
@@ -125,12 +126,10 @@ class RawLauncher:
             self.lock = threading.Lock()
 
     def __call__(self, *arrays) -> None:
+        """Launch on device arrays (the resident driver's buffers: CuPy)."""
         blocks, threads = self.grid(arrays)
         if blocks == 0:
             return
-        copies = []
-        if not all(hasattr(array, "__cuda_array_interface__") for array in arrays):
-            arrays, copies = self.to_device(arrays)
         if self.packed:
             values = [field for array in arrays for field in fields(array)]
             if len(values) != self.count:
@@ -141,20 +140,3 @@ class RawLauncher:
                 self.launch_kernel(self.pointer, blocks, 1, 1, threads, 1, 1, 0, stream, 0, self.extra_pointer)
         else:
             self.function((blocks,), (threads,), tuple(field for array in arrays for field in pack(array)))
-        for buffer, array in copies:
-            buffer.get(out=array)
-
-    def to_device(self, arrays) -> tuple[list, list]:
-        """Host arrays' device copies: inputs copied in, outputs to copy back after the launch."""
-        import cupy
-        device, copies = [], []
-        for index, array in enumerate(arrays):
-            if hasattr(array, "__cuda_array_interface__"):
-                device.append(cupy.asarray(array))
-            elif index < self.inputs:
-                device.append(cupy.asarray(np.ascontiguousarray(array)))
-            else:
-                buffer = cupy.empty(array.shape, array.dtype)
-                device.append(buffer)
-                copies.append((buffer, array))
-        return device, copies

@@ -1,4 +1,5 @@
-"""The driver: one generated, straight-line Python function that runs a fused graph.
+"""The driver: one generated, straight-line Python function that runs a fused graph
+(executable.py's ``Executable`` calls it with its workspace).
 
 It calls each kernel in order (no per-node interpretation at run time; TorchInductor's
 wrapper, PyTensor's ``fgraph_to_python``), runs views and concatenations with numpy,
@@ -24,7 +25,6 @@ from __future__ import annotations
 import linecache
 import math
 import sys
-import threading
 from typing import Mapping
 
 import numpy as np
@@ -43,7 +43,6 @@ from flowjit.compiler.ir.ops.shape import python_slices
 from flowjit.compiler.ir.plan import KernelKind
 from flowjit.compiler.ir.printer import format_node
 from flowjit.compiler.ir.types import compute_dtype
-from flowjit.counters import STATS
 from flowjit.gpu import to_host
 
 PARALLEL_MIN_ELEMENTS = 1 << 18
@@ -564,79 +563,3 @@ class DriverBuilder:
         check = self.global_(f"check_{node.name}_", checker(node))
         inputs = [self.name(value) for value in node.inputs]
         self.emit(f"{check}([{', '.join(inputs)}], [{', '.join(outputs)}])")
-
-
-def single_node_graph(node: Node) -> Graph:
-    """A graph running just ``node`` (the multi-device executor runs a partition node by node)."""
-    graph = Graph(node.name)
-    inputs = [graph.add_input(f"in{i}", value.type) for i, value in enumerate(node.inputs)]
-    copy = graph.add_node(node.op, inputs, node.attrs, [value.type for value in node.outputs], name=node.name,
-                          loc=node.loc)
-    graph.outputs.extend(copy.outputs)
-    return graph
-
-
-class Executable:
-    """A compiled program: call it with the graph's input arrays, get its outputs."""
-
-    def __init__(self, graph: Graph, backend: Backend, variables: Mapping | None = None,
-                 check_numerics: bool = False, aliased_reads: frozenset = frozenset()):
-        builder = DriverBuilder(graph, backend, variables, check_numerics, aliased_reads)
-        self.driver, self.driver_source = builder.build()
-        self.driver_filename, self.node_lines = builder.filename, builder.node_lines
-        self.kernel_sources = builder.sources
-        self.slot_specs = builder.slot_specs
-        self.compiled = builder.compiled
-        self.ahead: list | None = builder.ahead         # handed to the backend at the first call
-        self.backend = backend
-        self.resident = backend.resident        # its buffers live on a device: arguments and results move
-        self.lock = threading.Lock()
-        self.workspace: list | None = None
-        self.recorded = False
-        STATS.executables += 1
-
-    def annotate(self, error: Exception) -> None:
-        """Say which node of the program raised: the driver line the error passed through, and
-        the IR line above it (with the user's file:line) -- a helper numba inlined into a kernel
-        leaves no frame of the kernel itself."""
-        traceback, line = error.__traceback__, None
-        while traceback is not None:
-            if traceback.tb_frame.f_code.co_filename == self.driver_filename:
-                line = traceback.tb_lineno
-            traceback = traceback.tb_next
-        if line is None:
-            return
-        node = next((node for first, node in reversed(self.node_lines) if first <= line), None)
-        if node is None:
-            return
-        inner = node.attrs["body"].nodes if node.op is ops.fused else [node]
-        lines = [format_node(op_node).split(" {body=")[0] for op_node in inner if op_node.op is not ops.constant]
-        error.add_note(f"flowjit: raised in %{node.name}, which computes\n" + "\n".join(f"    {text}" for text in lines))
-
-    def new_workspace(self) -> list:
-        return [self.backend.xp.empty(shape, dtype) for shape, dtype in self.slot_specs]
-
-    def __call__(self, *arrays):
-        on_device = False
-        if self.resident:
-            arrays, on_device = self.backend.accept(arrays)
-        if self.ahead is not None:
-            ahead, self.ahead = self.ahead, None
-            self.backend.compile_ahead(ahead, arrays)
-        try:
-            if self.lock.acquire(blocking=False):
-                try:
-                    if self.workspace is None:
-                        self.workspace = self.new_workspace()
-                    results = self.driver(self.workspace, *arrays)
-                finally:
-                    self.lock.release()
-            else:                               # another thread is running it: its own workspace
-                results = self.driver(self.new_workspace(), *arrays)
-        except Exception as error:
-            self.annotate(error)
-            raise
-        if not self.recorded:
-            self.recorded = True
-            self.backend.ran(self.compiled)
-        return self.backend.deliver(results, on_device) if self.resident else results
