@@ -5,21 +5,24 @@ kernel and receives compiled callables; it never looks at how they were made.  A
 a ``target``, which picks the per-target overrides of the ops' lowering rules
 (``Lowering.targets``), and the library its kernels bind as ``fj``.
 
-``CpuBackend`` is the first: numba kernels for the host, kept in the kernel cache.
+``CpuBackend`` is the first: numba kernels for the host, kept in the kernel cache.  It imports
+numba where it compiles, not here: the CUDA backend, whose kernels are PTX launched through CuPy,
+loads none of the CPU toolchain.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
 
-import numba
 import numpy as np
-from numba.core import types
 
-from flowjit.compiler.codegen import index_kernels, scans
-from flowjit.compiler.codegen.cache import CompiledKernel, KernelCache
+from flowjit.compiler.codegen.compiled import CompiledKernel
 from flowjit.compiler.codegen.kernel import KernelSource, kernel_source
 from flowjit.compiler.ir.graph import Node
+
+if TYPE_CHECKING:
+    from flowjit.compiler.codegen.cache import KernelCache
 
 
 class Backend(ABC):
@@ -85,6 +88,7 @@ class CpuBackend(Backend):
         return compiled
 
     def library_call(self, node: Node, parallel: bool):
+        from flowjit.compiler.codegen import index_kernels, scans
         return (scans.compiled_scan(node, parallel) or index_kernels.compiled_index_op(node)
                 or super().library_call(node, parallel))
 
@@ -107,6 +111,8 @@ class CpuBackend(Backend):
 
 def _argument_type(spec: tuple, arrays: tuple):
     """The numba type of a kernel argument (``DriverBuilder.argument_spec``); None if unknown."""
+    import numba
+    from numba.core import types
     kind, *rest = spec
     if kind == "array":
         dtype, rank = rest

@@ -29,7 +29,7 @@ import threading
 import numpy as np
 
 from flowjit.compiler.codegen.backend import Backend
-from flowjit.compiler.codegen.cache import CompiledKernel, canonical
+from flowjit.compiler.codegen.compiled import CompiledKernel, canonical
 from flowjit.compiler.codegen.cuda_launch import RawLauncher, launch_path
 from flowjit.files import write_atomically
 from flowjit.gpu import device_array, is_device_array, numba_cuda, simulated, to_host

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from flowjit.compiler.codegen.backend import Backend
-from flowjit.compiler.codegen.cache import canonical
+from flowjit.compiler.codegen.compiled import canonical
 from flowjit.compiler.codegen.check_numerics import checker
 from flowjit.compiler.codegen.kernel import KernelSource
 from flowjit.compiler.codegen.scalar import CodegenError
