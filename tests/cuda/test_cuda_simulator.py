@@ -94,6 +94,29 @@ def test_a_long_row_uses_every_thread_of_the_block():
     np.testing.assert_array_equal(flowjit.jit(lambda x: x.max(axis=1), devices=GPU)(x), x.max(axis=1))
 
 
+@pytest.mark.parametrize("unroll", [1, 3])
+def test_row_passes_unrolled_by_any_factor_match_the_interpreter(unroll, monkeypatch):
+    """A pass takes FLOWJIT_CUDA_ROW_UNROLL row elements a trip, then one at a time: rows shorter
+    than one trip, ending inside one and spanning several, with stores, sums, means, max and
+    argmax (whose first position must win), give the interpreter's results."""
+    from flowjit.compiler.codegen.cuda import row_threads
+    monkeypatch.setenv("FLOWJIT_CUDA_ROW_UNROLL", str(unroll))
+    threads = row_threads()
+    for length in (5, threads * unroll + 7, 2 * threads * unroll + threads + 1):
+        x = rows((3, length))
+        x[1, length // 2] = x[1, length - 1] = 9.0       # (two maxima: the first one's position wins)
+        lowered = flowjit.jit(lambda x: (softmax(x), layernorm(x, x[0], x[2]), np.argmax(x, axis=1)),
+                              devices=GPU).lower(x)
+        sources = [kernel.source for kernel in lowered.executable.compiled]
+        assert any(f"({unroll} elements a trip" in source for source in sources) == (unroll > 1)
+        for fuse in (True, False):
+            expected = flowjit.jit(lambda x: (softmax(x), layernorm(x, x[0], x[2]), np.argmax(x, axis=1)),
+                                   backend="interpreter")(x)
+            actual = flowjit.jit(lambda x: (softmax(x), layernorm(x, x[0], x[2]), np.argmax(x, axis=1)),
+                                 devices=GPU, fuse=fuse)(x)
+            assert_same_result(actual, expected, exact=False, rtol=tolerance_for(expected, (x,)))
+
+
 def test_gpu_beside_a_cpu_device():
     """A program split between cpu:0 and gpu:0: each partition's kernels come from its device's
     backend, and the transfers between them run on the multi-device executor."""

@@ -78,8 +78,10 @@ def operand_embedding(consumer_embed: tuple, consumer_rank: int, value: Value) -
     return tuple(None if size == 1 else consumer_embed[offset + dim] for dim, size in enumerate(value.shape))
 
 
-def index_text(embedding: tuple) -> str:
-    return ", ".join("0" if entry is None else f"i{entry}" for entry in embedding) or "0"
+def index_text(embedding: tuple, names: dict | None = None) -> str:
+    """The index of an element: ``i<axis>`` per embedded axis (or ``names[axis]``), 0 elsewhere."""
+    names = names or {}
+    return ", ".join("0" if entry is None else names.get(entry, f"i{entry}") for entry in embedding) or "0"
 
 
 class KernelWriter:
@@ -113,12 +115,14 @@ class KernelWriter:
         self.slices: dict[tuple, str] = {}    # (array, leading indices) -> its slice's name
         self.pitched: set[Value] = set()      # inputs read through a vector and row pitches
         self.scratch_parameters: list[tuple] = []     # (name, dtype): scratch the driver passes
+        self.copy = ""                        # suffix of an unrolled copy's locals (cuda_writer)
+        self.index_names: dict[int, str] = {}     # axis -> its index variable, where not i<axis>
 
     # -- names ------------------------------------------------------------------------------------
     def var(self, value: Value) -> str:
         """The local variable holding ``value`` (from here on it counts as computed)."""
         if value not in self.names:
-            self.names[value] = "v_" + _identifier(value)
+            self.names[value] = "v_" + _identifier(value) + self.copy
         return self.names[value]
 
     def arguments(self) -> tuple[list[Value], list[Value]]:
@@ -167,7 +171,7 @@ class KernelWriter:
             if key not in self.slices:
                 self.slices[key] = f"row{len(self.slices)}_{array}"
             return f"{self.slices[key]}[{self.slice_index}]"
-        return f"{array}[{index_text(embedding)}]"
+        return f"{array}[{index_text(embedding, self.index_names)}]"
 
     def operand(self, consumer: Node, value: Value, consumer_embed: tuple, rank: int) -> str:
         if value in self.names:
@@ -202,7 +206,7 @@ class KernelWriter:
     def store(self, depth: int, value: Value) -> None:
         array = self.argument[value]
         self.note_extent(array, self.embed[value], value.shape)
-        self.emit(depth, f"{array}[{index_text(self.embed[value])}] = {self.var(value)}")
+        self.emit(depth, f"{array}[{index_text(self.embed[value], self.index_names)}] = {self.var(value)}")
 
     def for_loop(self, variable: str, bounds: str, outer: bool = False) -> str:
         """A loop header; ``outer``: the loop whose iterations may run in parallel."""

@@ -20,11 +20,25 @@ def kernel(in0_x, out0):
         acc_argmax = np.float32(-np.inf)
         at_argmax = -1
         t = tid
+        while t + nthreads < ninner:     # (2 elements a trip: every load issued before the first store)
+            t0 = t
+            i1_0 = t0
+            x_argmax_0 = in0_x[i0, i1_0]
+            t1 = t + nthreads
+            i1_1 = t1
+            x_argmax_1 = in0_x[i0, i1_1]
+            if fj.arg_prefer(acc_argmax, at_argmax, x_argmax_0, t0, True):
+                acc_argmax = x_argmax_0
+                at_argmax = t0
+            if fj.arg_prefer(acc_argmax, at_argmax, x_argmax_1, t1, True):
+                acc_argmax = x_argmax_1
+                at_argmax = t1
+            t += 2 * nthreads
         while t < ninner:
             i1 = t
-            x = in0_x[i0, i1]
-            if fj.arg_prefer(acc_argmax, at_argmax, x, t, True):
-                acc_argmax = x
+            x_argmax = in0_x[i0, i1]
+            if fj.arg_prefer(acc_argmax, at_argmax, x_argmax, t, True):
+                acc_argmax = x_argmax
                 at_argmax = t
             t += nthreads
         shared_argmax[tid] = acc_argmax

@@ -19,10 +19,20 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
         # %mean = mean %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
         acc_mean = np.float64(0.0)
         t = tid
+        while t + nthreads < ninner:     # (2 elements a trip: every load issued before the first store)
+            t0 = t
+            i1_0 = t0
+            x_mean_0 = np.float64(in0_x[i0, i1_0])
+            t1 = t + nthreads
+            i1_1 = t1
+            x_mean_1 = np.float64(in0_x[i0, i1_1])
+            acc_mean = (acc_mean + x_mean_0)
+            acc_mean = (acc_mean + x_mean_1)
+            t += 2 * nthreads
         while t < ninner:
             i1 = t
-            x = np.float64(in0_x[i0, i1])
-            acc_mean = (acc_mean + x)
+            x_mean = np.float64(in0_x[i0, i1])
+            acc_mean = (acc_mean + x_mean)
             t += nthreads
         other = fj.shfl_xor(acc_mean, 16)
         acc_mean = (acc_mean + other)
@@ -53,14 +63,32 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
         # %mean_1 = mean %square {axes=[1], keepdims=true} : f32[2,1] loc(...)
         acc_mean_1 = np.float64(0.0)
         t = tid
+        while t + nthreads < ninner:     # (2 elements a trip: every load issued before the first store)
+            t0 = t
+            i1_0 = t0
+            # %sub = sub %x, %mean : f32[2,128] loc(...)
+            v_sub_0 = np.float32((in0_x[i0, i1_0] - v_mean))
+            # %square = square %sub : f32[2,128] loc(...)
+            v_square_0 = np.float32((v_sub_0 * v_sub_0))
+            x_mean_1_0 = np.float64(v_square_0)
+            t1 = t + nthreads
+            i1_1 = t1
+            # %sub = sub %x, %mean : f32[2,128] loc(...)
+            v_sub_1 = np.float32((in0_x[i0, i1_1] - v_mean))
+            # %square = square %sub : f32[2,128] loc(...)
+            v_square_1 = np.float32((v_sub_1 * v_sub_1))
+            x_mean_1_1 = np.float64(v_square_1)
+            acc_mean_1 = (acc_mean_1 + x_mean_1_0)
+            acc_mean_1 = (acc_mean_1 + x_mean_1_1)
+            t += 2 * nthreads
         while t < ninner:
             i1 = t
             # %sub = sub %x, %mean : f32[2,128] loc(...)
             v_sub = np.float32((in0_x[i0, i1] - v_mean))
             # %square = square %sub : f32[2,128] loc(...)
             v_square = np.float32((v_sub * v_sub))
-            x = np.float64(v_square)
-            acc_mean_1 = (acc_mean_1 + x)
+            x_mean_1 = np.float64(v_square)
+            acc_mean_1 = (acc_mean_1 + x_mean_1)
             t += nthreads
         other = fj.shfl_xor(acc_mean_1, 16)
         acc_mean_1 = (acc_mean_1 + other)
@@ -93,6 +121,30 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
         # %sqrt = sqrt %add : f32[2,1] loc(...)
         v_sqrt = np.float32(math.sqrt(v_add))
         t = tid
+        while t + nthreads < ninner:     # (2 elements a trip: every load issued before the first store)
+            t0 = t
+            i1_0 = t0
+            # %sub = sub %x, %mean : f32[2,128] loc(...)
+            v_sub_0 = np.float32((in0_x[i0, i1_0] - v_mean))
+            # %div = div %sub, %sqrt : f32[2,128] loc(...)
+            v_div_0 = np.float32((v_sub_0 / v_sqrt))
+            # %mul = mul %div, %gamma : f32[2,128] loc(...)
+            v_mul_0 = np.float32((v_div_0 * in1_gamma[i1_0]))
+            # %add_1 = add %mul, %beta : f32[2,128] loc(...)
+            v_add_1_0 = np.float32((v_mul_0 + in2_beta[i1_0]))
+            t1 = t + nthreads
+            i1_1 = t1
+            # %sub = sub %x, %mean : f32[2,128] loc(...)
+            v_sub_1 = np.float32((in0_x[i0, i1_1] - v_mean))
+            # %div = div %sub, %sqrt : f32[2,128] loc(...)
+            v_div_1 = np.float32((v_sub_1 / v_sqrt))
+            # %mul = mul %div, %gamma : f32[2,128] loc(...)
+            v_mul_1 = np.float32((v_div_1 * in1_gamma[i1_1]))
+            # %add_1 = add %mul, %beta : f32[2,128] loc(...)
+            v_add_1_1 = np.float32((v_mul_1 + in2_beta[i1_1]))
+            out0[i0, i1_0] = v_add_1_0
+            out0[i0, i1_1] = v_add_1_1
+            t += 2 * nthreads
         while t < ninner:
             i1 = t
             # %sub = sub %x, %mean : f32[2,128] loc(...)

@@ -21,12 +21,26 @@ def kernel(in0_x, out0, out1):
         # %max = max %x {axes=[1]} : f32[4] loc(...)
         acc_max = np.float32(-np.inf)
         t = tid
+        while t + nthreads < ninner:     # (2 elements a trip: every load issued before the first store)
+            t0 = t
+            i1_0 = t0
+            x_sum_0 = np.float64(in0_x[i0, i1_0])
+            x_max_0 = in0_x[i0, i1_0]
+            t1 = t + nthreads
+            i1_1 = t1
+            x_sum_1 = np.float64(in0_x[i0, i1_1])
+            x_max_1 = in0_x[i0, i1_1]
+            acc_sum = (acc_sum + x_sum_0)
+            acc_max = (x_max_0 if (x_max_0 > acc_max) | (x_max_0 != x_max_0) else acc_max)
+            acc_sum = (acc_sum + x_sum_1)
+            acc_max = (x_max_1 if (x_max_1 > acc_max) | (x_max_1 != x_max_1) else acc_max)
+            t += 2 * nthreads
         while t < ninner:
             i1 = t
-            x = np.float64(in0_x[i0, i1])
-            acc_sum = (acc_sum + x)
-            x = in0_x[i0, i1]
-            acc_max = (x if (x > acc_max) | (x != x) else acc_max)
+            x_sum = np.float64(in0_x[i0, i1])
+            x_max = in0_x[i0, i1]
+            acc_sum = (acc_sum + x_sum)
+            acc_max = (x_max if (x_max > acc_max) | (x_max != x_max) else acc_max)
             t += nthreads
         other = fj.shfl_xor(acc_sum, 16)
         acc_sum = (acc_sum + other)

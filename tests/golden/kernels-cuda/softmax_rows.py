@@ -19,10 +19,20 @@ def kernel(in0_x, out0):
         # %max = max %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
         acc_max = np.float32(-np.inf)
         t = tid
+        while t + nthreads < ninner:     # (2 elements a trip: every load issued before the first store)
+            t0 = t
+            i1_0 = t0
+            x_max_0 = in0_x[i0, i1_0]
+            t1 = t + nthreads
+            i1_1 = t1
+            x_max_1 = in0_x[i0, i1_1]
+            acc_max = (x_max_0 if (x_max_0 > acc_max) | (x_max_0 != x_max_0) else acc_max)
+            acc_max = (x_max_1 if (x_max_1 > acc_max) | (x_max_1 != x_max_1) else acc_max)
+            t += 2 * nthreads
         while t < ninner:
             i1 = t
-            x = in0_x[i0, i1]
-            acc_max = (x if (x > acc_max) | (x != x) else acc_max)
+            x_max = in0_x[i0, i1]
+            acc_max = (x_max if (x_max > acc_max) | (x_max != x_max) else acc_max)
             t += nthreads
         other = fj.shfl_xor(acc_max, 16)
         acc_max = (other if (other > acc_max) | (other != other) else acc_max)
@@ -53,14 +63,32 @@ def kernel(in0_x, out0):
         # %sum = sum %exp {axes=[1], keepdims=true} : f32[2,1] loc(...)
         acc_sum = np.float64(0.0)
         t = tid
+        while t + nthreads < ninner:     # (2 elements a trip: every load issued before the first store)
+            t0 = t
+            i1_0 = t0
+            # %sub = sub %x, %max : f32[2,128] loc(...)
+            v_sub_0 = np.float32((in0_x[i0, i1_0] - v_max))
+            # %exp = exp %sub : f32[2,128] loc(...)
+            v_exp_0 = np.float32(math.exp(v_sub_0))
+            x_sum_0 = np.float64(v_exp_0)
+            t1 = t + nthreads
+            i1_1 = t1
+            # %sub = sub %x, %max : f32[2,128] loc(...)
+            v_sub_1 = np.float32((in0_x[i0, i1_1] - v_max))
+            # %exp = exp %sub : f32[2,128] loc(...)
+            v_exp_1 = np.float32(math.exp(v_sub_1))
+            x_sum_1 = np.float64(v_exp_1)
+            acc_sum = (acc_sum + x_sum_0)
+            acc_sum = (acc_sum + x_sum_1)
+            t += 2 * nthreads
         while t < ninner:
             i1 = t
             # %sub = sub %x, %max : f32[2,128] loc(...)
             v_sub = np.float32((in0_x[i0, i1] - v_max))
             # %exp = exp %sub : f32[2,128] loc(...)
             v_exp = np.float32(math.exp(v_sub))
-            x = np.float64(v_exp)
-            acc_sum = (acc_sum + x)
+            x_sum = np.float64(v_exp)
+            acc_sum = (acc_sum + x_sum)
             t += nthreads
         other = fj.shfl_xor(acc_sum, 16)
         acc_sum = (acc_sum + other)
@@ -89,6 +117,26 @@ def kernel(in0_x, out0):
         v_sum = np.float32(acc_sum)
         cuda.syncthreads()         # (every warp has read the partials before the next reuse)
         t = tid
+        while t + nthreads < ninner:     # (2 elements a trip: every load issued before the first store)
+            t0 = t
+            i1_0 = t0
+            # %sub = sub %x, %max : f32[2,128] loc(...)
+            v_sub_0 = np.float32((in0_x[i0, i1_0] - v_max))
+            # %exp = exp %sub : f32[2,128] loc(...)
+            v_exp_0 = np.float32(math.exp(v_sub_0))
+            # %div = div %exp, %sum : f32[2,128] loc(...)
+            v_div_0 = np.float32((v_exp_0 / v_sum))
+            t1 = t + nthreads
+            i1_1 = t1
+            # %sub = sub %x, %max : f32[2,128] loc(...)
+            v_sub_1 = np.float32((in0_x[i0, i1_1] - v_max))
+            # %exp = exp %sub : f32[2,128] loc(...)
+            v_exp_1 = np.float32(math.exp(v_sub_1))
+            # %div = div %exp, %sum : f32[2,128] loc(...)
+            v_div_1 = np.float32((v_exp_1 / v_sum))
+            out0[i0, i1_0] = v_div_0
+            out0[i0, i1_1] = v_div_1
+            t += 2 * nthreads
         while t < ninner:
             i1 = t
             # %sub = sub %x, %max : f32[2,128] loc(...)

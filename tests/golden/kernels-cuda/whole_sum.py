@@ -16,10 +16,20 @@ def kernel(in0_x, out0):
         # %sum = sum %x {axes=[0]} : f32[] loc(...)
         acc_sum = np.float64(0.0)
         t = tid
+        while t + nthreads < ninner:     # (2 elements a trip: every load issued before the first store)
+            t0 = t
+            i0_0 = t0
+            x_sum_0 = np.float64(in0_x[i0_0])
+            t1 = t + nthreads
+            i0_1 = t1
+            x_sum_1 = np.float64(in0_x[i0_1])
+            acc_sum = (acc_sum + x_sum_0)
+            acc_sum = (acc_sum + x_sum_1)
+            t += 2 * nthreads
         while t < ninner:
             i0 = t
-            x = np.float64(in0_x[i0])
-            acc_sum = (acc_sum + x)
+            x_sum = np.float64(in0_x[i0])
+            acc_sum = (acc_sum + x_sum)
             t += nthreads
         other = fj.shfl_xor(acc_sum, 16)
         acc_sum = (acc_sum + other)
