@@ -158,40 +158,80 @@ def launch_paths(calls: int = 2000) -> dict:
     return times
 
 
-def row_threads_sweep(names=("softmax", "layernorm"), size: int = 1 << 26, repeat: int = 20) -> None:
-    """Median ms of the row workloads' gpu-fused kernels for each FLOWJIT_CUDA_ROW_THREADS, beside
-    jax.jit: how many threads a row of 1024 wants."""
+def row_kernel_sweep(names=("softmax", "layernorm"), size: int = 1 << 26, repeat: int = 20,
+                     threads=(32, 64, 128, 256), unrolls=(1, 2, 4)) -> None:
+    """Median ms of the row workloads' gpu-fused kernels for each FLOWJIT_CUDA_ROW_THREADS and
+    FLOWJIT_CUDA_ROW_UNROLL, beside jax.jit: how many threads a row of 1024 wants, and how many
+    of its elements a thread should take per trip."""
     import statistics
 
     from flowjit.bench.harness import make_callable
     from flowjit.bench.workloads import WORKLOADS
     from flowjit.compiler.codegen import cuda
     rng = np.random.default_rng(0)
+
+    def median_ms(call) -> float:
+        for _ in range(3):
+            call()
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times) * 1e3
+
     for name in names:
         workload = WORKLOADS[name]
         args = workload.make(size, rng)
-        line = [f"{name:<10}"]
-        for mode, threads in [("jax", None)] + [("gpu-fused", t) for t in (32, 64, 128, 256, 512, 1024)]:
-            if threads:
-                os.environ["FLOWJIT_CUDA_ROW_THREADS"] = str(threads)
+        print(f"{name}: jax.jit {median_ms(make_callable('jax', workload, args)):.3f} ms", flush=True)
+        for unroll in unrolls:
+            line = []
+            for count in threads:
+                os.environ["FLOWJIT_CUDA_ROW_THREADS"], os.environ["FLOWJIT_CUDA_ROW_UNROLL"] = str(count), str(unroll)
                 cuda._BACKENDS.clear()
-            call = make_callable(mode, workload, args)
-            for _ in range(3):
-                call()
-            times = []
-            for _ in range(repeat):
-                start = time.perf_counter()
-                call()
-                times.append(time.perf_counter() - start)
-            line.append(f"{mode if not threads else threads}: {statistics.median(times) * 1e3:.3f}")
-        print("  ".join(line) + " ms", flush=True)
+                line.append(f"{count}: {median_ms(make_callable('gpu-fused', workload, args)):.3f}")
+            print(f"  unroll {unroll}, threads " + "  ".join(line) + " ms", flush=True)
     os.environ.pop("FLOWJIT_CUDA_ROW_THREADS", None)
+    os.environ.pop("FLOWJIT_CUDA_ROW_UNROLL", None)
+
+
+FIRST_CALL = """
+import time
+start = time.perf_counter()
+import numpy as np
+import flowjit
+f = flowjit.jit(lambda x: ((x * 2 + 1) * x - 3) / (x * x + 1), devices=["gpu:0"])
+f(np.linspace(-1, 1, 16, dtype=np.float32))
+print(time.perf_counter() - start)
+"""
+
+
+def first_calls(runs: int = 3) -> list[tuple[float, float]]:
+    """A fresh process's first call of a one-kernel program on gpu:0 with a warm kernel cache (a
+    cache directory the first, uncounted, process filled): for each run, seconds from before
+    ``import flowjit`` to the result, and the whole process's wall time."""
+    import subprocess
+    import sys
+    import tempfile
+    results = []
+    with tempfile.TemporaryDirectory(prefix="flowjit-first-call-") as cache:
+        environment = dict(os.environ, FLOWJIT_CACHE_DIR=cache)
+        for run in range(runs + 1):
+            start = time.perf_counter()
+            done = subprocess.run([sys.executable, "-c", FIRST_CALL], env=environment, capture_output=True,
+                                  text=True, check=True, timeout=300)
+            if run:
+                results.append((float(done.stdout.split()[-1]), time.perf_counter() - start))
+    return results
 
 
 if __name__ == "__main__":
     import sys
     if sys.argv[1:] == ["rows"]:
-        row_threads_sweep()
+        row_kernel_sweep()
+    elif sys.argv[1:] == ["first"]:
+        for inside, wall in first_calls():
+            print(f"first call with a warm cache: {inside:.3f} s from import flowjit, {wall:.3f} s the whole process")
     else:
         for name, microseconds in launch_paths().items():
             print(f"{name:<32}{microseconds:8.1f} us per call")

@@ -16,7 +16,8 @@ size-1 dimensions, as on the CPU.  Scalar code is each op's rule for the ``cuda`
 Reduce kernels run one block per row (the kept axes, flattened; blocks stride over rows).
 Each pass of the plan is one block-strided loop over the row that computes the pass's
 elementwise values, stores its full-shaped outputs and accumulates its reductions in one
-accumulator per thread; warp shuffles (``fj.shfl_xor``) then combine each warp's, one shared
+accumulator per thread, ``row_unroll()`` elements a trip (their loads first, their
+accumulations in row order) and then one at a time; warp shuffles (``fj.shfl_xor``) then combine each warp's, one shared
 slot per warp the warps' (argmax/argmin: a tree over shared memory that carries the position,
 the first one winning).  ``MAX_THREADS`` in the module bounds the block (its shared arrays).  Values a later pass needs are
 computed again from the inputs (no per-row scratch).  Any set of reduced axes renders this
