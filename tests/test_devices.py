@@ -240,6 +240,12 @@ def test_described_devices_plan_but_do_not_run(monkeypatch):
     assert "device:gpu:0" in jitted.lower(x).as_text("placed")
     with pytest.raises(DeviceError, match="described for planning but cannot run here"):
         jitted(x)
+    # a program placed on the GPU alone: the same error (not a compile failure), naming the op
+    # and the user's line
+    only_gpu = flowjit.jit(f, devices=["gpu:0"])
+    with pytest.raises(DeviceError, match=r"test_devices.py:\d+: device gpu:0 .* cannot run here -- no GPU here"
+                                          r".* the first %\w+: (matmul|tanh)\)"):
+        only_gpu(x)
 
 
 def test_profile_writes_a_chrome_trace(tmp_path):

@@ -326,6 +326,8 @@ class Lowered:
             return self.cluster_executable
         if self.multi_device:
             return self.multi_device_executable
+        from flowjit.runtime.executor import check_runnable
+        check_runnable(next(iter(self.devices)), self.fused)
         return Executable(self.fused, self.backend, self.variable_buffers, self.options.check_numerics)
 
     @cached_property

@@ -283,6 +283,26 @@ def check_rendezvous(steps: list[Step], devices: list[Device], remote_allowed: b
                                  f"transport to other processes was given")
 
 
+def check_runnable(device: Device, graph: Graph) -> None:
+    """A ``DeviceError`` where ``graph`` is placed on a device that is described for planning but
+    cannot run here (``gpu:0`` without a GPU), naming the device, the first op placed on it and
+    where the user wrote that op."""
+    if device.executable:
+        return
+    placed = [node for node in graph.nodes if node.op not in (ops.constant, ops.send, ops.recv)]
+    first = next((node for node in placed if node.loc is not None), placed[0] if placed else None)
+    what = ""
+    if first is not None:
+        inner = first.attrs["body"].nodes if first.op is ops.fused else [first]
+        op = next((node.op.name for node in inner if node.op is not ops.constant), first.op.name)
+        what = f" ({len(placed)} node{'s' if len(placed) != 1 else ''} of @{graph.name} placed on it, the first %{first.name}: {op})"
+    why = (" -- no GPU here (CuPy sees none) and NUMBA_ENABLE_CUDASIM is not set to simulate one"
+           if device.type == "gpu" else "")
+    message = (f"device {device.short} ({device.name}) is described for planning but cannot run here{why}{what}; "
+               f"place the program on devices that can (see `flowjit devices`)")
+    raise DeviceError(f"{first.loc}: {message}" if first is not None and first.loc is not None else message)
+
+
 class MultiDeviceExecutable:
     """A partitioned, fused program: call it with the program's input arrays."""
 
@@ -297,11 +317,8 @@ class MultiDeviceExecutable:
         key, tensor)`` carries sends to devices of other processes (``tag``: the call's); without one, every send must
         have its recv here."""
         self.devices = [devices[graph.attrs["device"]] for graph in partitions]
-        for device in self.devices:
-            if not device.executable:
-                raise DeviceError(f"device {device.short} ({device.name}) is described for planning but "
-                                  f"cannot run here; place the program on devices that can "
-                                  f"(see `flowjit devices`)")
+        for device, graph in zip(self.devices, partitions):
+            check_runnable(device, graph)
         self.partitions = partitions
         self.steps: list[Step] = []
         self.input_slots: list[tuple[int, int]] = []       # (slot, program input index)
