@@ -7,7 +7,7 @@ prepare_threads()           # first thing: before anything imported later loads 
 from flowjit import errors  # noqa: E402
 from flowjit.compiler import ir  # noqa: E402
 from flowjit.config import CompileOptions  # noqa: E402
-from flowjit.errors import (ArgumentError, CheckpointError, FlowjitError, InternalError, KernelCacheWarning,
+from flowjit.errors import (ArgumentError, CheckpointError, DeviceFault, DeviceMemoryError, FlowjitError, InternalError, KernelCacheWarning,
                             NumericsError, OpTypeError, ShapeError, TraceError, TracerConversionError, UnsupportedAttributeError,
                             UnsupportedDTypeError, UnsupportedFunctionError, UnsupportedInputError,
                             UnsupportedOperatorError)
@@ -47,4 +47,5 @@ __all__ = ["Graph", "placeholder", "Session", "SessionError", "SpecializeError",
            "ArgumentError", "OpTypeError", "UnsupportedDTypeError", "UnsupportedAttributeError",
            "UnsupportedOperatorError", "UnsupportedInputError", "InternalError", "supported_functions",
            "Checkpoint", "CheckpointPolicy", "CheckpointError", "KernelCacheWarning", "Variable",
-           "control_dependencies", "Operation", "NumericsError", "optim", "train", "Cluster", "ClusterError"]
+           "control_dependencies", "Operation", "NumericsError", "optim", "train", "Cluster", "ClusterError",
+           "DeviceMemoryError", "DeviceFault"]

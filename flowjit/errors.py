@@ -242,3 +242,12 @@ class KernelCacheWarning(UserWarning):
 class NumericsError(FlowjitError, FloatingPointError):
     """``check_numerics``: a kernel produced NaN or Inf.  Names the first op that did, its
     kernel and the user's line."""
+
+
+class DeviceMemoryError(FlowjitError, MemoryError):
+    """A device (a GPU) had no memory left for a program's buffers."""
+
+
+class DeviceFault(FlowjitError):
+    """A device (a GPU) reported an error while running a program's kernels (an illegal address,
+    a launch failure): its context may be unusable until the process restarts."""

@@ -117,6 +117,42 @@ def test_row_passes_unrolled_by_any_factor_match_the_interpreter(unroll, monkeyp
             assert_same_result(actual, expected, exact=False, rtol=tolerance_for(expected, (x,)))
 
 
+def _device_exception(module: str, name: str):
+    """An exception class posing as CuPy's (they cannot be raised without a GPU)."""
+    return type(name, (RuntimeError,), {"__module__": module})
+
+
+@pytest.mark.parametrize("module, name, expected, says", [
+    ("cupy.cuda.memory", "OutOfMemoryError", flowjit.DeviceMemoryError, "out of memory on"),
+    ("cupy_backends.cuda.api.runtime", "CUDARuntimeError", flowjit.DeviceFault, "may be unusable"),
+])
+def test_device_failures_name_the_node_and_the_users_line(module, name, expected, says, monkeypatch):
+    """Out of device memory and a kernel fault, raised by CuPy while a kernel runs, become
+    flowjit's errors naming the node, its ops and the user's line, CuPy's error chained; the
+    program runs again once the device is fine."""
+    from flowjit.compiler.codegen import cuda
+    failure = _device_exception(module, name)
+
+    def failing(self, *arrays):
+        raise failure("cudaErrorMemoryAllocation: out of memory")
+    jitted = flowjit.jit(lambda x: np.exp(x) * 2.0, devices=GPU)
+    x = rows((4, 8))
+    expected_result = jitted(x)
+    with monkeypatch.context() as patch:
+        patch.setattr(cuda.Launcher, "__call__", failing)
+        with pytest.raises(expected, match=rf"test_cuda_simulator.py:\d+: .*{says}.* running %k0_exp_mul \(exp, mul\)"
+                                           rf"|test_cuda_simulator.py:\d+: .*running %k0_exp_mul \(exp, mul\).*{says}") as raised:
+            jitted(x)
+    assert isinstance(raised.value.__cause__, failure)
+    np.testing.assert_array_equal(jitted(x), expected_result)
+
+
+def test_errors_of_other_libraries_pass_unchanged():
+    from flowjit.compiler.codegen.device_errors import device_error
+    assert device_error(ValueError("negative power"), None) is None
+    assert device_error(_device_exception("numpy.linalg", "LinAlgError")("singular"), None) is None
+
+
 def test_gpu_beside_a_cpu_device():
     """A program split between cpu:0 and gpu:0: each partition's kernels come from its device's
     backend, and the transfers between them run on the multi-device executor."""

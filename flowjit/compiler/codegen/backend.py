@@ -64,6 +64,13 @@ class Backend(ABC):
         """Called once after a program's first run with every kernel it ran (a backend may
         record what compiling left behind)."""
 
+    def device_error(self, error: Exception, node: Node | None):
+        """flowjit's error for a device's failure while running the program (out of device
+        memory, a kernel fault), raised from ``error`` -- naming ``node``, the node whose driver
+        lines it came through (None: allocating the workspace) -- or None: not a device's."""
+        from flowjit.compiler.codegen.device_errors import device_error
+        return device_error(error, node)
+
     def compile_ahead(self, kernels: list[tuple], arrays: tuple) -> None:
         """Called once before a program's first run with its kernels in order, each with the
         specs of its arguments (``DriverBuilder.argument_spec``) and the program's arguments:

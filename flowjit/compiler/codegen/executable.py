@@ -6,7 +6,8 @@ program's arrays (driver.py builds it).
 - A backend whose buffers live on a device (``Backend.resident``: CuPy on a GPU) takes the
   arguments there first (``accept``) and gives the results back as the caller expects
   (``deliver``: numpy for numpy arguments, device arrays for device arguments).
-- An error raised inside the driver is annotated with the IR node that raised it.
+- An error raised inside the driver is annotated with the IR node that raised it; a device's
+  failure (out of memory, a kernel fault) becomes flowjit's error naming it (device_errors.py).
 """
 
 from __future__ import annotations
@@ -55,19 +56,23 @@ class Executable:
         """Say which node of the program raised: the driver line the error passed through, and
         the IR line above it (with the user's file:line) -- a helper numba inlined into a kernel
         leaves no frame of the kernel itself."""
+        node = self.raising_node(error)
+        if node is None:
+            return
+        inner = node.attrs["body"].nodes if node.op is ops.fused else [node]
+        lines = [format_node(op_node).split(" {body=")[0] for op_node in inner if op_node.op is not ops.constant]
+        error.add_note(f"flowjit: raised in %{node.name}, which computes\n" + "\n".join(f"    {text}" for text in lines))
+
+    def raising_node(self, error: Exception) -> Node | None:
+        """The node whose driver lines ``error`` passed through last (None: not the driver's)."""
         traceback, line = error.__traceback__, None
         while traceback is not None:
             if traceback.tb_frame.f_code.co_filename == self.driver_filename:
                 line = traceback.tb_lineno
             traceback = traceback.tb_next
         if line is None:
-            return
-        node = next((node for first, node in reversed(self.node_lines) if first <= line), None)
-        if node is None:
-            return
-        inner = node.attrs["body"].nodes if node.op is ops.fused else [node]
-        lines = [format_node(op_node).split(" {body=")[0] for op_node in inner if op_node.op is not ops.constant]
-        error.add_note(f"flowjit: raised in %{node.name}, which computes\n" + "\n".join(f"    {text}" for text in lines))
+            return None
+        return next((node for first, node in reversed(self.node_lines) if first <= line), None)
 
     def new_workspace(self) -> list:
         return [self.backend.xp.empty(shape, dtype) for shape, dtype in self.slot_specs]
@@ -91,6 +96,9 @@ class Executable:
                 results = self.driver(self.new_workspace(), *arrays)
         except Exception as error:
             self.annotate(error)
+            translated = self.backend.device_error(error, self.raising_node(error))
+            if translated is not None:
+                raise translated from error
             raise
         if not self.recorded:
             self.recorded = True
