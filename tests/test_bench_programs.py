@@ -15,6 +15,7 @@ import flowjit
 from flowjit.bench import harness, program_suite
 from flowjit.bench.programs import PROGRAMS
 from flowjit.errors import FlowjitError
+from corpus_sample import covering_sample, op_signatures, sampled
 from helpers import assert_same_result, tolerance_for
 
 TINY = 4096
@@ -35,7 +36,17 @@ PATHS = {"fused": {}, "unfused": {"fuse": False}, "interpreter": {"backend": "in
 UNFUSED_EVERY = 4      # unfused compiles a kernel per op: a quarter of the corpus keeps the suite's time
 
 
+def fused_sample() -> frozenset:
+    """The programs make test runs fused: a covering sample of the corpus (corpus_sample.py:
+    every op on every combination of input dtypes the corpus uses, and every program that does
+    not trace); the others run fused under ``make test-slow`` (the sweep marker).  Every
+    program runs through the interpreter in make test."""
+    return covering_sample({name: op_signatures(program.function, program.arguments(TINY, seed=3))
+                            for name, program in PROGRAMS.items()})
+
+
 def cases():
+    sample = fused_sample()
     for index, name in enumerate(PROGRAMS):
         marks = []
         if name in UNSUPPORTED:
@@ -44,7 +55,8 @@ def cases():
         for path in PATHS:
             if path == "unfused" and index % UNFUSED_EVERY:
                 continue
-            yield pytest.param(name, path, marks=marks, id=f"{name}-{path}")
+            sweep = sampled(name, sample) if path == "fused" else []
+            yield pytest.param(name, path, marks=marks + sweep, id=f"{name}-{path}")
 
 
 @pytest.mark.parametrize("name, path", list(cases()))

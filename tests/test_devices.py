@@ -16,6 +16,7 @@ from flowjit.compiler.passes.place import PlacementError, place
 from flowjit.devices import DeviceError, DeviceSet, DeviceSpec, canonical
 from flowjit.machine import STATIC
 from flowjit.runtime.executor import ExecutionError
+from corpus_sample import program_corpus_sample, sampled
 from helpers import assert_same_result, tolerance_for
 from programs import PROGRAMS
 from random_programs import random_programs
@@ -190,8 +191,11 @@ def test_lossy_transfers_keep_the_upper_16_bits():
 
 
 # -- the executor ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.name)
+@pytest.mark.parametrize("program", [pytest.param(p, id=p.name, marks=sampled(p.name, program_corpus_sample()))
+                                     for p in PROGRAMS])
 def test_corpus_on_two_devices(program):
+    """The covering sample of the corpus (corpus_sample.py: every op on every combination of
+    input dtypes the corpus uses) on two devices; the other programs under ``make test-slow``."""
     args = program.make_args(np.random.default_rng(1))
     reference = flowjit.jit(program.fun, static_argnums=program.static_argnums, backend="interpreter")(*args)
     for strategy in ("cost", "random"):

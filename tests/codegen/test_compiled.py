@@ -15,6 +15,7 @@ from hypothesis import given, settings
 
 import flowjit
 from flowjit.compiler.ir import ops
+from corpus_sample import program_corpus_sample, sampled
 from helpers import assert_same_result, close, packed, tolerance_for
 from programs import PROGRAMS
 from random_programs import random_programs
@@ -24,8 +25,18 @@ def assert_close(actual, expected, args=()):
     assert_same_result(actual, expected, exact=rtol == 0.0, rtol=rtol)
 
 
-@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
-@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.name)
+def _corpus_cases():
+    """Every program fused; unfused (a kernel per op) the covering sample of the corpus
+    (corpus_sample.py: every op on every combination of input dtypes the corpus uses), the
+    rest unfused under ``make test-slow`` (the sweep marker)."""
+    sample = program_corpus_sample()
+    for program in PROGRAMS:
+        for fuse in (True, False):
+            yield pytest.param(program, fuse, id=f"{program.name}-{'fused' if fuse else 'unfused'}",
+                               marks=[] if fuse else sampled(program.name, sample))
+
+
+@pytest.mark.parametrize("program, fuse", list(_corpus_cases()))
 def test_program_compiled_matches_numpy(program, fuse):
     jitted = flowjit.jit(program.fun, static_argnums=program.static_argnums, fuse=fuse)
     for seed in (3, 4):
