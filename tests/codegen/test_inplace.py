@@ -32,11 +32,31 @@ def test_a_kernel_never_overwrites_a_buffer_it_reads_transposed():
         np.testing.assert_array_equal(flowjit.jit(function, fuse=fuse)(x), [[10.0, 17.0], [16.0, 29.0]])
 
 
-@settings(max_examples=40)
-@given(view=st.sampled_from(sorted(SELF_VIEWS)), combine=st.sampled_from(COMBINES),
-       barrier=st.sampled_from(sorted(BARRIERS)), shape=st.sampled_from([(4, 4), (3, 5), (3, 3, 3), (6,)]),
-       dtype=st.sampled_from([np.float64, np.float32, np.int32]))
+DYING_BUFFER_CASES = dict(
+    view=st.sampled_from(sorted(SELF_VIEWS)), combine=st.sampled_from(COMBINES),
+    barrier=st.sampled_from(sorted(BARRIERS)), shape=st.sampled_from([(4, 4), (3, 5), (3, 3, 3), (6,)]),
+    dtype=st.sampled_from([np.float64, np.float32, np.int32]))
+
+
+@settings(max_examples=15)
+@given(**DYING_BUFFER_CASES)
 def test_reads_of_a_dying_buffer_through_its_views(view, combine, barrier, shape, dtype):
+    """15 derandomised cases here (each compiles its kernels fused and unfused: 40 took 30 s of
+    a cold run; every view is also checked below, test_no_kernel_writes_a_buffer_it_reads); 40
+    under ``make test-slow`` (test_more_reads_of_a_dying_buffer_through_its_views)."""
+    _check_dying_buffer(view, combine, barrier, shape, dtype)
+
+
+@pytest.mark.sweep
+@settings(max_examples=40)
+@given(**DYING_BUFFER_CASES)
+def test_more_reads_of_a_dying_buffer_through_its_views(view, combine, barrier, shape, dtype):
+    """test_reads_of_a_dying_buffer_through_its_views on 40 cases (a sweep: ``make test-slow``
+    runs it)."""
+    _check_dying_buffer(view, combine, barrier, shape, dtype)
+
+
+def _check_dying_buffer(view, combine, barrier, shape, dtype):
     function = _self_view(SELF_VIEWS[view], combine, BARRIERS[barrier])
     x = np.random.default_rng(1).uniform(-4, 4, shape).astype(dtype)
     try:
