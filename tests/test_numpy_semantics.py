@@ -10,10 +10,10 @@ dtype's tolerance only where a libm function may round differently.  Where numpy
 flowjit raises the same exception class, at trace time when numpy's check is static, with
 this file's name in the message.
 
-Unfused kernels run the same scalar code as fused ones, so they are checked on a few dtypes
-with distinct lowerings only (int8, uint64, float16; bool, int64 and float64 too under
-``make test-slow``) to bound the number of compiles.  ``make test`` runs a sample of the
-most expensive tables; ``make test-slow`` (the ``sweep`` marker) runs the rest: each sweep's
+Unfused kernels run the same scalar code as fused ones, so ``make test`` checks them on the
+half float only, the dtype the driver converts around every kernel (int8, uint64, bool, int64
+and float64 too under ``make test-slow``) to bound the number of compiles.  ``make test`` runs
+a sample of the most expensive tables; ``make test-slow`` (the ``sweep`` marker) runs the rest: each sweep's
 docstring names the test it completes.
 """
 
@@ -31,12 +31,14 @@ from helpers import TOLERANCE
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
           np.float16, np.float32, np.float64]
 # The dtypes whose tables make test also compiles unfused (fuse=False: a kernel per op, every
-# intermediate stored in its dtype): the narrowest signed integer, the widest unsigned one and the
-# half float.  The other dtypes with lowerings of their own (bool, int64, float64) run unfused
-# under ``make test-slow`` (test_tables_unfused_on_more_dtypes): each dtype's tables unfused are
-# about 20 s of a cold compile.
-UNFUSED_DTYPES = {np.int8, np.uint64, np.float16}
-UNFUSED_SWEEP_DTYPES = [np.bool_, np.int64, np.float64]
+# intermediate stored in its dtype): the half float, the dtype the driver converts around every
+# kernel, so the one where a kernel per op changes the most.  The other dtypes with lowerings of
+# their own (the narrowest signed and the widest unsigned integer, bool, int64, float64) run
+# unfused under ``make test-slow`` (test_tables_unfused_on_more_dtypes): each dtype's tables
+# unfused are about 20 s of a cold compile.  make test's other unfused checks of integers:
+# test_integer_division_by_minus_one_wraps_like_numpy (int8, int64), the corpora's unfused samples.
+UNFUSED_DTYPES = {np.float16}
+UNFUSED_SWEEP_DTYPES = [np.bool_, np.int8, np.int64, np.uint64, np.float64]
 # make test's sample of DTYPES for the per-dtype tables (binary pairs, unary special values, NEP 50
 # scalars): every kind and width class with lowerings of its own (bool, the narrowest and widest
 # signed, a narrow and the widest unsigned, each float).  The other four integer dtypes run under
