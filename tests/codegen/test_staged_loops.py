@@ -42,9 +42,16 @@ def _assert_matches(jitted, args, fuse_too=True) -> None:
                 assert close(np.asarray(value), want, rtol), (value, want)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("function", [np.tanh, lambda x: np.exp(-x * x)], ids=["tanh", "exp"])
-def test_chains_of_one_to_eight_functions_stay_packed(dtype, function):
+# make test runs each function on one dtype (tanh float32, exp float64): every chain length, both
+# dtypes' lanes and both functions; the other two pairs run under ``make test-slow`` (the sweep
+# marker; the tanh float64 chain is 20 s of a cold compile).
+@pytest.mark.parametrize("function, dtype", [
+    pytest.param(np.tanh, np.float32, id="tanh-float32"),
+    pytest.param(np.tanh, np.float64, id="tanh-float64", marks=pytest.mark.sweep),
+    pytest.param(lambda x: np.exp(-x * x), np.float32, id="exp-float32", marks=pytest.mark.sweep),
+    pytest.param(lambda x: np.exp(-x * x), np.float64, id="exp-float64"),
+])
+def test_chains_of_one_to_eight_functions_stay_packed(function, dtype):
     """1 to 8 chained functions: one stage per function from two on (none for one); both the
     serial and the parallel kernel of 8 compute in packed lanes, and their results match the
     interpreter's.  The kernels are compiled here, with flowjit's flags (cached code has no
