@@ -301,15 +301,13 @@ def _part(cases: dict, routines: bool) -> dict:
     return {name: case for name, case in cases.items() if (name in ROUTINE_UNARY) == routines}
 
 
-# The dtypes whose math-routine cases make test compiles: the three float dtypes, and of the
-# integers one per float dtype numpy promotes them to in float32 and float64 (uint16 -> float32,
-# int64 -> float64; int8 -> float16 is float16's routines behind a cast, 18 s of a cold run).
-# The other integers (bool, int8, uint8, int16, int32, uint32, uint64; uint64's cast to float64
-# is in the binary and scalar tables) reach the same float16/32/64 routines through another
-# cast: make test checks
-# their routine cases interpreted, and fused (two kernels inlining the 17 routines: 11 to 19 s of
-# a cold compile per dtype) under ``make test-slow`` (test_unary_math_routines_of_the_other_integers).
-ROUTINE_DTYPES = {np.float16, np.float32, np.float64, np.uint16, np.int64}
+# The dtypes whose math-routine cases make test compiles: the three float dtypes.  The integers
+# reach the same float16/32/64 routines through a cast to the float dtype numpy promotes them to
+# (those casts are in make test's binary and scalar tables and its fused non-routine unary cases:
+# sqrt, reciprocal, the powers): make test checks their routine cases interpreted, and fused (two
+# kernels inlining the 17 routines: 11 to 19 s of a cold compile per dtype) under ``make
+# test-slow`` (test_unary_math_routines_of_the_other_integers).
+ROUTINE_DTYPES = {np.float16, np.float32, np.float64}
 
 
 @pytest.mark.parametrize("dtype", dtype_params())
