@@ -215,7 +215,8 @@ def _outer_axes(x, w):
             (x * w).sum(axis=0) * w, np.any(x > 1, axis=0))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+# float64 (no 16-row flush: float32's code without it) under ``make test-slow``.
+@pytest.mark.parametrize("dtype", ["float32", pytest.param("float64", marks=pytest.mark.sweep), "int32"])
 def test_reductions_over_outer_axes_match_the_interpreter(dtype):
     """Reductions that keep the innermost axis (x.sum(axis=0)) run over blocks of adjacent
     outputs: widths around the block of 1024 outputs, row counts around the 16-row float32
@@ -268,7 +269,8 @@ def _column_statistics(x, w):
     return centred / x.std(axis=0), (x - w) ** 2, ((x - w) ** 2).sum(axis=0) + w, x.var(axis=0)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+# float64 (the same plans and loops as float32's) under ``make test-slow``.
+@pytest.mark.parametrize("dtype", ["float32", pytest.param("float64", marks=pytest.mark.sweep)])
 def test_outer_axis_reductions_store_their_full_shaped_values_in_the_same_pass(dtype):
     """z-scores over axis 0: the variance's kernel also returns the centred values it reduces.
     It reduces blocks of columns and stores those values in the same loop, through slices
