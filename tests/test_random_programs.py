@@ -1,6 +1,7 @@
 """Random numpy programs: each traces, prints, parses back, verifies and interprets equal to numpy."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 
 import flowjit
@@ -30,11 +31,26 @@ STATE_MODES = {"fused": {}, "unfused": {"fuse": False}, "interpreter": {"backend
                "two devices": {"devices": ["cpu:0", "cpu:1"], "placement": "random", "placement_seed": 1}}
 
 
-@settings(max_examples=40)
+@settings(max_examples=20)
 @given(random_programs(max_steps=10, state=True))
 def test_random_programs_with_variables_equal_numpy_compiled_and_interpreted(program):
     """Reads, assigns and control dependencies: two calls (the state carries over), every way of
-    running the program, the outputs and the variables' final values against numpy's."""
+    running the program, the outputs and the variables' final values against numpy's.  20
+    derandomised programs here (each compiled fused, unfused and on two devices); 40 under
+    ``make test-slow`` (test_more_random_programs_with_variables)."""
+    _check_program_with_variables(program)
+
+
+@pytest.mark.sweep
+@settings(max_examples=40)
+@given(random_programs(max_steps=10, state=True))
+def test_more_random_programs_with_variables(program):
+    """test_random_programs_with_variables_equal_numpy_compiled_and_interpreted on 40 programs
+    (a sweep: ``make test-slow`` runs it)."""
+    _check_program_with_variables(program)
+
+
+def _check_program_with_variables(program):
     from helpers import close, tolerance_for
     from random_programs import NumpyVariable
     args = program.make_args(np.random.default_rng(0))
