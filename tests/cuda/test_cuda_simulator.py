@@ -94,8 +94,13 @@ def test_a_long_row_uses_every_thread_of_the_block():
     np.testing.assert_array_equal(flowjit.jit(lambda x: x.max(axis=1), devices=GPU)(x), x.max(axis=1))
 
 
-@pytest.mark.parametrize("unroll", [1, 3])
-def test_row_passes_unrolled_by_any_factor_match_the_interpreter(unroll, monkeypatch):
+# Fused in make test; unfused (a simulated launch per op: most of this test's minute of a cold
+# run, for the same row passes, which the other tests run unfused at the default factor) under
+# ``make test-slow`` (the sweep marker).
+@pytest.mark.parametrize("unroll, fuse", [(1, True), (3, True),
+                                          pytest.param(1, False, marks=pytest.mark.sweep),
+                                          pytest.param(3, False, marks=pytest.mark.sweep)])
+def test_row_passes_unrolled_by_any_factor_match_the_interpreter(unroll, fuse, monkeypatch):
     """A pass takes FLOWJIT_CUDA_ROW_UNROLL row elements a trip, then one at a time: rows shorter
     than one trip, ending inside one and spanning several, with stores, sums, means, max and
     argmax (whose first position must win), give the interpreter's results."""
@@ -109,12 +114,11 @@ def test_row_passes_unrolled_by_any_factor_match_the_interpreter(unroll, monkeyp
                               devices=GPU).lower(x)
         sources = [kernel.source for kernel in lowered.executable.compiled]
         assert any(f"({unroll} elements a trip" in source for source in sources) == (unroll > 1)
-        for fuse in (True, False):
-            expected = flowjit.jit(lambda x: (softmax(x), layernorm(x, x[0], x[2]), np.argmax(x, axis=1)),
-                                   backend="interpreter")(x)
-            actual = flowjit.jit(lambda x: (softmax(x), layernorm(x, x[0], x[2]), np.argmax(x, axis=1)),
-                                 devices=GPU, fuse=fuse)(x)
-            assert_same_result(actual, expected, exact=False, rtol=tolerance_for(expected, (x,)))
+        expected = flowjit.jit(lambda x: (softmax(x), layernorm(x, x[0], x[2]), np.argmax(x, axis=1)),
+                               backend="interpreter")(x)
+        actual = flowjit.jit(lambda x: (softmax(x), layernorm(x, x[0], x[2]), np.argmax(x, axis=1)),
+                             devices=GPU, fuse=fuse)(x)
+        assert_same_result(actual, expected, exact=False, rtol=tolerance_for(expected, (x,)))
 
 
 def _device_exception(module: str, name: str):
