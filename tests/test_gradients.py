@@ -194,7 +194,8 @@ def test_pytrees_argnums_and_aux():
     np.testing.assert_allclose(grads["b"], numeric_gradient(lambda b: loss({"w": B, "b": b}, A.T)[0], [ROW], 0),
                                rtol=RTOL, atol=ATOL)
     gx, gy = flowjit.grad(lambda x, y: np.sum(x * y), argnums=(0, 1))(A, B)
-    np.testing.assert_allclose(gx, B) and np.testing.assert_allclose(gy, A)
+    np.testing.assert_allclose(gx, B)
+    np.testing.assert_allclose(gy, A)
 
 
 def test_closed_over_arrays_are_constants_and_grad_works_inside_jit():
