@@ -127,10 +127,10 @@ STATIC_CPU = dict(bandwidth=20e9, flops=50e9, launch=2e-6)
 
 
 def _gpu_runs_here() -> bool:
-    """Whether ``gpu:*`` devices can run kernels here: numba-cuda is installed and sees a GPU,
-    or simulates one (``NUMBA_ENABLE_CUDASIM=1``)."""
+    """Whether ``gpu:*`` devices can run kernels here: numba-cuda is installed and CuPy sees a
+    GPU, or numba-cuda simulates one (``NUMBA_ENABLE_CUDASIM=1``)."""
     import flowjit.gpu as gpu
-    return gpu.installed() and gpu.available()
+    return gpu.available()
 
 
 def _runs_here(device) -> str:

@@ -2,15 +2,18 @@
 it is installed, whether it runs on numba's CUDA simulator, and the compatibility shim it needs.
 
 Nothing here is imported when flowjit is: rendering CUDA source needs no numba-cuda, and a
-machine without the ``cuda`` extra never loads it.  ``NUMBA_ENABLE_CUDASIM=1`` must be set
-before the first ``numba_cuda()`` call (numba-cuda reads it once, when it loads): then ``gpu:0``
-is a simulated device on which kernels run as Python, slowly, the way CI and a user without
-a GPU check the CUDA path.
+machine without the ``cuda`` extra never loads it.  Nor does running on a GPU load it where the
+kernel cache holds the program's PTX (CuPy launches it): whether a GPU is here is CuPy's device
+count, and whether it is simulated is ``NUMBA_ENABLE_CUDASIM`` read as numba-cuda reads it.
+Set it before the first ``simulated()`` or ``numba_cuda()`` call (numba-cuda reads it once, when
+it loads, and ``simulated()`` once): then ``gpu:0`` is a simulated device on which kernels run
+as Python, slowly, the way CI and a user without a GPU check the CUDA path.
 """
-
 from __future__ import annotations
 
 import functools
+import os
+import sys
 
 import numpy as np
 
@@ -40,21 +43,42 @@ def numba_cuda():
     return cuda
 
 
+SIMULATOR = "NUMBA_ENABLE_CUDASIM"
+
+
 @functools.lru_cache(maxsize=None)
 def simulated() -> bool:
-    """Whether numba-cuda runs on its simulator (``NUMBA_ENABLE_CUDASIM=1``)."""
-    numba_cuda()
-    from numba.cuda.core import config
-    return bool(config.ENABLE_CUDASIM)
+    """Whether numba-cuda runs on its simulator (``NUMBA_ENABLE_CUDASIM=1``), without importing it:
+    the variable read as numba-cuda's config reads it (an integer; unset or unreadable: 0).
+    numba-cuda answers itself where it is loaded already (it read the variable then) or where a
+    ``.numba_config.yaml`` in the working directory may set it and the variable does not."""
+    if "numba.cuda" in sys.modules or (SIMULATOR not in os.environ and os.path.isfile(".numba_config.yaml")):
+        numba_cuda()
+        from numba.cuda.core import config
+        return bool(config.ENABLE_CUDASIM)
+    try:
+        return bool(int(os.environ.get(SIMULATOR, "0")))
+    except ValueError:
+        return False
 
 
 def available() -> bool:
-    """Whether ``gpu:*`` devices can run here: numba-cuda sees a GPU, or simulates one."""
-    try:
-        cuda = numba_cuda()
-    except CudaUnavailable:
+    """Whether ``gpu:*`` devices can run here: numba-cuda simulates one, or it is installed (it
+    compiles the kernels) and CuPy (which runs them) sees a GPU -- asked without importing
+    numba-cuda, which a program whose PTX is cached never needs."""
+    if simulated():
+        try:
+            numba_cuda()
+        except CudaUnavailable:
+            return False
+        return True
+    if not installed():
         return False
-    return bool(cuda.is_available())         # (False where the driver fails to initialise)
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:                          # (no CuPy, no driver, a driver too old: no GPU here)
+        return False
 
 
 def installed() -> bool:

@@ -25,7 +25,8 @@ GPU_MODES = ("gpu-fused", "gpu-unfused", "cupy", "cupy-kernel", "torch-gpu")
 
 def gpu_unavailable() -> str | None:
     """None if CuPy sees a GPU here (not numba's simulator), else why not."""
-    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
+    from flowjit.gpu import simulated
+    if simulated():
         return "NUMBA_ENABLE_CUDASIM is set (the GPU modes time a real GPU)"
     try:
         import cupy

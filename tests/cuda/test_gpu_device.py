@@ -4,6 +4,7 @@ Skipped cleanly elsewhere (CI has no GPU; the simulator tests cover the kernels 
 
 import os
 import pathlib
+import subprocess
 import sys
 
 import numpy as np
@@ -104,6 +105,24 @@ def test_ptx_is_kept_on_disk_and_reused(tmp_path, monkeypatch):
     monkeypatch.setattr(cuda, "_BACKENDS", {})
     monkeypatch.setattr(cuda, "ptx", lambda *a: pytest.fail("compiled again although the PTX was on disk"))
     np.testing.assert_allclose(flowjit.jit(softmax, devices=GPU, cache_dir=str(tmp_path))(x), softmax(x), rtol=1e-5)
+
+
+def test_a_warm_first_call_imports_neither_numba_nor_numba_cuda(tmp_path):
+    """With its PTX in the cache directory, a fresh process's first call launches through CuPy
+    alone (importing numba and numba-cuda took ~0.4 s of it on an H100)."""
+    code = ("import sys, numpy as np, flowjit; "
+            "f = flowjit.jit(lambda x: ((x * 2 + 1) * x - 3) / (x * x + 1), devices=['gpu:0']); "
+            "print(float(f(np.arange(16, dtype=np.float32))[1])); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'numba_cuda', 'llvmlite')))")
+    root = str(pathlib.Path(__file__).parent.parent.parent)
+    env = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path), NUMBA_ENABLE_CUDASIM="0",
+               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for run in ("cold", "warm"):                # (the cold one compiles the PTX)
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+        assert result.returncode == 0, result.stderr[-4000:]
+        value, loaded = result.stdout.strip().splitlines()[-2:]
+    assert float(value) == pytest.approx(0.0)
+    assert loaded == "[]", f"the warm first call imported {loaded[:300]}"
 
 
 def test_variables_on_the_gpu_are_read_and_written():

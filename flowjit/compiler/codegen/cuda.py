@@ -2,7 +2,12 @@
 launched on a GPU, or on numba's CUDA simulator.
 
 Rendering needs neither numba-cuda nor a GPU (``flowjit dump --stage kernels --devices gpu:0``
-shows the source anywhere).  Compiling imports numba-cuda (``flowjit.gpu``).
+shows the source anywhere).  Compiling a PTX imports numba-cuda (``flowjit.gpu``), as do the
+simulator and ``FLOWJIT_CUDA_LAUNCH=dispatcher``; a kernel whose PTX is in the cache directory
+loads neither numba nor numba-cuda (~0.4 s of a fresh process's first call): its key is its
+canonical source and its argument types as text, the grid comes from the module's host code
+executed without its device code (``host_namespace``), the toolchain's versions from package
+metadata and the compute capability from CuPy.
 
 On a GPU the program's buffers live on the device (``resident``): the driver allocates,
 views and concatenates CuPy arrays from CuPy's memory pool, numpy arguments are copied in
@@ -21,6 +26,8 @@ call copies its arrays through the simulator's dispatcher.
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import linecache
 import os
@@ -128,28 +135,73 @@ def resident_matmul(a, b, out) -> None:
 
 
 def device_capability() -> tuple[int, int]:
-    """The current GPU's compute capability (what its PTX targets)."""
-    major, minor = numba_cuda().get_current_device().compute_capability
-    return int(major), int(minor)
+    """The current GPU's compute capability (what its PTX targets), as CuPy, which launches it, sees it."""
+    import cupy
+    capability = cupy.cuda.Device().compute_capability          # ("90": 9.0)
+    return int(capability[:-1]), int(capability[-1])
+
+
+def argument_types(kernel: KernelSource) -> list[tuple[np.dtype, int]]:
+    """The dtype and rank of each argument of a kernel as compiled: arrays of the stored dtype
+    (float16 lives in float32), 0-d arrays as shape (1,)."""
+    return [(compute_dtype(v.dtype), max(1, v.type.rank)) for v in kernel.inputs + kernel.outputs]
 
 
 def signature(kernel: KernelSource):
-    """numba-cuda's argument types of a kernel: arrays of the stored dtype (float16 lives in
-    float32, 0-d arrays as shape (1,)), any layout."""
+    """numba-cuda's argument types of a kernel: ``argument_types``, any layout."""
     from numba.core import types
     from numba.np.numpy_support import from_dtype
-    return tuple(types.Array(from_dtype(compute_dtype(v.dtype)), max(1, v.type.rank), "A")
-                 for v in kernel.inputs + kernel.outputs)
+    return tuple(types.Array(from_dtype(dtype), rank, "A") for dtype, rank in argument_types(kernel))
 
 
-def module_namespace(kernel: KernelSource) -> dict:
-    """The kernel module executed (with its lines in ``linecache``, for tracebacks)."""
+def kernel_key(kernel: KernelSource) -> str:
+    """The compiled kernel's key: its code and its argument types (a source may not name its
+    dtypes -- x > y -- and the PTX is compiled for one signature, where numba's dispatcher
+    compiled one per argument types)."""
+    types = " ".join(f"{dtype.name}[{rank}d]" for dtype, rank in argument_types(kernel))
+    return hashlib.sha256(f"{canonical(kernel.source)}\n{types}".encode()).hexdigest()
+
+
+def _executed(kernel: KernelSource, code) -> dict:
+    """``code`` -- the kernel module's source, or its tree with statements left out -- executed as
+    the module, with the module's lines in ``linecache`` (for tracebacks)."""
     filename = f"<flowjit cuda kernel {kernel.name} {hashlib.sha256(kernel.source.encode()).hexdigest()[:12]}>"
     linecache.cache[filename] = (len(kernel.source), None, kernel.source.splitlines(True), filename)
     namespace: dict = {"__name__": f"flowjit_cuda_{kernel.name}"}
-    numba_cuda()                 # (the compatibility shim runs before the module imports numba.cuda)
-    exec(compile(kernel.source, filename, "exec"), namespace)
+    exec(compile(code, filename, "exec"), namespace)
     return namespace
+
+
+def module_namespace(kernel: KernelSource) -> dict:
+    """The kernel module executed: its device code (``kernel``) for numba-cuda, and its host code."""
+    numba_cuda()                 # (the compatibility shim runs before the module imports numba.cuda)
+    return _executed(kernel, kernel.source)
+
+
+DEVICE_MODULES = ("numba", "numba_cuda", "flowjit.compiler.codegen.cuda_library")    # numba-cuda; ``fj`` over it
+
+
+def _host_statement(statement: ast.stmt) -> bool:
+    """Whether a statement of a kernel module is host code: not the ``kernel`` function, nor an
+    import of numba-cuda or of the device functions (``fj``)."""
+    if isinstance(statement, ast.FunctionDef):
+        return statement.name != "kernel"
+    if isinstance(statement, ast.Import):
+        names = [alias.name for alias in statement.names]
+    elif isinstance(statement, ast.ImportFrom):
+        names = [f"{statement.module}.{alias.name}" for alias in statement.names]
+    else:
+        return True
+    return not any(name == module or name.startswith(f"{module}.") for name in names for module in DEVICE_MODULES)
+
+
+def host_namespace(kernel: KernelSource) -> dict:
+    """The kernel module's host code executed alone -- ``launch`` and ``MAX_THREADS``, what the
+    grid needs -- so that launching a cached PTX imports no numba-cuda (its lines keep their
+    numbers in the module, for tracebacks)."""
+    tree = ast.parse(kernel.source)
+    tree.body = [statement for statement in tree.body if _host_statement(statement)]
+    return _executed(kernel, tree)
 
 
 def ptx(kernel: KernelSource, cc: tuple[int, int]) -> str:
@@ -161,11 +213,18 @@ def ptx(kernel: KernelSource, cc: tuple[int, int]) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=None)
 def toolchain_key() -> str:
-    """What a kernel's PTX depends on besides its source and compute capability."""
-    import numba
-    import numba_cuda as package
-    return f"numba {numba.__version__} numba-cuda {getattr(package, '__version__', '?')}"
+    """What a kernel's PTX depends on besides its source and compute capability: the versions of
+    numba and numba-cuda, from their installed metadata (importing them would take ~0.4 s)."""
+    from importlib import metadata
+
+    def version(package: str) -> str:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return "?"
+    return f"numba {version('numba')} numba-cuda {version('numba-cuda')}"
 
 
 class CudaBackend(Backend):
@@ -246,12 +305,10 @@ class CudaBackend(Backend):
         return text
 
     def compile(self, kernel: KernelSource) -> CompiledKernel:
-        # (the argument types too: a source may not name its dtypes -- x > y -- and the PTX is
-        # compiled for one signature, where numba's dispatcher compiled one per argument types)
-        key = hashlib.sha256(f"{canonical(kernel.source)}\n{signature(kernel)}".encode()).hexdigest()
+        key = kernel_key(kernel)
         with self.lock:
             if key not in self.kernels:
-                namespace = module_namespace(kernel)
+                namespace = host_namespace(kernel)
                 reduce = kernel.kind is KernelKind.REDUCE
                 grid = Grid(namespace["launch"], reduce, multiprocessors() if self.resident else None,
                             row_threads(), namespace.get("MAX_THREADS", BLOCK))
@@ -260,7 +317,8 @@ class CudaBackend(Backend):
                     launcher = RawLauncher(kernel.name, self.ptx(kernel, key, device_capability()), grid,
                                            packed=path == "raw")
                 else:
-                    launcher = Launcher(kernel.name, numba_cuda().jit(namespace["kernel"]), grid, len(kernel.inputs))
+                    device_code = module_namespace(kernel)["kernel"]
+                    launcher = Launcher(kernel.name, numba_cuda().jit(device_code), grid, len(kernel.inputs))
                 self.kernels[key] = CompiledKernel(kernel.name, key, kernel.source, launcher, launcher)
             return self.kernels[key]
 
