@@ -298,17 +298,14 @@ class Jitted:
     # -- calling -----------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         if self._fast_ok and not kwargs and (self._arity is None or len(args) == self._arity):
-            try:
-                key = tuple([(a.shape, a.dtype) for a in args if type(a) is np.ndarray])
-            except AttributeError:
-                key = None
-            entry = None
-            if key is not None and len(key) == len(args):
-                entry = self._fast.get(key)
-            elif self._fast_device:             # CuPy arrays, to a program whose buffers are on the GPU
-                device_key = tuple([(a.shape, a.dtype) for a in args if type(a) is self._fast_device_type])
+            device_type = self._fast_device_type
+            if args and type(args[0]) is device_type:   # CuPy arrays, to a program whose buffers are on the GPU
+                device_key = tuple([(a.shape, a.dtype) for a in args if type(a) is device_type])
                 entry = self._fast_device.get(device_key) if len(device_key) == len(args) else None
                 key = None
+            else:
+                key = tuple([(a.shape, a.dtype) for a in args if type(a) is np.ndarray])
+                entry = self._fast.get(key) if len(key) == len(args) else None
             if entry is not None:
                 executable, program, single = entry
                 outputs = executable(*args)

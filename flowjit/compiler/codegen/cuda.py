@@ -82,23 +82,37 @@ class Grid:
     per row, its threads a power of two, whole warps (its reductions shuffle within them), at
     most ``row_threads`` and the module's ``MAX_THREADS`` (argmax's tree in shared memory).
     Blocks beyond one wave of the GPU's multiprocessors (``sms``) only repeat the per-thread
-    set-up that the grid-stride loops amortise; without ``sms`` (the simulator) up to MAX_BLOCKS."""
+    set-up that the grid-stride loops amortise; without ``sms`` (the simulator) up to MAX_BLOCKS.
+    The configurations of the last few works are kept (a call then costs ``launch`` and a look-up)."""
+
+    KEPT = 16
 
     def __init__(self, work, reduce: bool, sms: int | None = None, row_threads: int = ROW_THREADS,
                  max_threads: int = BLOCK):
         self.work, self.reduce, self.sms = work, reduce, sms
         self.row_threads = min(row_threads, max_threads)
+        self.sizes: dict[tuple[int, int], tuple[int, int]] = {}
 
     def blocks(self, threads: int) -> int:
         return MAX_BLOCKS if self.sms is None else self.sms * max(1, RESIDENT_THREADS // threads)
 
-    def __call__(self, arrays) -> tuple[int, int]:
-        units, row = self.work(*arrays)
+    def size(self, units: int, row: int) -> tuple[int, int]:
+        """Blocks and threads for ``units`` elements (a loop kernel) or rows of ``row`` (a reduce kernel)."""
         if self.reduce:
             threads = min(self.row_threads, max(WARP, _power_of_two_at_least(max(1, row))))
             return min(units, self.blocks(threads)), threads
         threads = min(LOOP_THREADS, max(1, units))
         return min(self.blocks(threads), -(-units // threads)), threads
+
+    def __call__(self, arrays) -> tuple[int, int]:
+        work = self.work(*arrays)
+        size = self.sizes.get(work)
+        if size is None:
+            size = self.size(*work)
+            if len(self.sizes) >= self.KEPT:
+                self.sizes.clear()
+            self.sizes[work] = size
+        return size
 
 
 class Launcher:
@@ -247,7 +261,13 @@ class CudaBackend(Backend):
 
     # -- arguments and results ------------------------------------------------------------------------
     def accept(self, arrays: tuple) -> tuple[tuple, bool]:
-        import cupy
+        ndarray = self.xp.ndarray
+        for array in arrays:
+            if type(array) is not ndarray:
+                break
+        else:
+            if arrays:
+                return arrays, True             # (CuPy arrays, the common case: as they are)
         on_device = False
         moved = []
         for array in arrays:
@@ -255,7 +275,7 @@ class CudaBackend(Backend):
                 moved.append(device_array(array))
                 on_device = True
             else:
-                moved.append(cupy.asarray(array))
+                moved.append(self.xp.asarray(array))
         return tuple(moved), on_device
 
     def deliver(self, results: list, on_device: bool) -> list:

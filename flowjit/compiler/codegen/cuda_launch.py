@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import tempfile
 import threading
 
@@ -51,12 +52,12 @@ def parameter_count(ranks: list[int]) -> int:
     return sum(FIELDS + 2 * rank for rank in ranks)
 
 
-def fields(array) -> list[int]:
-    """One device array as numba's kernel parameters, plain integers: CuPy's attributes read
-    directly (the launch's hot path), any other array through ``__cuda_array_interface__``."""
-    data = getattr(array, "data", None)
-    if hasattr(data, "ptr"):                 # a CuPy array
-        return [0, 0, array.size, array.itemsize, data.ptr, *array.shape, *array.strides]
+def fields(array, cupy_array: type | None = None) -> list[int]:
+    """One device array as numba's kernel parameters, plain integers: an array of type
+    ``cupy_array`` (CuPy's, which the resident driver passes) read through its attributes (the
+    launch's hot path), any other through ``__cuda_array_interface__``."""
+    if type(array) is cupy_array:
+        return [0, 0, array.size, array.itemsize, array.data.ptr, *array.shape, *array.strides]
     interface = array.__cuda_array_interface__
     shape = tuple(interface["shape"])
     itemsize = np.dtype(interface["typestr"]).itemsize
@@ -69,19 +70,14 @@ def fields(array) -> list[int]:
     return [0, 0, int(np.prod(shape, dtype=np.int64)), itemsize, interface["data"][0], *shape, *strides]
 
 
-def pack(array) -> tuple:
+def pack(array, cupy_array: type | None = None) -> tuple:
     """``fields`` as the numpy scalars CuPy's ``Function`` call takes (64-bit each; the data
     pointer unsigned)."""
-    values = fields(array)
+    values = fields(array, cupy_array)
     return tuple(np.uint64(value) if position in POINTERS else np.int64(value) for position, value in enumerate(values))
 
 
 POINTERS = (0, 1, 4)                 # meminfo, parent, data
-
-
-def current_stream():
-    from cupy.cuda import get_current_stream
-    return get_current_stream()
 
 
 # cuLaunchKernel's ``extra`` keys: the parameters as one buffer, its size, the end of the list.
@@ -98,8 +94,10 @@ class RawLauncher:
     ``Function`` call converts each numpy scalar."""
 
     def __init__(self, name: str, ptx: str, grid, packed: bool = True):
+        import cupy
         from cupy.cuda import function
         self.name, self.grid, self.packed = name, grid, packed
+        self.cupy_array, self.current_stream = cupy.ndarray, cupy.cuda.get_current_stream
         entry, parameters = entry_parameters(ptx)
         if any(kind not in ("u64", "s64", "b64") for kind in parameters):
             self.packed = False                  # (not numba's all-64-bit array ABI: convert each)
@@ -119,6 +117,7 @@ class RawLauncher:
             from cupy_backends.cuda.api import driver
             self.launch_kernel, self.pointer = driver.launchKernel, self.function.ptr
             self.buffer = np.zeros(self.count, np.int64)
+            self.fill = struct.Struct(f"={self.count}q").pack_into      # (the buffer's bytes, in one call)
             self.size = np.array([self.buffer.nbytes], np.uint64)
             self.extra = np.array([BUFFER_POINTER, self.buffer.ctypes.data, BUFFER_SIZE, self.size.ctypes.data, END],
                                   np.uint64)
@@ -130,13 +129,16 @@ class RawLauncher:
         blocks, threads = self.grid(arrays)
         if blocks == 0:
             return
+        cupy_array = self.cupy_array
         if self.packed:
-            values = [field for array in arrays for field in fields(array)]
+            values = []
+            for array in arrays:
+                values += fields(array, cupy_array)
             if len(values) != self.count:
                 raise RuntimeError(f"kernel {self.name}: {len(values)} parameters packed, its entry takes {self.count}")
-            stream = current_stream().ptr
+            stream = self.current_stream().ptr
             with self.lock:
-                self.buffer[:] = values
+                self.fill(self.buffer, 0, *values)
                 self.launch_kernel(self.pointer, blocks, 1, 1, threads, 1, 1, 0, stream, 0, self.extra_pointer)
         else:
-            self.function((blocks,), (threads,), tuple(field for array in arrays for field in pack(array)))
+            self.function((blocks,), (threads,), tuple(field for array in arrays for field in pack(array, cupy_array)))
