@@ -90,3 +90,27 @@ def assert_matches_snapshot(path, text: str, what: str) -> None:
     assert path.exists(), f"no snapshot {path}: run with FLOWJIT_UPDATE_GOLDEN=1"
     assert text == path.read_text(), (f"{what} changed; review the diff and rewrite the snapshot with "
                                       f"FLOWJIT_UPDATE_GOLDEN=1")
+
+
+def unsimulated_env() -> dict:
+    """This process's environment without NUMBA_ENABLE_CUDASIM, flowjit's checkout on PYTHONPATH."""
+    import pathlib
+    env = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
+    env["PYTHONPATH"] = str(pathlib.Path(__file__).parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def child_report(test_file, timeout: float) -> dict:
+    """The JSON that ``child()`` of the test module ``test_file`` prints last, run in a fresh
+    process without NUMBA_ENABLE_CUDASIM (numba-cuda off its simulator: what the CUDA tests that
+    compile PTX or check a real GPU's warm path need)."""
+    import json
+    import pathlib
+    import subprocess
+    import sys
+    path = pathlib.Path(test_file)
+    result = subprocess.run([sys.executable, "-c", f"import sys; sys.path[:0] = [{str(path.parent)!r}, {str(pathlib.Path(__file__).parent)!r}]; "
+                             f"import {path.stem}; {path.stem}.child()"],
+                            capture_output=True, text=True, env=unsimulated_env(), timeout=timeout)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])

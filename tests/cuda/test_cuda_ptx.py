@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import child_report, unsimulated_env
 
 pytest.importorskip("numba_cuda", reason="numba-cuda is not installed (the cuda extra: pip install 'flowjit[cuda]')")
 
@@ -124,13 +125,7 @@ def random_program_failures(kernels, ptx, count: int) -> dict:
 
 @pytest.fixture(scope="module")
 def report():
-    env = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    result = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(HERE)!r}); "
-                             "import test_cuda_ptx; test_cuda_ptx.child()"],
-                            capture_output=True, text=True, env=env, timeout=600)
-    assert result.returncode == 0, result.stderr[-4000:]
-    data = json.loads(result.stdout.strip().splitlines()[-1])
+    data = child_report(__file__, timeout=600)
     if "unavailable" in data:
         pytest.skip(f"compile_ptx needs NVVM (nvidia-cuda-nvcc-cu12, part of the cuda extra): {data['unavailable']}")
     return data
@@ -178,8 +173,7 @@ def test_numba_cuda_loads_under_a_numpy_without_row_stack():
     # (numpy 2.5 has no row_stack to remove: there this is the real case)
     code = ("import numpy as np; vars(np).pop('row_stack', None); from flowjit.gpu import numba_cuda; "
             "cuda = numba_cuda(); print(np.row_stack is np.vstack, cuda.jit is not None)")
-    env = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=unsimulated_env(),
+                            timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ["True", "True"]

@@ -7,14 +7,13 @@ tests/cuda/test_gpu_device.py's."""
 import json
 import os
 import pathlib
-import subprocess
 import sys
 
 import numpy as np
 import pytest
+from helpers import child_report
 
-HERE = pathlib.Path(__file__).parent
-ROOT = HERE.parent.parent
+ROOT = pathlib.Path(__file__).parent.parent.parent
 TOOLCHAIN = ("numba", "numba_cuda", "llvmlite")
 
 
@@ -62,13 +61,7 @@ def child() -> None:
 @pytest.fixture(scope="module")
 def report():
     pytest.importorskip("cupy", reason="CuPy is not installed (the cuda extra)")
-    env = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    result = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(HERE)!r}); "
-                             "import test_cuda_warm_path; test_cuda_warm_path.child()"],
-                            capture_output=True, text=True, env=env, timeout=300)
-    assert result.returncode == 0, result.stderr[-4000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return child_report(__file__, timeout=300)
 
 
 def test_a_cached_kernels_launch_needs_no_numba(report):
