@@ -55,7 +55,7 @@ def child() -> None:
     """In the child process: render and compile every kernel; print a JSON report."""
     sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "codegen")]
     import flowjit
-    from flowjit.compiler.codegen.cuda import CudaBackend, ptx
+    from flowjit.compiler.codegen.cuda import CudaBackend, argument_types, ptx
     from flowjit.compiler.codegen.cuda_launch import entry_parameters, parameter_count
     from flowjit.compiler.lowered import has_kernel
     from flowjit.gpu import numba_cuda
@@ -76,7 +76,7 @@ def child() -> None:
         for kernel in kernels(function, args):
             texts = [ptx(kernel, cc) for cc in CAPABILITIES]
             _, parameters = entry_parameters(texts[0])
-            ranks = [max(1, v.type.rank) for v in kernel.inputs + kernel.outputs]
+            ranks = [rank for _, rank in argument_types(kernel)]        # (with a parts kernel's buffers)
             report["cases"][f"{name}/{kernel.name}"] = {
                 "entry": all(".entry" in text for text in texts), "f64": bool(F64.search(texts[0])),
                 "abi": parameters == ["u64"] * parameter_count(ranks),

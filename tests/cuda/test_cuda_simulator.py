@@ -121,6 +121,47 @@ def test_row_passes_unrolled_by_any_factor_match_the_interpreter(unroll, fuse, m
         assert_same_result(actual, expected, exact=False, rtol=tolerance_for(expected, (x,)))
 
 
+WHOLE = {
+    "sum": lambda x: x.sum(),
+    "mean_of_squares": lambda x: np.mean((x - 1) ** 2),
+    "abs_max_and_min": lambda x: (np.abs(x).max(), np.min(x)),
+    "argmax_ties": np.argmax,
+    "argmin_nan": lambda x: np.argmin(np.where(x > 2, np.nan, x)),
+    "norm": lambda x: np.sqrt(np.sum(x * x)),
+    "integer_sum": lambda x: (x * 10).astype(np.int32).sum(),
+}
+
+
+@pytest.mark.parametrize("most", [3, pytest.param(1024, marks=pytest.mark.sweep)])
+def test_whole_domain_reductions_in_parts_match_the_interpreter(most, monkeypatch):
+    """A reduction of the whole domain runs a block per part (at most ``most`` parts of
+    PART_MIN elements, here made small); the last block to finish combines the partials in
+    order: sums, means, max/min, argmax/argmin (the first position of the extreme, NaN the
+    extreme) and the values computed from the totals, on sizes of one part, of many and not a
+    multiple of the parts."""
+    from flowjit.compiler.codegen import cuda_writer
+    monkeypatch.setattr(cuda_writer, "PART_MIN", 16)
+    monkeypatch.setattr(cuda_writer, "PART_THREADS", 32)
+    monkeypatch.setattr(cuda_writer, "MAX_PARTS", most)
+    for size in (5, 101):
+        x = rows((size,))
+        x[size // 3] = x[size - 2] = 9.0        # (two maxima: the first position wins)
+        x[size // 2] = 3.0
+        for name, function in WHOLE.items():
+            lowered = flowjit.jit(function, devices=GPU).lower(x)
+            kernel = lowered.executable.compiled[0]
+            assert "nparts = cuda.gridDim.x" in kernel.source, name
+            outputs = [np.empty(1) for _ in lowered.executable.kernel_sources] + [np.empty(1)] * (
+                name == "abs_max_and_min")
+            blocks, _ = kernel.serial.grid((x, *outputs))
+            assert blocks == max(1, min(most, size // 16))
+            with np.errstate(all="ignore"):
+                expected = flowjit.jit(function, backend="interpreter")(x)
+                actual = flowjit.jit(function, devices=GPU)(x)
+            exact = name in ("argmax_ties", "argmin_nan", "integer_sum")
+            assert_same_result(actual, expected, exact=exact, rtol=None if exact else tolerance_for(expected, (x,)))
+
+
 def _device_exception(module: str, name: str):
     """An exception class posing as CuPy's (they cannot be raised without a GPU)."""
     return type(name, (RuntimeError,), {"__module__": module})

@@ -88,9 +88,10 @@ class Grid:
     KEPT = 16
 
     def __init__(self, work, reduce: bool, sms: int | None = None, row_threads: int = ROW_THREADS,
-                 max_threads: int = BLOCK):
-        self.work, self.reduce, self.sms = work, reduce, sms
+                 max_threads: int = BLOCK, parts: tuple[int, int, int] | None = None):
+        self.work, self.reduce, self.sms, self.parts = work, reduce, sms, parts
         self.row_threads = min(row_threads, max_threads)
+        self.max_threads = max_threads
         self.sizes: dict[tuple[int, int], tuple[int, int]] = {}
 
     def blocks(self, threads: int) -> int:
@@ -98,6 +99,10 @@ class Grid:
 
     def size(self, units: int, row: int) -> tuple[int, int]:
         """Blocks and threads for ``units`` elements (a loop kernel) or rows of ``row`` (a reduce kernel)."""
+        if self.parts is not None:      # (the whole domain in parts: how many depends on its size alone)
+            most, least, threads = self.parts
+            return max(1, min(most, row // least)), min(threads, self.max_threads,
+                                                         max(WARP, _power_of_two_at_least(max(1, row))))
         if self.reduce:
             threads = min(self.row_threads, max(WARP, _power_of_two_at_least(max(1, row))))
             return min(units, self.blocks(threads)), threads
@@ -115,6 +120,32 @@ class Grid:
         return size
 
 
+class PartBuffers:
+    """Launches a kernel that reduces in parts (``KernelSource.part_buffers``) through
+    ``launcher``, its part buffers appended: ``size`` elements of each dtype, then the count of
+    blocks done (int32), zeroed before every launch.  On a GPU the buffers are kept per stream
+    (launches on one stream run in order); under the simulator each launch gets new ones."""
+
+    def __init__(self, launcher, dtypes: tuple, size: int, resident: bool):
+        self.launcher, self.dtypes, self.size, self.resident = launcher, dtypes, size, resident
+        self.grid = launcher.grid
+        self.kept: dict[int, list] = {}
+
+    def __call__(self, *arrays) -> None:
+        if not self.resident:             # (device arrays: the dispatcher's launcher would not copy outputs in)
+            cuda = numba_cuda()
+            buffers = [cuda.device_array(self.size, dtype) for dtype in self.dtypes[:-1]]
+            return self.launcher(*arrays, *buffers, cuda.to_device(np.zeros(1, np.int32)))
+        import cupy
+        stream = cupy.cuda.get_current_stream()
+        buffers = self.kept.get(stream.ptr)
+        if buffers is None:
+            buffers = [cupy.empty(self.size, dtype) for dtype in self.dtypes[:-1]] + [cupy.zeros(1, cupy.int32)]
+            self.kept[stream.ptr] = buffers
+        cupy.cuda.runtime.memsetAsync(buffers[-1].data.ptr, 0, 4, stream.ptr)
+        self.launcher(*arrays, *buffers)
+
+
 class Launcher:
     """Calls one kernel through numba-cuda's dispatcher (the simulator's, under it) on host
     (numpy) or device arrays: inputs go to the device, outputs come back into the host arrays."""
@@ -129,7 +160,7 @@ class Launcher:
         cuda = numba_cuda()
         device, copies = [], []
         for index, array in enumerate(arrays):
-            if hasattr(array, "__cuda_array_interface__"):
+            if not isinstance(array, np.ndarray):          # (a device array: CuPy's, numba's, the simulator's)
                 device.append(array)
             elif index < self.inputs:
                 device.append(cuda.to_device(np.ascontiguousarray(array)))
@@ -158,7 +189,8 @@ def device_capability() -> tuple[int, int]:
 def argument_types(kernel: KernelSource) -> list[tuple[np.dtype, int]]:
     """The dtype and rank of each argument of a kernel as compiled: arrays of the stored dtype
     (float16 lives in float32), 0-d arrays as shape (1,)."""
-    return [(compute_dtype(v.dtype), max(1, v.type.rank)) for v in kernel.inputs + kernel.outputs]
+    return ([(compute_dtype(v.dtype), max(1, v.type.rank)) for v in kernel.inputs + kernel.outputs]
+            + [(np.dtype(dtype), 1) for dtype in kernel.part_buffers])
 
 
 def signature(kernel: KernelSource):
@@ -331,7 +363,7 @@ class CudaBackend(Backend):
                 namespace = host_namespace(kernel)
                 reduce = kernel.kind is KernelKind.REDUCE
                 grid = Grid(namespace["launch"], reduce, multiprocessors() if self.resident else None,
-                            row_threads(), namespace.get("MAX_THREADS", BLOCK))
+                            row_threads(), namespace.get("MAX_THREADS", BLOCK), namespace.get("PARTS"))
                 path = launch_path()
                 if path != "dispatcher" and self.resident:
                     launcher = RawLauncher(kernel.name, self.ptx(kernel, key, device_capability()), grid,
@@ -339,6 +371,8 @@ class CudaBackend(Backend):
                 else:
                     device_code = module_namespace(kernel)["kernel"]
                     launcher = Launcher(kernel.name, numba_cuda().jit(device_code), grid, len(kernel.inputs))
+                if kernel.part_buffers:
+                    launcher = PartBuffers(launcher, kernel.part_buffers, namespace["PARTS"][0], self.resident)
                 self.kernels[key] = CompiledKernel(kernel.name, key, kernel.source, launcher, launcher)
             return self.kernels[key]
 

@@ -21,8 +21,14 @@ accumulations in row order) and then one at a time; warp shuffles (``fj.shfl_xor
 slot per warp the warps' (argmax/argmin: a tree over shared memory that carries the position,
 the first one winning).  ``MAX_THREADS`` in the module bounds the block (its shared arrays).  Values a later pass needs are
 computed again from the inputs (no per-row scratch).  Any set of reduced axes renders this
-way, so the ``parts`` and ``columns`` strategies are correct here but not fast: one block
-reduces the whole domain, and a column is read with a stride.
+way, so the ``columns`` strategy is correct here but not fast (a column is read with a stride).
+
+A reduction of the whole domain in one pass (``in_parts``) runs in parts instead, a block each:
+each block reduces its stretch into partials (buffers its launcher passes after the outputs,
+``KernelSource.part_buffers``), and the last block to finish -- counted by an atomic add after a
+memory fence -- combines them in order and computes what follows from the totals.  How many
+parts (``PARTS`` in the module) depends on the domain's size alone, so results do not depend on
+the GPU.
 """
 
 from __future__ import annotations
@@ -38,13 +44,16 @@ from flowjit.compiler.ir.graph import Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.compiler.ir.ops.lowering import cast
 from flowjit.compiler.ir.ops.reduction import ARG_REDUCTIONS, accumulator_dtype
-from flowjit.compiler.ir.plan import KernelKind
+from flowjit.compiler.ir.plan import KernelKind, ReduceStrategy
 from flowjit.compiler.ir.reduce_rows import full_values, levels
 from flowjit.compiler.ir.types import compute_dtype
 
 BLOCK = 128                 # threads of a reduce kernel's block by default (a power of two)
 WARP = 32                   # at least: its reductions shuffle within whole warps
 MAX_WARPS = 32              # at most 1024 threads: a shared slot per warp
+MAX_PARTS = 1024            # a whole-domain reduction: at most this many blocks (parts),
+PART_MIN = 16384            # of this many elements each at least,
+PART_THREADS = 256          # of this many threads
 ROW_UNROLL = 2              # row elements a thread takes per trip of a pass (measured: see row_unroll)
 
 MODULE_HEADER = '''"""flowjit CUDA kernel (generated): each line follows the IR line it implements."""
@@ -137,13 +146,18 @@ class CudaLoopWriter(KernelWriter):
         rank = len(self.domain)
         parameters = ", ".join(self.argument[v] for v in inputs + outputs)
         extents = [f"{INDENT}n{axis} = {self.extents.get(axis, '1')}" for axis in range(rank)]
-        launch = "\n".join([f"def launch({parameters}):"] + extents + [f"{INDENT}return {self.work()}"])
+        parts = ", *parts" if self.scratch_parameters else ""         # (the launcher's part buffers: unused here)
+        launch = "\n".join([f"def launch({parameters}{parts}):"] + extents + [f"{INDENT}return {self.work()}"])
         limit = self.max_threads()
-        limit = f"MAX_THREADS = {limit}          # (threads per block at most: its shared arrays' size)\n\n\n" if limit else ""
-        module = (f"{MODULE_HEADER}\n\n{limit}# {self.name}: {self.kind} kernel, domain [{','.join(map(str, self.domain))}]"
-                  f"\n{text}\n\n\n{launch}\n")
+        limit = f"MAX_THREADS = {limit}          # (threads per block at most: its shared arrays' size)\n" if limit else ""
+        if self.scratch_parameters:
+            limit += (f"PARTS = {MAX_PARTS}, {PART_MIN}, {PART_THREADS}      # (the domain in parts: at most, "
+                      f"elements each at least, threads a block)\n")
+        module = (f"{MODULE_HEADER}\n\n{limit}{chr(10) * 2 if limit else ''}# {self.name}: {self.kind} kernel, "
+                  f"domain [{','.join(map(str, self.domain))}]\n{text}\n\n\n{launch}\n")
         return KernelSource(self.name, module, [self.outer_value(v) for v in inputs],
-                            [self.exported[v] for v in outputs], self.kind, parallel=False)
+                            [self.exported[v] for v in outputs], self.kind, parallel=False,
+                            part_buffers=tuple(dtype for _, dtype in self.scratch_parameters))
 
 
 class CudaReduceWriter(CudaLoopWriter):
@@ -174,23 +188,89 @@ class CudaReduceWriter(CudaLoopWriter):
                 self.emit(1, f"shared_at_{name} = cuda.shared.array({BLOCK}, np.int64)")
         self.emit(1, "lane = tid % 32")
         self.emit(1, "warp = tid // 32")
+        self.computed_outer: set[Value] = set()
+        passes = [([named[name].producer for name in row_pass.reduce], [named[name] for name in row_pass.store])
+                  for row_pass in self.plan.passes]
+        per_row = [value for value in outputs if value not in self.full]
+        if self.in_parts():
+            self.scratch_parameters = self.part_buffers()      # (passed last, by the launcher)
+            self.write_parts(passes[0][0], per_row)
+            return self.lines[start:]
         self.emit(1, "row = cuda.blockIdx.x")
         self.emit(1, "while row < nrows:")
         self.lines.extend(_split(2, "row", self.kept))
-        self.computed_outer: set[Value] = set()
-        self.compute_outer(0)
-        for current, row_pass in enumerate(self.plan.passes):
-            pass_reductions = [named[name].producer for name in row_pass.reduce]
-            stores = [named[name] for name in row_pass.store]
-            self.write_pass(pass_reductions, stores)
-            self.compute_outer(current + 1)
-        per_row = [value for value in outputs if value not in self.full]
+        self.compute_outer(2, 0)
+        for current, (pass_reductions, stores) in enumerate(passes):
+            self.write_pass(2, pass_reductions, stores)
+            self.compute_outer(2, current + 1)
         if per_row:
             self.emit(2, "if tid == 0:")
             for value in per_row:
                 self.store(3, value)
         self.emit(2, "row += cuda.gridDim.x")
         return self.lines[start:]
+
+    def in_parts(self) -> bool:
+        """Whether the kernel reduces its whole domain in parts, a block each: the plan's
+        ``parts`` strategy, or any plan with one row (no kept axis) and one pass that stores
+        nothing full-shaped (the CPU also asks that every reduction fold into its vector lanes,
+        which an int32 sum in int64 does not; blocks have no such lanes)."""
+        if self.plan.strategy is ReduceStrategy.PARTS:
+            return True
+        return not self.kept and len(self.plan.passes) == 1 and not self.plan.passes[0].store
+
+    def part_buffers(self) -> list[tuple[str, np.dtype]]:
+        """The arrays a parts kernel takes after its outputs (``MAX_PARTS`` elements each, from the
+        launcher): each reduction's partial totals (and argmax/argmin's positions), then the count
+        of blocks done (one int32, zero at the launch)."""
+        buffers = []
+        for node in self.members:
+            if node.op.kind is OpKind.REDUCTION:
+                buffers.append((f"partials_{_identifier(node.output)}", np.dtype(accumulator_dtype(node))))
+                if node.op in ARG_REDUCTIONS:
+                    buffers.append((f"partials_at_{_identifier(node.output)}", np.dtype(np.int64)))
+        return buffers + [("done", np.dtype(np.int32))]
+
+    def write_parts(self, reductions: list[Node], per_row: list[Value]) -> None:
+        """The whole domain in parts, a block each: each block reduces its stretch into its
+        partials; the last block to finish (counted atomically) combines the partials in
+        order.  How many parts depends on the domain's size alone (the launch's grid), so the
+        result does not depend on the GPU."""
+        self.emit(1, "last = cuda.shared.array(1, np.int32)")
+        self.emit(1, "part = cuda.blockIdx.x")
+        self.emit(1, "nparts = cuda.gridDim.x")
+        self.emit(1, "low = part * ninner // nparts          # (this block's stretch of the domain)")
+        self.emit(1, "high = (part + 1) * ninner // nparts")
+        self.compute_outer(1, 0)
+        self.write_pass(1, reductions, [], start="low + tid", end="high", finish=False)
+        self.emit(1, "if tid == 0:")
+        for node in reductions:
+            name = _identifier(node.output)
+            self.emit(2, f"partials_{name}[part] = acc_{name}")
+            if node.op in ARG_REDUCTIONS:
+                self.emit(2, f"partials_at_{name}[part] = at_{name}")
+        self.emit(2, "cuda.threadfence()         # (the partials are visible before the count says so)")
+        self.emit(2, "last[0] = cuda.atomic.add(done, 0, 1) == nparts - 1")
+        self.emit(1, "cuda.syncthreads()")
+        self.emit(1, "if last[0]:                   # the last block combines the partials, in order")
+        for node in reductions:
+            name = _identifier(node.output)
+            self.emit(2, f"acc_{name} = {self.reduction_start(node, accumulator_dtype(node))}")
+            if node.op in ARG_REDUCTIONS:
+                self.emit(2, f"at_{name} = -1")
+        self.emit(2, "t = tid")
+        self.emit(2, "while t < nparts:")
+        for node in reductions:
+            name = _identifier(node.output)
+            self.accumulate(3, node, f"partials_{name}[t]", f"partials_at_{name}[t]")
+        self.emit(3, "t += nthreads")
+        for node in reductions:
+            self.block_reduce(2, node)
+        self.compute_outer(2, 1)
+        if per_row:
+            self.emit(2, "if tid == 0:")
+            for value in per_row:
+                self.store(3, value)
 
     def max_threads(self) -> int:
         return BLOCK if any(node.op in ARG_REDUCTIONS for node in self.body.nodes) else WARP * MAX_WARPS
@@ -199,14 +279,14 @@ class CudaReduceWriter(CudaLoopWriter):
         rows = " * ".join(f"n{axis}" for axis in self.kept) or "1"
         return f"({rows}, {' * '.join(f'n{axis}' for axis in self.reduced)})"
 
-    def compute_outer(self, upto: int) -> None:
+    def compute_outer(self, depth: int, upto: int) -> None:
         """Per-row values (not along the reduced axes) known after pass ``upto``."""
         for node in self.members:
             value = node.output
             if value in self.full or node.op.kind is OpKind.REDUCTION or value in self.computed_outer:
                 continue
             if self.level[value] <= upto:
-                self.compute(2, node)
+                self.compute(depth, node)
                 self.computed_outer.add(value)
 
     def needed(self, wanted: list[Value]) -> list[Node]:
@@ -220,29 +300,32 @@ class CudaReduceWriter(CudaLoopWriter):
                 stack.extend(v for v in value.producer.inputs if v in self.full)
         return [n for n in self.members if n.output in todo]
 
-    def write_pass(self, reductions: list[Node], stores: list[Value]) -> None:
-        """One pass over the row: block-strided, ``row_unroll()`` elements a trip (then one at a
-        time for the rest), then the block's reductions."""
+    def write_pass(self, depth: int, reductions: list[Node], stores: list[Value], start: str = "tid",
+                   end: str = "ninner", finish: bool = True) -> None:
+        """One pass over the row positions ``start``, ``start + nthreads``... below ``end``:
+        ``row_unroll()`` elements a trip, then one at a time for the rest; then the block's
+        reductions (``finish``: into their values; else each thread keeps the block's total in
+        its accumulator)."""
         if not reductions and not stores:
             return
         for node in reductions:
-            self.comment(2, node)
+            self.comment(depth, node)
             dtype = accumulator_dtype(node)
-            self.emit(2, f"acc_{_identifier(node.output)} = {self.reduction_start(node, dtype)}")
+            self.emit(depth, f"acc_{_identifier(node.output)} = {self.reduction_start(node, dtype)}")
             if node.op in ARG_REDUCTIONS:
-                self.emit(2, f"at_{_identifier(node.output)} = -1")
-        self.emit(2, "t = tid")
+                self.emit(depth, f"at_{_identifier(node.output)} = -1")
+        self.emit(depth, f"t = {start}")
         unroll = row_unroll()
         if unroll > 1:
-            self.emit(2, f"while {_ahead('t', unroll - 1)} < ninner:     "
-                         f"# ({unroll} elements a trip: every load issued before the first store)")
-            self.write_elements(3, reductions, stores, [f"t{copy}" for copy in range(unroll)])
-            self.emit(3, f"t += {unroll} * nthreads")
-        self.emit(2, "while t < ninner:")
-        self.write_elements(3, reductions, stores, ["t"])
-        self.emit(3, "t += nthreads")
+            self.emit(depth, f"while {_ahead('t', unroll - 1)} < {end}:     "
+                             f"# ({unroll} elements a trip: every load issued before the first store)")
+            self.write_elements(depth + 1, reductions, stores, [f"t{copy}" for copy in range(unroll)])
+            self.emit(depth + 1, f"t += {unroll} * nthreads")
+        self.emit(depth, f"while t < {end}:")
+        self.write_elements(depth + 1, reductions, stores, ["t"])
+        self.emit(depth + 1, "t += nthreads")
         for node in reductions:
-            self.block_reduce(2, node)
+            self.block_reduce(depth, node, finish)
 
     def write_elements(self, depth: int, reductions: list[Node], stores: list[Value], positions: list[str]) -> None:
         """The pass's work on the row elements at ``positions`` (``t``; or ``t0``, ``t1``... at
@@ -289,12 +372,12 @@ class CudaReduceWriter(CudaLoopWriter):
         _, combine = node.op.combine(accumulator_dtype(node))
         self.emit(depth, f"{acc} = {combine(acc, element)}")
 
-    def block_reduce(self, depth: int, node: Node) -> None:
+    def block_reduce(self, depth: int, node: Node, finish: bool = True) -> None:
         """The threads' accumulators into one: within each warp by shuffles (no shared memory, no
         barrier), then the warps' partials by the first warp; argmax/argmin by a tree over shared
         memory (a value and its position)."""
         if node.op in ARG_REDUCTIONS:
-            return self.tree_reduce(depth, node)
+            return self.tree_reduce(depth, node, finish)
         name = _identifier(node.output)
         shared, acc = f"shared_{name}", f"acc_{name}"
         _, combine = node.op.combine(accumulator_dtype(node))
@@ -313,10 +396,11 @@ class CudaReduceWriter(CudaLoopWriter):
         # every warp combines the warps' partials (no second barrier; all threads get the total)
         self.emit(depth, f"{acc} = {shared}[lane] if lane < nthreads // 32 else {identity}")
         warp_reduce(depth, acc)
-        self.emit(depth, f"{self.var(node.output)} = {self.reduction_result(node, acc)}")
+        if finish:
+            self.emit(depth, f"{self.var(node.output)} = {self.reduction_result(node, acc)}")
         self.emit(depth, "cuda.syncthreads()         # (every warp has read the partials before the next reuse)")
 
-    def tree_reduce(self, depth: int, node: Node) -> None:
+    def tree_reduce(self, depth: int, node: Node, finish: bool = True) -> None:
         """argmax/argmin's accumulators into one, by a tree over shared memory (a value and its
         position; the first position of the extreme wins), then the result."""
         name = _identifier(node.output)
@@ -334,7 +418,11 @@ class CudaReduceWriter(CudaLoopWriter):
         self.emit(depth + 3, f"{at}[tid] = {at}[tid + step]")
         self.emit(depth + 1, "cuda.syncthreads()")
         self.emit(depth + 1, "step //= 2")
-        self.emit(depth, f"{self.var(node.output)} = np.{np.dtype(node.output.dtype).name}({at}[0])")
+        if finish:
+            self.emit(depth, f"{self.var(node.output)} = np.{np.dtype(node.output.dtype).name}({at}[0])")
+        else:
+            self.emit(depth, f"{acc} = {shared}[0]")
+            self.emit(depth, f"at_{name} = {at}[0]")
         self.emit(depth, "cuda.syncthreads()         # (every thread has read the total before the next reuse)")
 
     def reduction_start(self, node: Node, dtype: np.dtype) -> str:

@@ -35,6 +35,7 @@ class KernelSource:
     parallel: bool = True       # False: no loop can run in parallel (the ``_parallel`` twin is serial)
     pitched: tuple = ()         # positions of the inputs passed as driver.pitched(view) gives them
     scratch: tuple = ()         # dtypes of the scratch vectors (one element per reduced position) passed last
+    part_buffers: tuple = ()    # (CUDA) dtypes of the arrays a kernel reducing in parts takes last, from its launcher
 
 
 PITCH_MIN_ELEMENTS = 1 << 16         # a loop kernel this large reads strided slices through pitches
