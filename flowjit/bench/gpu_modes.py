@@ -160,7 +160,7 @@ def launch_paths(calls: int = 2000) -> dict:
 
 
 def row_kernel_sweep(names=("softmax", "layernorm"), size: int = 1 << 26, repeat: int = 20,
-                     threads=(32, 64, 128, 256), unrolls=(1, 2, 4)) -> None:
+                     threads=(64, 128), unrolls=(1, 2, 4)) -> None:
     """Median ms of the row workloads' gpu-fused kernels for each FLOWJIT_CUDA_ROW_THREADS and
     FLOWJIT_CUDA_ROW_UNROLL, beside jax.jit: how many threads a row of 1024 wants, and how many
     of its elements a thread should take per trip."""
