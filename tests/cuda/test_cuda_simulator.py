@@ -183,8 +183,10 @@ def test_device_failures_name_the_node_and_the_users_line(module, name, expected
     jitted = flowjit.jit(lambda x: np.exp(x) * 2.0, devices=GPU)
     x = rows((4, 8))
     expected_result = jitted(x)
+    from flowjit.compiler.codegen import cuda_launch
     with monkeypatch.context() as patch:
-        patch.setattr(cuda.Launcher, "__call__", failing)
+        patch.setattr(cuda.Launcher, "__call__", failing)                # (the simulator's launch)
+        patch.setattr(cuda_launch.RawLauncher, "__call__", failing)      # (a GPU's)
         with pytest.raises(expected, match=rf"test_cuda_simulator.py:\d+: .*{says}.* running %k0_exp_mul \(exp, mul\)"
                                            rf"|test_cuda_simulator.py:\d+: .*running %k0_exp_mul \(exp, mul\).*{says}") as raised:
             jitted(x)

@@ -54,7 +54,7 @@ MAX_WARPS = 32              # at most 1024 threads: a shared slot per warp
 MAX_PARTS = 1024            # a whole-domain reduction: at most this many blocks (parts),
 PART_MIN = 16384            # of this many elements each at least,
 PART_THREADS = 256          # of this many threads
-ROW_UNROLL = 2              # row elements a thread takes per trip of a pass (measured: see row_unroll)
+ROW_UNROLL = 4              # row elements a thread takes per trip of a pass (measured: see row_unroll)
 
 MODULE_HEADER = '''"""flowjit CUDA kernel (generated): each line follows the IR line it implements."""
 import math
@@ -72,8 +72,9 @@ SHUFFLED = {np.dtype(t) for t in (np.int32, np.int64, np.float32, np.float64)}  
 def row_unroll() -> int:
     """Row elements per trip of a reduce kernel's pass: ``FLOWJIT_CUDA_ROW_UNROLL`` (1 to 8), else
     ROW_UNROLL.  One thread's loads are otherwise issued one at a time, each after the previous
-    element's accumulation: on an H100 (64M float32, rows of 1024, 64 threads a row) taking the
-    mean pass's elements two at a time took layernorm from 0.468 to 0.395 ms."""
+    element's accumulation.  On an H100 (64M float32, rows of 1024, 64 threads a row; ms for
+    1/2/4 elements a trip, `python -m flowjit.bench.gpu_modes rows`): layernorm 0.476/0.417/0.340,
+    softmax 0.368/0.363/0.327."""
     value = int(os.environ.get("FLOWJIT_CUDA_ROW_UNROLL", ROW_UNROLL))
     if not 1 <= value <= 8:
         raise ValueError(f"FLOWJIT_CUDA_ROW_UNROLL={value}: expected 1 to 8")

@@ -20,20 +20,32 @@ def kernel(in0_x, out0):
         acc_argmax = np.float32(-np.inf)
         at_argmax = -1
         t = tid
-        while t + nthreads < ninner:     # (2 elements a trip: every load issued before the first store)
+        while t + 3 * nthreads < ninner:     # (4 elements a trip: every load issued before the first store)
             t0 = t
             i1_0 = t0
             x_argmax_0 = in0_x[i0, i1_0]
             t1 = t + nthreads
             i1_1 = t1
             x_argmax_1 = in0_x[i0, i1_1]
+            t2 = t + 2 * nthreads
+            i1_2 = t2
+            x_argmax_2 = in0_x[i0, i1_2]
+            t3 = t + 3 * nthreads
+            i1_3 = t3
+            x_argmax_3 = in0_x[i0, i1_3]
             if fj.arg_prefer(acc_argmax, at_argmax, x_argmax_0, t0, True):
                 acc_argmax = x_argmax_0
                 at_argmax = t0
             if fj.arg_prefer(acc_argmax, at_argmax, x_argmax_1, t1, True):
                 acc_argmax = x_argmax_1
                 at_argmax = t1
-            t += 2 * nthreads
+            if fj.arg_prefer(acc_argmax, at_argmax, x_argmax_2, t2, True):
+                acc_argmax = x_argmax_2
+                at_argmax = t2
+            if fj.arg_prefer(acc_argmax, at_argmax, x_argmax_3, t3, True):
+                acc_argmax = x_argmax_3
+                at_argmax = t3
+            t += 4 * nthreads
         while t < ninner:
             i1 = t
             x_argmax = in0_x[i0, i1]

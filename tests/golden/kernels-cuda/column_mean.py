@@ -18,16 +18,24 @@ def kernel(in0_x, out0):
         # %mean = mean %x {axes=[0]} : f32[8] loc(...)
         acc_mean = np.float64(0.0)
         t = tid
-        while t + nthreads < ninner:     # (2 elements a trip: every load issued before the first store)
+        while t + 3 * nthreads < ninner:     # (4 elements a trip: every load issued before the first store)
             t0 = t
             i0_0 = t0
             x_mean_0 = np.float64(in0_x[i0_0, i1])
             t1 = t + nthreads
             i0_1 = t1
             x_mean_1 = np.float64(in0_x[i0_1, i1])
+            t2 = t + 2 * nthreads
+            i0_2 = t2
+            x_mean_2 = np.float64(in0_x[i0_2, i1])
+            t3 = t + 3 * nthreads
+            i0_3 = t3
+            x_mean_3 = np.float64(in0_x[i0_3, i1])
             acc_mean = (acc_mean + x_mean_0)
             acc_mean = (acc_mean + x_mean_1)
-            t += 2 * nthreads
+            acc_mean = (acc_mean + x_mean_2)
+            acc_mean = (acc_mean + x_mean_3)
+            t += 4 * nthreads
         while t < ninner:
             i0 = t
             x_mean = np.float64(in0_x[i0, i1])

@@ -19,16 +19,24 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
         # %mean = mean %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
         acc_mean = np.float64(0.0)
         t = tid
-        while t + nthreads < ninner:     # (2 elements a trip: every load issued before the first store)
+        while t + 3 * nthreads < ninner:     # (4 elements a trip: every load issued before the first store)
             t0 = t
             i1_0 = t0
             x_mean_0 = np.float64(in0_x[i0, i1_0])
             t1 = t + nthreads
             i1_1 = t1
             x_mean_1 = np.float64(in0_x[i0, i1_1])
+            t2 = t + 2 * nthreads
+            i1_2 = t2
+            x_mean_2 = np.float64(in0_x[i0, i1_2])
+            t3 = t + 3 * nthreads
+            i1_3 = t3
+            x_mean_3 = np.float64(in0_x[i0, i1_3])
             acc_mean = (acc_mean + x_mean_0)
             acc_mean = (acc_mean + x_mean_1)
-            t += 2 * nthreads
+            acc_mean = (acc_mean + x_mean_2)
+            acc_mean = (acc_mean + x_mean_3)
+            t += 4 * nthreads
         while t < ninner:
             i1 = t
             x_mean = np.float64(in0_x[i0, i1])
@@ -63,7 +71,7 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
         # %mean_1 = mean %square {axes=[1], keepdims=true} : f32[2,1] loc(...)
         acc_mean_1 = np.float64(0.0)
         t = tid
-        while t + nthreads < ninner:     # (2 elements a trip: every load issued before the first store)
+        while t + 3 * nthreads < ninner:     # (4 elements a trip: every load issued before the first store)
             t0 = t
             i1_0 = t0
             # %sub = sub %x, %mean : f32[2,128] loc(...)
@@ -78,9 +86,25 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
             # %square = square %sub : f32[2,128] loc(...)
             v_square_1 = np.float32((v_sub_1 * v_sub_1))
             x_mean_1_1 = np.float64(v_square_1)
+            t2 = t + 2 * nthreads
+            i1_2 = t2
+            # %sub = sub %x, %mean : f32[2,128] loc(...)
+            v_sub_2 = np.float32((in0_x[i0, i1_2] - v_mean))
+            # %square = square %sub : f32[2,128] loc(...)
+            v_square_2 = np.float32((v_sub_2 * v_sub_2))
+            x_mean_1_2 = np.float64(v_square_2)
+            t3 = t + 3 * nthreads
+            i1_3 = t3
+            # %sub = sub %x, %mean : f32[2,128] loc(...)
+            v_sub_3 = np.float32((in0_x[i0, i1_3] - v_mean))
+            # %square = square %sub : f32[2,128] loc(...)
+            v_square_3 = np.float32((v_sub_3 * v_sub_3))
+            x_mean_1_3 = np.float64(v_square_3)
             acc_mean_1 = (acc_mean_1 + x_mean_1_0)
             acc_mean_1 = (acc_mean_1 + x_mean_1_1)
-            t += 2 * nthreads
+            acc_mean_1 = (acc_mean_1 + x_mean_1_2)
+            acc_mean_1 = (acc_mean_1 + x_mean_1_3)
+            t += 4 * nthreads
         while t < ninner:
             i1 = t
             # %sub = sub %x, %mean : f32[2,128] loc(...)
@@ -121,7 +145,7 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
         # %sqrt = sqrt %add : f32[2,1] loc(...)
         v_sqrt = np.float32(math.sqrt(v_add))
         t = tid
-        while t + nthreads < ninner:     # (2 elements a trip: every load issued before the first store)
+        while t + 3 * nthreads < ninner:     # (4 elements a trip: every load issued before the first store)
             t0 = t
             i1_0 = t0
             # %sub = sub %x, %mean : f32[2,128] loc(...)
@@ -142,9 +166,31 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
             v_mul_1 = np.float32((v_div_1 * in1_gamma[i1_1]))
             # %add_1 = add %mul, %beta : f32[2,128] loc(...)
             v_add_1_1 = np.float32((v_mul_1 + in2_beta[i1_1]))
+            t2 = t + 2 * nthreads
+            i1_2 = t2
+            # %sub = sub %x, %mean : f32[2,128] loc(...)
+            v_sub_2 = np.float32((in0_x[i0, i1_2] - v_mean))
+            # %div = div %sub, %sqrt : f32[2,128] loc(...)
+            v_div_2 = np.float32((v_sub_2 / v_sqrt))
+            # %mul = mul %div, %gamma : f32[2,128] loc(...)
+            v_mul_2 = np.float32((v_div_2 * in1_gamma[i1_2]))
+            # %add_1 = add %mul, %beta : f32[2,128] loc(...)
+            v_add_1_2 = np.float32((v_mul_2 + in2_beta[i1_2]))
+            t3 = t + 3 * nthreads
+            i1_3 = t3
+            # %sub = sub %x, %mean : f32[2,128] loc(...)
+            v_sub_3 = np.float32((in0_x[i0, i1_3] - v_mean))
+            # %div = div %sub, %sqrt : f32[2,128] loc(...)
+            v_div_3 = np.float32((v_sub_3 / v_sqrt))
+            # %mul = mul %div, %gamma : f32[2,128] loc(...)
+            v_mul_3 = np.float32((v_div_3 * in1_gamma[i1_3]))
+            # %add_1 = add %mul, %beta : f32[2,128] loc(...)
+            v_add_1_3 = np.float32((v_mul_3 + in2_beta[i1_3]))
             out0[i0, i1_0] = v_add_1_0
             out0[i0, i1_1] = v_add_1_1
-            t += 2 * nthreads
+            out0[i0, i1_2] = v_add_1_2
+            out0[i0, i1_3] = v_add_1_3
+            t += 4 * nthreads
         while t < ninner:
             i1 = t
             # %sub = sub %x, %mean : f32[2,128] loc(...)

@@ -21,7 +21,7 @@ def kernel(in0_x, out0, out1):
         # %max = max %x {axes=[1]} : f32[4] loc(...)
         acc_max = np.float32(-np.inf)
         t = tid
-        while t + nthreads < ninner:     # (2 elements a trip: every load issued before the first store)
+        while t + 3 * nthreads < ninner:     # (4 elements a trip: every load issued before the first store)
             t0 = t
             i1_0 = t0
             x_sum_0 = np.float64(in0_x[i0, i1_0])
@@ -30,11 +30,23 @@ def kernel(in0_x, out0, out1):
             i1_1 = t1
             x_sum_1 = np.float64(in0_x[i0, i1_1])
             x_max_1 = in0_x[i0, i1_1]
+            t2 = t + 2 * nthreads
+            i1_2 = t2
+            x_sum_2 = np.float64(in0_x[i0, i1_2])
+            x_max_2 = in0_x[i0, i1_2]
+            t3 = t + 3 * nthreads
+            i1_3 = t3
+            x_sum_3 = np.float64(in0_x[i0, i1_3])
+            x_max_3 = in0_x[i0, i1_3]
             acc_sum = (acc_sum + x_sum_0)
             acc_max = (x_max_0 if (x_max_0 > acc_max) | (x_max_0 != x_max_0) else acc_max)
             acc_sum = (acc_sum + x_sum_1)
             acc_max = (x_max_1 if (x_max_1 > acc_max) | (x_max_1 != x_max_1) else acc_max)
-            t += 2 * nthreads
+            acc_sum = (acc_sum + x_sum_2)
+            acc_max = (x_max_2 if (x_max_2 > acc_max) | (x_max_2 != x_max_2) else acc_max)
+            acc_sum = (acc_sum + x_sum_3)
+            acc_max = (x_max_3 if (x_max_3 > acc_max) | (x_max_3 != x_max_3) else acc_max)
+            t += 4 * nthreads
         while t < ninner:
             i1 = t
             x_sum = np.float64(in0_x[i0, i1])

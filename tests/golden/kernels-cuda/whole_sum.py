@@ -20,16 +20,24 @@ def kernel(in0_x, out0, partials_sum, done):
     # %sum = sum %x {axes=[0]} : f32[] loc(...)
     acc_sum = np.float64(0.0)
     t = low + tid
-    while t + nthreads < high:     # (2 elements a trip: every load issued before the first store)
+    while t + 3 * nthreads < high:     # (4 elements a trip: every load issued before the first store)
         t0 = t
         i0_0 = t0
         x_sum_0 = np.float64(in0_x[i0_0])
         t1 = t + nthreads
         i0_1 = t1
         x_sum_1 = np.float64(in0_x[i0_1])
+        t2 = t + 2 * nthreads
+        i0_2 = t2
+        x_sum_2 = np.float64(in0_x[i0_2])
+        t3 = t + 3 * nthreads
+        i0_3 = t3
+        x_sum_3 = np.float64(in0_x[i0_3])
         acc_sum = (acc_sum + x_sum_0)
         acc_sum = (acc_sum + x_sum_1)
-        t += 2 * nthreads
+        acc_sum = (acc_sum + x_sum_2)
+        acc_sum = (acc_sum + x_sum_3)
+        t += 4 * nthreads
     while t < high:
         i0 = t
         x_sum = np.float64(in0_x[i0])
