@@ -254,11 +254,7 @@ class CudaReduceWriter(CudaLoopWriter):
         self.emit(2, "last[0] = cuda.atomic.add(done, 0, 1) == nparts - 1")
         self.emit(1, "cuda.syncthreads()")
         self.emit(1, "if last[0]:                   # the last block combines the partials, in order")
-        for node in reductions:
-            name = _identifier(node.output)
-            self.emit(2, f"acc_{name} = {self.reduction_start(node, accumulator_dtype(node))}")
-            if node.op in ARG_REDUCTIONS:
-                self.emit(2, f"at_{name} = -1")
+        self.start_accumulators(2, reductions)
         self.emit(2, "t = tid")
         self.emit(2, "while t < nparts:")
         for node in reductions:
@@ -309,12 +305,7 @@ class CudaReduceWriter(CudaLoopWriter):
         its accumulator)."""
         if not reductions and not stores:
             return
-        for node in reductions:
-            self.comment(depth, node)
-            dtype = accumulator_dtype(node)
-            self.emit(depth, f"acc_{_identifier(node.output)} = {self.reduction_start(node, dtype)}")
-            if node.op in ARG_REDUCTIONS:
-                self.emit(depth, f"at_{_identifier(node.output)} = -1")
+        self.start_accumulators(depth, reductions, comments=True)
         self.emit(depth, f"t = {start}")
         unroll = row_unroll()
         if unroll > 1:
@@ -327,6 +318,16 @@ class CudaReduceWriter(CudaLoopWriter):
         self.emit(depth + 1, "t += nthreads")
         for node in reductions:
             self.block_reduce(depth, node, finish)
+
+    def start_accumulators(self, depth: int, reductions: list[Node], comments: bool = False) -> None:
+        """Each reduction's accumulator at its identity (argmax/argmin's position at none yet),
+        under its IR line (``comments``)."""
+        for node in reductions:
+            if comments:
+                self.comment(depth, node)
+            self.emit(depth, f"acc_{_identifier(node.output)} = {self.reduction_start(node, accumulator_dtype(node))}")
+            if node.op in ARG_REDUCTIONS:
+                self.emit(depth, f"at_{_identifier(node.output)} = -1")
 
     def write_elements(self, depth: int, reductions: list[Node], stores: list[Value], positions: list[str]) -> None:
         """The pass's work on the row elements at ``positions`` (``t``; or ``t0``, ``t1``... at
