@@ -300,6 +300,12 @@ def command_devices(args) -> int:
                  else f"cached in {cache_path(directory)}" if directory else "the disk cache is off")
         print(f"* measured on this machine's CPU on {machine.measured_at} in {machine.seconds:.1f} s ({where}): "
               f"one thread's memory bandwidth, BLAS matmul FLOP rate, a compiled kernel's call cost")
+    from flowjit.devices import local_gpu_figures
+    from flowjit.gpu_figures import describe
+    for device in devices:
+        figures = local_gpu_figures(device.spec) if device.type == "gpu" and device.executable else None
+        if figures is not None:
+            print(f"{device.short}: {describe(figures)}")
     if any(not device.executable for device in devices):
         print("devices that do not run here have static figures, for planning")
     return 0

@@ -133,6 +133,16 @@ def _gpu_runs_here() -> bool:
     return gpu.available()
 
 
+def local_gpu_figures(spec: "DeviceSpec"):
+    """``gpu_figures.GpuFigures`` of the real GPU a device of this process names (None: a
+    simulated GPU, another task's, or none here)."""
+    if spec.type != "gpu" or spec.job not in (None, "localhost") or spec.task not in (None, 0):
+        return None
+    from flowjit.config import cache_directory
+    from flowjit.gpu_figures import gpu_figures
+    return gpu_figures(spec.index or 0, cache_directory("default"))
+
+
 def _runs_here(device) -> str:
     """The table's last column: yes, no, or simulated (a GPU on numba's CUDA simulator)."""
     if not device.executable:
@@ -182,6 +192,10 @@ class Device:
         kind = DeviceSpec.parse(full).type
         values = dict(DEFAULTS.get(kind, DEFAULTS["cpu"]))
         values["executable"] = kind == "cpu" or (kind == "gpu" and _gpu_runs_here())
+        if values["executable"] and kind == "gpu" and "bandwidth" not in fields:
+            figures = local_gpu_figures(DeviceSpec.parse(full))
+            if figures is not None:                 # (a real GPU: its copy bandwidth, measured once)
+                values["bandwidth"] = figures.bandwidth
         values.update(fields)
         return cls(full, **values)
 

@@ -13,7 +13,7 @@ from flowjit.compiler.costmodel import CostModel
 from flowjit.compiler.ir import ops
 from flowjit.compiler.passes.partition import partition
 from flowjit.compiler.passes.place import PlacementError, place
-from flowjit.devices import DeviceError, DeviceSet, DeviceSpec, canonical
+from flowjit.devices import Device, DeviceError, DeviceSet, DeviceSpec, canonical
 from flowjit.machine import STATIC
 from flowjit.runtime.executor import ExecutionError
 from corpus_sample import program_corpus_sample, sampled
@@ -287,3 +287,41 @@ def test_a_session_wide_device_set_applies_to_functions_without_their_own():
     finally:
         flowjit.set_devices(None)
     assert [d.short for d in flowjit.current_devices()] == ["cpu:0"]
+
+
+def test_a_real_gpus_figures_are_measured_once_and_shown(monkeypatch, tmp_path, capsys):
+    """Where CuPy sees a GPU (posed here: CI has none), gpu:0's bandwidth in the cost model is
+    its measured device-to-device copy, kept in the cache directory for the next process on the
+    same GPU, driver and CuPy; `flowjit devices` names the GPU, its memory and the figure."""
+    import flowjit.gpu as gpu
+    from flowjit import gpu_figures
+    from flowjit.cli import main
+    measured = []
+    known = {"name": "NVIDIA Posed 80GB", "memory": 80 * 2 ** 30, "multiprocessors": 132, "capability": "90",
+             "driver": 12080, "cupy": "14.2.0"}
+    monkeypatch.setenv("FLOWJIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(gpu, "simulated", lambda: False)
+    monkeypatch.setattr(gpu, "available", lambda: True)
+    monkeypatch.setattr("flowjit.devices._gpu_runs_here", lambda: True)
+    monkeypatch.setattr(gpu_figures, "properties", lambda index: dict(known))
+    monkeypatch.setattr(gpu_figures, "copy_bandwidth", lambda index: measured.append(index) or 2.5e12)
+    gpu_figures.gpu_figures.cache_clear()
+    try:
+        assert Device.make("gpu:0").bandwidth == 2.5e12 and measured == [0]
+        assert Device.make("gpu:0", bandwidth=1e12).bandwidth == 1e12          # (a device's own figure wins)
+        gpu_figures.gpu_figures.cache_clear()                                    # a new process: read back
+        assert Device.make("gpu:0").bandwidth == 2.5e12 and measured == [0]
+        assert main(["devices", "--devices", "cpu:0,gpu:0"]) == 0
+        out = capsys.readouterr().out
+        assert "gpu:0: NVIDIA Posed 80GB, 80.0 GiB, 132 multiprocessors, compute capability 9.0; " \
+               "device-to-device copy 2500 GB/s (cached" in out
+        assert "2500.0" in next(line for line in out.splitlines() if "device:gpu:0" in line)
+        known["driver"] = 12090                                                  # another driver: measured again
+        gpu_figures.gpu_figures.cache_clear()
+        Device.make("gpu:0")
+        assert measured == [0, 0]
+        monkeypatch.setattr(gpu, "simulated", lambda: True)                      # the simulator: no figures
+        gpu_figures.gpu_figures.cache_clear()
+        assert gpu_figures.gpu_figures(0, str(tmp_path)) is None
+    finally:
+        gpu_figures.gpu_figures.cache_clear()

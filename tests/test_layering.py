@@ -1,6 +1,6 @@
 """The package's layers import only downwards:
 
-    errors, counters, config, devices, machine, files, gpu, progress   (what every layer shares)
+    errors, counters, config, devices, machine, files, gpu, gpu_figures, progress   (what every layer shares)
     compiler.ir        the IR, its ops and their meaning
     compiler.passes    rewrites of the IR (and the cost model placement uses)
     compiler.codegen   kernel plans -> source -> compiled callables
@@ -22,7 +22,7 @@ import flowjit
 
 ROOT = pathlib.Path(flowjit.__file__).parent
 
-SHARED = {"errors", "counters", "config", "devices", "machine", "files", "gpu", "progress"}
+SHARED = {"errors", "counters", "config", "devices", "machine", "files", "gpu", "gpu_figures", "progress"}
 ORDER = ["shared", "ir", "passes", "codegen", "runtime", "lowered", "frontend", "training", "package", "cli"]
 
 

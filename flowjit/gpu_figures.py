@@ -1,0 +1,115 @@
+"""What a real GPU is and does, asked once: its name, memory, multiprocessors and compute
+capability (CuPy's device properties) and its memory bandwidth, measured as a device-to-device
+copy of a 256 MiB float32 array (bytes read and written per second, best of 5).
+
+Kept in the kernel cache directory (``gpu-<index>.json``, written atomically) for every later
+process on the same GPU, driver and CuPy; with the disk cache off, measured once per process.
+The placer's cost model uses the bandwidth for ``gpu:<index>`` (devices.py), and ``flowjit
+devices`` prints the rest.  None under numba's simulator or where CuPy sees no such GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+from dataclasses import dataclass
+
+from flowjit.files import write_atomically
+
+COPY_ELEMENTS = 1 << 26
+
+
+@dataclass(frozen=True)
+class GpuFigures:
+    name: str
+    memory: int                 # bytes
+    multiprocessors: int
+    capability: str             # "90": 9.0
+    bandwidth: float            # bytes/s, device-to-device copy (read and written)
+    measured_at: str = ""
+    source: str = "measured"    # measured | cached
+
+
+def properties(index: int) -> dict:
+    """CuPy's view of GPU ``index``: name, memory, multiprocessors, capability, driver."""
+    import cupy
+    device = cupy.cuda.Device(index)
+    raw = cupy.cuda.runtime.getDeviceProperties(index)
+    name = raw["name"].decode() if isinstance(raw["name"], bytes) else str(raw["name"])
+    return {"name": name, "memory": int(raw["totalGlobalMem"]), "multiprocessors": int(raw["multiProcessorCount"]),
+            "capability": str(device.compute_capability), "driver": cupy.cuda.runtime.driverGetVersion(),
+            "cupy": cupy.__version__}
+
+
+def copy_bandwidth(index: int, repeat: int = 5) -> float:
+    """Bytes read and written per second by a device-to-device copy on GPU ``index`` (through
+    the runtime's own allocations: CuPy's pool keeps nothing of it)."""
+    import cupy
+    from cupy.cuda import runtime
+    size = COPY_ELEMENTS * 4
+    with cupy.cuda.Device(index):
+        source, target = runtime.malloc(size), runtime.malloc(size)
+        try:
+            runtime.memset(source, 0, size)
+            best = float("inf")
+            for _ in range(repeat + 1):             # (the first copy warms up)
+                runtime.deviceSynchronize()
+                start = time.perf_counter()
+                runtime.memcpy(target, source, size, runtime.memcpyDeviceToDevice)
+                runtime.deviceSynchronize()
+                best = min(best, time.perf_counter() - start)
+        finally:
+            runtime.free(source)
+            runtime.free(target)
+    return 2 * size / best
+
+
+def _path(cache_dir: str, index: int) -> str:
+    return os.path.join(cache_dir, f"gpu-{index}.json")
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_figures(index: int, cache_dir: str | None) -> GpuFigures | None:
+    """GPU ``index``'s figures: from the cache directory when they were taken on this GPU with
+    this driver and CuPy, else asked and measured now (and kept there).  None where no real
+    GPU ``index`` is here."""
+    import flowjit.gpu as gpu
+    if gpu.simulated() or not gpu.available():
+        return None
+    try:
+        known = properties(index)
+    except Exception:                       # (no such GPU)
+        return None
+    fields = {key: known[key] for key in ("name", "memory", "multiprocessors", "capability")}
+    if cache_dir is not None:
+        try:
+            with open(_path(cache_dir, index)) as stream:
+                data = json.load(stream)
+            if data.get("properties") == known and float(data["bandwidth"]) > 0:
+                return GpuFigures(**fields, bandwidth=float(data["bandwidth"]), measured_at=str(data["measured_at"]),
+                                  source="cached")
+        except (OSError, ValueError, KeyError, TypeError):
+            pass                            # absent, unreadable or another GPU's: measured again
+    figures = GpuFigures(**fields, bandwidth=copy_bandwidth(index),
+                         measured_at=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+    if cache_dir is not None:
+        record = {"properties": known, "bandwidth": figures.bandwidth, "measured_at": figures.measured_at}
+        try:
+            os.makedirs(cache_dir, exist_ok=True)
+            write_atomically(_path(cache_dir, index), json.dumps(record, indent=1))
+        except OSError:
+            pass                            # a read-only cache directory: this process only
+    return figures
+
+
+def describe(figures: GpuFigures) -> str:
+    """One line: name, memory, multiprocessors, capability, bandwidth and where it came from."""
+    capability = f"{figures.capability[:-1]}.{figures.capability[-1]}"
+    return (f"{figures.name}, {figures.memory / 2 ** 30:.1f} GiB, {figures.multiprocessors} multiprocessors, "
+            f"compute capability {capability}; device-to-device copy {figures.bandwidth / 1e9:.0f} GB/s "
+            f"({figures.source} {figures.measured_at})")
+
+
+__all__ = ["GpuFigures", "gpu_figures", "describe"]
