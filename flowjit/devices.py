@@ -189,11 +189,12 @@ class Device:
     @classmethod
     def make(cls, name: str, **fields) -> "Device":
         full = canonical(name)
-        kind = DeviceSpec.parse(full).type
+        spec = DeviceSpec.parse(full)
+        kind = spec.type
         values = dict(DEFAULTS.get(kind, DEFAULTS["cpu"]))
         values["executable"] = kind == "cpu" or (kind == "gpu" and _gpu_runs_here())
         if values["executable"] and kind == "gpu" and "bandwidth" not in fields:
-            figures = local_gpu_figures(DeviceSpec.parse(full))
+            figures = local_gpu_figures(spec)
             if figures is not None:                 # (a real GPU: its copy bandwidth, measured once)
                 values["bandwidth"] = figures.bandwidth
         values.update(fields)

@@ -94,29 +94,6 @@ def make_gpu_callable(mode: str, workload, args):
     raise ValueError(mode)
 
 
-def device_bandwidth(elements: int = 1 << 27, repeat: int = 10) -> float:
-    """Bytes per second (read and written) of a device-to-device copy of float32 arrays."""
-    import cupy
-    source = cupy.ones(elements, cupy.float32)
-    target = cupy.empty_like(source)
-    cupy.copyto(target, source)
-    synchronize()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        cupy.copyto(target, source)
-        synchronize()
-        times.append(time.perf_counter() - start)
-    return 2 * source.nbytes / float(np.median(times))
-
-
-def gpu_name() -> str:
-    import cupy
-    properties = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-    name = properties["name"]
-    return name.decode() if isinstance(name, bytes) else str(name)
-
-
 def launch_paths(calls: int = 2000) -> dict:
     """Microseconds per call of a cached one-kernel program on 16 elements (CuPy in, CuPy out,
     synchronised) through each launch path, beside a CuPy ``ElementwiseKernel`` and CuPy's eager

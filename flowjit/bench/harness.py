@@ -351,9 +351,12 @@ def run(workloads, sizes, modes, repeat, progress: Progress | None = None, compi
         progress("memory bandwidth (STREAM triad)")
         report["bandwidth_bytes_per_s"] = stream_triad(bandwidth_elements)
         if any(mode in GPU_MODES for mode in modes) and gpu_unavailable() is None:
-            from flowjit.bench.gpu_modes import device_bandwidth, gpu_name
-            report["machine"]["gpu"] = gpu_name()
-            report["gpu_bandwidth_bytes_per_s"] = device_bandwidth()
+            import cupy
+
+            from flowjit.gpu_figures import copy_bandwidth, properties
+            index = cupy.cuda.Device().id
+            report["machine"]["gpu"] = properties(index)["name"]
+            report["gpu_bandwidth_bytes_per_s"] = copy_bandwidth(index)     # (measured in this run)
             report["gpu_bounds_s"] = {}
         progress.step()
         rng = np.random.default_rng(0)

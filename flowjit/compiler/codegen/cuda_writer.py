@@ -44,7 +44,7 @@ from flowjit.compiler.ir.graph import Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.compiler.ir.ops.lowering import cast
 from flowjit.compiler.ir.ops.reduction import ARG_REDUCTIONS, accumulator_dtype
-from flowjit.compiler.ir.plan import KernelKind, ReduceStrategy
+from flowjit.compiler.ir.plan import KernelKind
 from flowjit.compiler.ir.reduce_rows import full_values, levels
 from flowjit.compiler.ir.types import compute_dtype
 
@@ -212,12 +212,10 @@ class CudaReduceWriter(CudaLoopWriter):
         return self.lines[start:]
 
     def in_parts(self) -> bool:
-        """Whether the kernel reduces its whole domain in parts, a block each: the plan's
-        ``parts`` strategy, or any plan with one row (no kept axis) and one pass that stores
-        nothing full-shaped (the CPU also asks that every reduction fold into its vector lanes,
+        """Whether the kernel reduces its whole domain in parts, a block each: a plan with one
+        row (no kept axis) and one pass that stores nothing full-shaped -- the plan's ``parts``
+        strategy and more (the CPU also asks that every reduction fold into its vector lanes,
         which an int32 sum in int64 does not; blocks have no such lanes)."""
-        if self.plan.strategy is ReduceStrategy.PARTS:
-            return True
         return not self.kept and len(self.plan.passes) == 1 and not self.plan.passes[0].store
 
     def part_buffers(self) -> list[tuple[str, np.dtype]]:

@@ -23,9 +23,10 @@ def _device() -> str:
     """The current GPU, as CuPy names it (where CuPy cannot say: 'the GPU')."""
     try:
         import cupy
-        device = cupy.cuda.Device()
-        name = cupy.cuda.runtime.getDeviceProperties(device.id)["name"]
-        return f"gpu:{device.id} ({name.decode() if isinstance(name, bytes) else name})"
+
+        from flowjit.gpu_figures import properties
+        index = cupy.cuda.Device().id
+        return f"gpu:{index} ({properties(index)['name']})"
     except Exception:                         # (no CuPy, or a context the fault broke)
         return "the GPU"
 
