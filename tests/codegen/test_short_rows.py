@@ -1,0 +1,104 @@
+"""Reductions along short rows of what an inlined math function computes: the reduction does
+not fold into the pass's loop (a chain of additions through it would keep its exp or pow
+scalar) but reads the value back from a scratch row after it, so the loop vectorises."""
+
+import numpy as np
+import pytest
+from numba import njit
+
+import flowjit
+from flowjit.compiler.codegen.writer import SERIAL
+from flowjit.compiler.passes.plan_reductions import SHORT_ROW
+from helpers import close, packed, tolerance_for
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def logsumexp(x):
+    m = x.max(axis=1)
+    return m + np.log(np.exp(x - m[:, None]).sum(axis=1))
+
+
+def discounted(rates, cash):
+    t = np.arange(1, cash.shape[1] + 1)
+    discount = (1 + rates[:, None]) ** -t
+    return (cash * discount).sum(axis=1), discount[:, -1]
+
+
+def mixed(x):
+    # one pass: a plain sum (folds) beside a sum of sigmoids (reads its scratch row), and a mean
+    return x.sum(axis=1), np.mean(1 / (1 + np.exp(-x)), axis=1), (x * x).max(axis=1)
+
+
+def _plan(jitted, *args):
+    (node,) = [n for n in jitted.lower(*args).fused.nodes if n.op.name == "fused" and n.attrs["plan"].strategy]
+    return node.attrs["plan"]
+
+
+def _check(jitted, args):
+    with np.errstate(all="ignore"):
+        expected = flowjit.interpret(jitted.lower(*args).graph, *args)
+        got = jitted(*args)
+    got = got if isinstance(got, tuple) else (got,)
+    for value, want in zip(got, expected):
+        assert close(np.asarray(value), want, tolerance_for(want, args[:1])), (value, want)
+
+
+rng = np.random.default_rng(7)
+CASES = [
+    pytest.param(softmax, (rng.normal(size=(131, 10)).astype(np.float32),), ["sum"], id="softmax-f32-10"),
+    pytest.param(logsumexp, (rng.normal(size=(70, 7)) * 30,), ["sum"], id="logsumexp-f64-7"),
+    pytest.param(discounted, (rng.uniform(0, 0.1, 65), rng.uniform(0, 5, (65, 30))), ["sum"], id="pow-f64-30"),
+    pytest.param(mixed, (rng.normal(size=(67, 5)).astype(np.float32),), ["mean"], id="mixed-f32-5"),
+]
+
+
+@pytest.mark.parametrize("program, args, unfolded", CASES)
+def test_short_rows_read_heavy_values_back_from_scratch(program, args, unfolded):
+    """The plan folds every reduction but those of heavy values, and results match the
+    interpreter's (partial last chunk of rows, rows of 5 to 30)."""
+    jitted = flowjit.jit(program)
+    plan = _plan(jitted, *args)
+    folded = {name for row in plan.passes for name in row.fold}
+    reduced = {name for row in plan.passes for name in row.reduce}
+    assert {name for name in reduced - folded} == {name for name in reduced if name.split("_")[0] in unfolded}, plan
+    assert set(plan.scratch), plan
+    _check(jitted, args)
+
+
+def test_long_rows_still_fold_heavy_values():
+    x = rng.normal(size=(3, SHORT_ROW)).astype(np.float32)
+    plan = _plan(flowjit.jit(softmax), x)
+    assert all(set(row.fold) == set(row.reduce) for row in plan.passes), plan
+
+
+@pytest.mark.parametrize("program, args, dtype", [
+    pytest.param(softmax, (rng.normal(size=(64, 10)).astype(np.float32),), np.float32, id="exp-f32"),
+    pytest.param(discounted, (rng.uniform(0, 0.1, 64), rng.uniform(0, 5, (64, 30))), np.float64, id="pow-f64"),
+])
+def test_the_heavy_loop_of_a_short_row_is_packed(program, args, dtype):
+    """Compiled with flowjit's flags, the serial kernel computes in packed lanes (with the
+    reduction folded, its exp or pow loop was scalar)."""
+    jitted = flowjit.jit(program)
+    sources = jitted.lower(*args).kernel_sources()
+    (name, source), = [(k, v) for k, v in sources.items() if "fj.exp_" in v or "fj.pow_" in v]
+    namespace = {}
+    exec(compile(source, name, "exec"), namespace)
+    kernel = njit(error_model="numpy", fastmath={"contract"})(namespace[SERIAL])
+    kernel.compile(tuple(_numba_type(a) for a in _arguments(jitted, args, name)))
+    assembly = "".join(kernel.inspect_asm().values())
+    assert packed(assembly, "arith", dtype), source
+
+
+def _arguments(jitted, args, name):
+    """Arrays shaped as the kernel's arguments (its inputs, then its outputs)."""
+    (node,) = [n for n in jitted.lower(*args).fused.nodes if n.name == name]
+    return [np.empty(v.shape, v.dtype) for v in list(node.inputs) + list(node.outputs)]
+
+
+def _numba_type(array):
+    from numba import typeof
+    return typeof(array)
