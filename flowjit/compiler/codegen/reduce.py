@@ -4,7 +4,8 @@
   of rows; per row, one pass per dependent reduction, each a loop that does the pass's
   elementwise work and accumulates its reductions in vectorised stack-array lanes
   (``reduce_loop``); argmax/argmin find the extreme that way, then its first position.
-- The whole domain as one row: reduced in parallel parts (``reduce_in_parts``).
+- The whole domain as one row: reduced in parallel parts (``reduce_in_parts``); over several
+  axes that make no one row, in parts of whole rows (``reduce_rows_in_parts``).
 - Outer axes (the innermost axis kept): blocks of adjacent outputs, adding contiguous row
   stretches into them (``write_columns``).
 Several trailing reduced axes reach here merged into one (collapse.py).
@@ -193,7 +194,10 @@ class ReduceWriter(KernelWriter):
         element = functools.partial(self.row_element, rows)
         has_body = bool(todo or stores or set(wanted) & rows.scratch)
         single, outer = len(rows.reduced) == 1, rows.outer
-        if rows.parts:
+        if rows.parts and not single:
+            self.reduce_rows_in_parts(outer, reductions, element, body if has_body else None, rows.reduced)
+            after = []
+        elif rows.parts:
             self.reduce_in_parts(outer, reductions, element, body if has_body else None, rows.reduced[0])
             after = []
         elif single and (in_loop or has_body):
@@ -217,8 +221,8 @@ class ReduceWriter(KernelWriter):
 
     def pass_body(self, rows: "Rows", todo: list, wanted: list, available: set, stores: list, depth: int) -> None:
         """A pass's elementwise work at row position ``t`` (``i<axis>`` for one axis)."""
-        if len(rows.reduced) == 1 and todo:
-            self.emit(depth, f"i{rows.reduced[0]} = t")
+        if (len(rows.reduced) == 1 or rows.parts) and todo:
+            self.emit(depth, f"i{rows.reduced[-1]} = t")
         for value in todo:
             if value in available:
                 self.emit(depth, f"{self.var(value)} = {rows.scratch_name[value]}[t]")
@@ -229,7 +233,10 @@ class ReduceWriter(KernelWriter):
                 source = self.names.get(value) or self.load(value, _identity(value.shape))
                 self.emit(depth, f"{rows.scratch_name[value]}[t] = {source}")
         for value in stores:
-            self.store(depth, value)
+            if self.slicing is None:
+                self.store(depth, value)
+            else:                   # (in parts of whole rows: through a slice, as the loads)
+                self.emit(depth, f"{self.load(value, self.embed[value])} = {self.var(value)}")
 
     def row_element(self, rows: "Rows", node: Node) -> str:
         """What a reduction inside a pass's loop reduces at row position ``t``."""
@@ -281,7 +288,9 @@ class ReduceWriter(KernelWriter):
         wide = {node: f"wide_{_identifier(node.output)}[c]" for node in narrowed}
         for node, (dtype, first, _) in rules.items():
             self.comment(depth, node)
-            self.accumulators(depth, node, "acc_", lane[node], dtype, first, COLUMN_BLOCK)
+            # (only the block's outputs: a max-pool over 3 channels starting all 1024 slots per
+            # pixel spent most of its time there)
+            self.accumulators(depth, node, "acc_", lane[node], dtype, first, COLUMN_BLOCK, used="high - low")
         if narrowed:
             self.emit(depth, "position = 0")
         inner = depth
@@ -336,15 +345,16 @@ class ReduceWriter(KernelWriter):
         return self.lines[start:]
 
     def accumulators(self, depth: int, node: Node, prefix: str, lane: np.dtype, dtype: np.dtype, start: str,
-                     size: int) -> None:
+                     size: int, used: str | None = None) -> None:
         """``size`` accumulators for ``node`` in a stack array, ``<prefix><name>``, in the lane
         dtype; where that is narrower than the accumulator dtype, also ``wide_<name>`` that
-        the lanes flush into.  All start at the reduction's start value."""
+        the lanes flush into.  The first ``used`` of them (all by default) start at the
+        reduction's start value."""
         arrays = [(prefix, lane)] + ([("wide_", dtype)] if lane != dtype else [])
         name = _identifier(node.output)
         for array_prefix, array_dtype in arrays:
             self.emit(depth, f"{array_prefix}{name} = fj.stack_array({constructor(array_dtype)}, {size})")
-        self.emit(depth, f"for j in range({size}):")
+        self.emit(depth, f"for j in range({used or size}):")
         for array_prefix, array_dtype in arrays:
             value = start if array_dtype == dtype else literal(0, array_dtype)
             self.emit(depth + 1, f"{array_prefix}{name}[j] = {value}")
@@ -368,6 +378,47 @@ class ReduceWriter(KernelWriter):
         self.insert_slices(slices_at, inner)
         for node in nodes:
             self.emit(inner, f"partials_{_identifier(node.output)}[part] = total_{_identifier(node.output)}")
+        self.combine_partials(depth, nodes, element, body, axis)
+
+    def reduce_rows_in_parts(self, depth: int, nodes: list[Node], element, body, reduced: list[int]) -> None:
+        """A reduction of the whole domain over several axes (a stencil's strided interior,
+        which no reshape makes one row): parts of whole rows of the last axis, in parallel,
+        each row reduced in lanes and added into its part's totals in order; the partials
+        combined in order after.  Rows are read through slices from 0, so a row position is
+        the row's own index and the pass may store full-shaped values (every row is one
+        part's)."""
+        last, outer = reduced[-1], reduced[:-1]
+        self.emit(depth, f"nrows = {' * '.join(f'n{axis}' for axis in outer)}")
+        self.emit(depth, f"nparts = max(1, min({PARTS}, ninner // {PART_MIN}))")
+        for node in nodes:
+            dtype = accumulator_dtype(node)
+            self.emit(depth, f"partials_{_identifier(node.output)} = np.empty(nparts, {constructor(dtype)})")
+        self.emit(depth, self.for_loop("part", "nparts", outer=True))
+        inner = depth + 1
+        for node in nodes:
+            self.emit(inner, f"part_{_identifier(node.output)} = {self.reduction_rule(node)[1]}")
+        self.emit(inner, "for row in range(part * nrows // nparts, (part + 1) * nrows // nparts):")
+        self.emit(inner + 1, "rest = row")
+        for axis in reversed(outer[1:]):
+            self.emit(inner + 1, f"i{axis} = rest % n{axis}")
+            self.emit(inner + 1, f"rest = rest // n{axis}")
+        self.emit(inner + 1, f"i{outer[0]} = rest")
+        self.emit(inner + 1, "low = 0")
+        self.emit(inner + 1, f"high = n{last}")
+        slices_at = len(self.lines)
+        self.slicing, self.slice_index, self.slices = last, "t", {}
+        self.reduce_loop(inner + 1, nodes, element, body, length=f"n{last}", finish=False)
+        self.slicing = None
+        self.insert_slices(slices_at, inner + 1)
+        for node in nodes:
+            name = _identifier(node.output)
+            self.emit(inner + 1, f"part_{name} = {self.reduction_rule(node)[2](f'part_{name}', f'total_{name}')}")
+        for node in nodes:
+            self.emit(inner, f"partials_{_identifier(node.output)}[part] = part_{_identifier(node.output)}")
+        self.combine_partials(depth, nodes, element, body, last)
+
+    def combine_partials(self, depth: int, nodes: list[Node], element, body, axis: int) -> None:
+        """Each reduction's value from its ``partials_<name>``, combined in order."""
         for node in nodes:
             _, start, combine = self.reduction_rule(node)
             total = "total_" + _identifier(node.output)

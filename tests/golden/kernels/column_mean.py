@@ -9,7 +9,7 @@ def kernel(in0_x, out0):
         # %mean = mean %x {axes=[0]} : f32[8] loc(...)
         acc_mean = fj.stack_array(np.float32, 1024)
         wide_mean = fj.stack_array(np.float64, 1024)
-        for j in range(1024):
+        for j in range(high - low):
             acc_mean[j] = np.float32(0.0)
             wide_mean[j] = np.float64(0.0)
         position = 0
@@ -40,7 +40,7 @@ def kernel_parallel(in0_x, out0):
         # %mean = mean %x {axes=[0]} : f32[8] loc(...)
         acc_mean = fj.stack_array(np.float32, 1024)
         wide_mean = fj.stack_array(np.float64, 1024)
-        for j in range(1024):
+        for j in range(high - low):
             acc_mean[j] = np.float32(0.0)
             wide_mean[j] = np.float64(0.0)
         position = 0
