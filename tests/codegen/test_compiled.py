@@ -369,6 +369,43 @@ def test_whole_domain_reductions_run_in_parts():
     assert abs(flowjit.jit(lambda x: x.sum())(x) - exact) / exact < 1e-7
 
 
+def test_whole_domain_reductions_over_strided_views_run_in_parts_of_rows():
+    """A reduction of everything over several axes no reshape merges (a stencil's interior,
+    a 3-D slice) runs in parallel parts of whole rows, the pass storing its full-shaped value
+    too: more parts than rows, one part, a partial last part, float32 and float64, sums,
+    means, max/min, a NaN; an int32 sum (wider lanes) and argmax keep the row plan."""
+    rng = np.random.default_rng(31)
+
+    def stencil(u):
+        lap = u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2] - 4 * u[1:-1, 1:-1]
+        return lap, np.mean(lap ** 2), lap.max(), np.abs(lap).min()
+
+    def cube(v):
+        inner = v[1:, :, ::2] * 2
+        return inner.sum(), inner.max()
+
+    stencil_jit, cube_jit = flowjit.jit(stencil), flowjit.jit(cube)
+    for dtype in (np.float32, np.float64):
+        for shape in ((5, 7), (4, 70000), (300, 700), (700, 300)):
+            u = rng.standard_normal(shape).astype(dtype)
+            if u.size > 100000:
+                u.flat[u.size - 3 * shape[1] // 2] = np.nan
+            (plan,) = [n.attrs["plan"] for n in stencil_jit.lower(u).fused.nodes
+                       if n.op.name == "fused" and n.attrs["plan"].strategy]
+            assert plan.strategy.value == "parts" and plan.passes[0].store, plan
+            assert_matches_interpreter(stencil_jit, (u,), f"{shape} {dtype.__name__}")
+        v = rng.standard_normal((9, 130, 301)).astype(dtype)
+        (source,) = cube_jit.lower(v).kernel_sources().values()
+        assert "for row in range(part * nrows // nparts" in source, source
+        assert_matches_interpreter(cube_jit, (v,), f"cube {dtype.__name__}")
+    ints = rng.integers(-9, 9, (300, 700)).astype(np.int32)
+    for program in (lambda m: m[1:, 1:].sum(), lambda m: np.argmax(m[1:, 1:])):
+        jitted = flowjit.jit(program)
+        (plan,) = [n.attrs["plan"] for n in jitted.lower(ints).fused.nodes if n.op.name == "fused"]
+        assert plan.strategy.value == "rows", plan
+        assert_matches_interpreter(jitted, (ints,), "int32")
+
+
 @pytest.mark.parametrize("shape", [(3, 4), (4, 4), (2, 3)])
 def test_a_per_row_value_broadcast_against_a_column_is_not_fused_into_the_rows(shape):
     """Found by `make fuzz`: argmin(x, 1) < x.max(1, keepdims=True) is an outer comparison (row

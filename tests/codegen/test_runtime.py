@@ -501,21 +501,30 @@ def test_constants_returned_are_arrays_of_the_callers_own():
 
 def test_whole_domain_reductions_get_their_scratch_from_the_driver():
     """A reduction of the whole of a domain it cannot read as one row (an operand broadcast
-    along some of its axes, or strided slices) keeps its elementwise values in scratch as large
-    as its inputs: the driver passes a workspace buffer, reused across calls and by the next
-    such kernel, where the kernel used to allocate one per call (and fault its pages in)."""
+    along some of its axes, or strided slices) runs in parallel parts of whole rows where its
+    reductions fold into lanes (no scratch at all); where one cannot (an int32 sum adds in
+    int64 lanes) it keeps its elementwise values in scratch as large as its inputs, and the
+    driver passes a workspace buffer, reused across calls and by the next such kernel, where
+    the kernel used to allocate one per call (and fault its pages in)."""
     def program(v, m, u):
         kinetic = 0.5 * np.sum(m[:, None] * v ** 2)
         lap = u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2] - 4 * u[1:-1, 1:-1]
         return kinetic, lap, np.mean(lap ** 2), np.max(np.abs(m[:, None] - v))
+
+    def integers(a, b):
+        return np.sum(a[:, None] * b), np.sum((a[1:, None] - b[:, 1:]) * 3)
     rng = np.random.default_rng(40)
     v, m, u = rng.standard_normal((50, 3)), rng.uniform(1, 2, 50), rng.standard_normal((12, 14))
-    jitted = flowjit.jit(program)
-    lowered = jitted.lower(v, m, u)
-    sources = lowered.kernel_sources()
-    assert not any("np.empty(ninner" in source for source in sources.values()), sources
-    calls = [line.strip() for line in lowered.executable.driver_source.splitlines() if re.match(r"\s+k\d", line)]
-    assert len(calls) == 2 and all(re.search(r", workspace\[\d+\]\)$", call) for call in calls), calls
-    for _ in range(3):
-        for got, want in zip(jitted(v, m, u), program(v, m, u)):
-            np.testing.assert_allclose(got, want, rtol=1e-12)
+    a, b = rng.integers(-9, 9, 40).astype(np.int32), rng.integers(-9, 9, (5, 40, 7)).astype(np.int32)
+    for fun, args, parts in ((program, (v, m, u), True), (integers, (a, b), False)):
+        jitted = flowjit.jit(fun)
+        lowered = jitted.lower(*args)
+        sources = lowered.kernel_sources()
+        assert not any("np.empty(ninner" in source for source in sources.values()), sources
+        assert all(("for row in range(part * nrows // nparts" in source) == parts
+                   for source in sources.values()), sources
+        calls = [line.strip() for line in lowered.executable.driver_source.splitlines() if re.match(r"\s+k\d", line)]
+        assert len(calls) == 2 and all(bool(re.search(r", workspace\[\d+\]\)$", call)) != parts for call in calls), calls
+        for _ in range(3):
+            for got, want in zip(jitted(*args), fun(*args)):
+                np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -22,7 +22,10 @@ For every fused reduce kernel whose plan has no strategy yet:
   reductions does it all (blocks of adjacent outputs; a full-shaped output, such as the
   centred ``x - x.mean(axis=0)`` a variance reduces and z-scores divide, is stored by that
   pass: a row plan would stride down columns); ``parts`` when the
-  whole domain is one row reduced in one pass (parallel parts); else ``rows``.
+  whole domain is one row reduced in one pass (parallel parts), or when one pass reduces the
+  whole domain over several axes no reshape merged (a stencil's strided interior: parallel
+  parts of whole rows of the last axis, which may also store full-shaped values, every row
+  being one part's; all its reductions fold, so no argmax/argmin); else ``rows``.
 """
 
 from __future__ import annotations
@@ -64,14 +67,19 @@ def plan_rows(body: Graph, plan: KernelPlan) -> KernelPlan:
                                             store=[v.name for v in full_outputs]),))
     single = len(reduced) == 1
     short = single and plan.domain[reduced[0]] < SHORT_ROW
-    folded = {n for n in reductions if single and n.op not in ARG_REDUCTIONS
+    # The whole domain over several axes in one pass: parts of whole rows of the last axis.
+    whole_rows = not kept and not single and count == 1
+    folded = {n for n in reductions if (single or whole_rows) and n.op not in ARG_REDUCTIONS
               and lane_dtype(n).itemsize <= compute_dtype(n.inputs[0].dtype).itemsize
               and not (short and reads_inlined_math(n.inputs[0], full))}
     # Not a value this kernel computes and also returns: its output buffer is written only
     # at the end of the row.
     direct = {n.inputs[0] for n in reductions if n.inputs[0].producer is None and single}
     parts = (not kept and single and count == 1 and not full_outputs
-             and all(n in folded or n.op in ARG_REDUCTIONS for n in reductions))
+             and all(n in folded or n.op in ARG_REDUCTIONS for n in reductions)) or \
+        (whole_rows and bool(reductions) and all(n in folded for n in reductions))
+    if whole_rows and not parts:
+        folded = set()
     scratch = {n.inputs[0] for n in reductions if n not in folded and not parts} - direct
     first = first_passes(count, reductions, pass_of, full_outputs, level, full, scratch)
     passes = [RowPass(reduce=[n.output.name for n in reductions if pass_of[n] == p],
