@@ -8,7 +8,8 @@ casts); plain arithmetic, bit casts and selects, inlined into the kernel loops:
 - ``expm1``: exp's Cody-Waite reduction; expm1(r) = r + r*r q(r) by its Taylor series to r**13,
   then 2**k (1 + u) - 1 = 2**k u + (2**k - 1), both parts exact for |k| <= 56 (one rounding).
 - ``log1p``: log(u) - ((u - 1) - x) / u with u = 1 + x (the rounding of u corrected to first
-  order); x itself where u rounds to 1.
+  order); x itself where u rounds to 1.  float32: u is exact in float64 (x itself below
+  2**-29), log(u) = e ln2 + f + f*f g(f) from its exponent bits, g economized at degree 12.
 - ``log2``, ``log10``: log's reduction x = m 2**e; e + log(m)/ln2, and e log10(2) (split so
   e times its head is exact) + log(m)/ln10.  log2 of a power of two is exact.
 - ``cosh``: (e + 1/e)/2 with e = exp(|x|) below 22, exp(|x|)/2 (the scale 2**(k-1) taken in
@@ -20,7 +21,8 @@ casts); plain arithmetic, bit casts and selects, inlined into the kernel loops:
   2**(b log2|a|) in float64 with no division and no double-double, log2 and 2**r by two
   economized polynomials (within 2**-37 of pow, rounded once).
 
-float32 evaluates the float64 function and rounds once (pow: a shorter float64 function).
+float32 evaluates the float64 function and rounds once (pow and log1p: shorter float64
+functions, without divisions).
 ``tests/codegen/test_mathlib.py`` measures each against numpy (docs/math.md).
 """
 
@@ -112,11 +114,6 @@ def log1p_f64(x):
     correction = 0.0 if (u == 0.0 or u == np.inf) else correction
     result = log_u - correction
     return x if u == 1.0 else result                    # |x| < 2**-53 (and +-0.0): log1p(x) = x
-
-
-@njit(**INLINE)
-def log1p_f32(x):
-    return np.float32(log1p_f64(np.float64(x)))
 
 
 INV_LN2 = 1.4426950408889634
@@ -374,3 +371,54 @@ def pow_f32(a, b):
     result = -result if (float32_bits(a) < 0 and integer and not _is_integer(0.5 * b64)) else result
     result = np.nan if (a64 < 0.0 and magnitude < np.inf and not integer) else result
     return np.float32(1.0 if b64 == 0.0 else result)
+
+
+# ---------------------------------------------------------------------------------------
+# float32 log1p needs no correction term and no division: for float32 x in [-1, 2**53),
+# u = 1 + x is exact in float64 unless |x| < 2**-29 (x's last bit is at least 2**-52 of
+# 1 there), and below that log1p(x) = x (1 - x/2 + ...) is within 2**-30 of x, which
+# rounds to x.  So log1p(x) = log(u) = e ln2 + log(1 + f) with e and f = m - 1 exact from
+# u's exponent bits (m in [sqrt(1/2), sqrt(2)), as in _pow_log2), and f = x where e = 0,
+# so results near 0 keep their relative accuracy; above 2**53, u's rounding moves log(u) by
+# 2**-53 of 1 when it is over 36.  log(1 + f) = f + f*f g(f), g economized at degree 12:
+# what it drops is below 2**-35.7 of g, and f*f g is at most half of the result's size, so
+# the float64 result is within about 2**-36 of log1p before its one rounding to float32
+# (1 ulp at most, and correctly rounded unless log1p is that close to a midpoint).  u >= 2**-24
+# for x > -1, so no denormal reaches the reduction; -1, below -1, inf and NaN are selects.
+# g is evaluated in its even and odd halves, two Horner chains of half the length.
+# ---------------------------------------------------------------------------------------
+
+# (log(1 + f) - f) / f**2 on [sqrt(1/2) - 1, sqrt(2) - 1] (widened to 4 digits): the literals
+# are what log1p_f32_fit computes; tests/codegen/test_log1p_f32.py checks them.
+LOG1P_F32 = (-0.4999999999868064, 0.33333333360282674, -0.2500000093882582, 0.1999999457720407,
+             -0.16666555304129196, 0.14285966429426533, -0.12504931570192937, 0.11108922727514428,
+             -0.09901015997028569, 0.09016998746068476, -0.09211025426802119, 0.09164323610594824, -0.04986189256417488)
+(LP0, LP1, LP2, LP3, LP4, LP5, LP6, LP7, LP8, LP9, LP10, LP11, LP12) = LOG1P_F32
+LOG1P_TINY = 2.0 ** -29                 # below, log1p(x) rounds to x in float32
+
+
+def log1p_f32_fit():
+    """(coefficients, dropped) of LOG1P_F32, as Fractions: the economization of
+    (log(1 + f) - f) / f**2 = sum (-1)**(n+1) f**n / (n + 2) (its Taylor series to f**79,
+    whose tail is below 2**-100 there)."""
+    from flowjit.compiler.codegen.polyfit import economize
+    return economize([Fraction((-1) ** (n + 1), n + 2) for n in range(80)],
+                     Fraction(-2929, 10000), Fraction(4143, 10000), 12)
+
+
+@njit(**INLINE)
+def log1p_f32(x):
+    """e ln2 + f + f*f g(f) in float64 from u = 1 + x, exact where it matters: one rounding."""
+    x64 = np.float64(x)
+    bits = float64_bits(1.0 + x64)
+    e = (bits - SQRT_HALF_BITS) >> 52
+    f = bits_float64(bits - (e << 52)) - 1.0
+    f2 = f * f
+    even = LP0 + f2 * (LP2 + f2 * (LP4 + f2 * (LP6 + f2 * (LP8 + f2 * (LP10 + f2 * LP12)))))
+    odd = LP1 + f2 * (LP3 + f2 * (LP5 + f2 * (LP7 + f2 * (LP9 + f2 * LP11))))
+    result = np.float64(e) * LN2 + (f + f2 * (even + f * odd))
+    # tiny x and +-0 (and denormals) are themselves, as are inf and NaN; -1 gives -inf and
+    # anything below (-inf included) NaN.
+    result = x64 if (abs(x64) < LOG1P_TINY or not x64 < np.inf) else result
+    result = -np.inf if x64 == -1.0 else result
+    return np.float32(np.nan if x64 < -1.0 else result)
