@@ -364,12 +364,7 @@ class ReduceWriter(KernelWriter):
         elements at least, reduce in parallel into partial totals, combined in order after
         (how many depends on the size alone, so the result does not depend on the threads).
         Each part reads its stretch through slices indexed from 0 (see write_columns)."""
-        self.emit(depth, f"nparts = max(1, min({PARTS}, ninner // {PART_MIN}))")
-        for node in nodes:
-            dtype = accumulator_dtype(node)
-            self.emit(depth, f"partials_{_identifier(node.output)} = np.empty(nparts, {constructor(dtype)})")
-        self.emit(depth, self.for_loop("part", "nparts", outer=True))
-        inner = depth + 1
+        inner = self.open_parts(depth, nodes)
         self.part_bounds(inner, "part")
         slices_at = len(self.lines)
         self.slicing, self.slice_index, self.slices = axis, "t", {}
@@ -389,12 +384,7 @@ class ReduceWriter(KernelWriter):
         part's)."""
         last, outer = reduced[-1], reduced[:-1]
         self.emit(depth, f"nrows = {' * '.join(f'n{axis}' for axis in outer)}")
-        self.emit(depth, f"nparts = max(1, min({PARTS}, ninner // {PART_MIN}))")
-        for node in nodes:
-            dtype = accumulator_dtype(node)
-            self.emit(depth, f"partials_{_identifier(node.output)} = np.empty(nparts, {constructor(dtype)})")
-        self.emit(depth, self.for_loop("part", "nparts", outer=True))
-        inner = depth + 1
+        inner = self.open_parts(depth, nodes)
         for node in nodes:
             self.emit(inner, f"part_{_identifier(node.output)} = {self.reduction_rule(node)[1]}")
         self.emit(inner, "for row in range(part * nrows // nparts, (part + 1) * nrows // nparts):")
@@ -416,6 +406,16 @@ class ReduceWriter(KernelWriter):
         for node in nodes:
             self.emit(inner, f"partials_{_identifier(node.output)}[part] = part_{_identifier(node.output)}")
         self.combine_partials(depth, nodes, element, body, last)
+
+    def open_parts(self, depth: int, nodes: list[Node]) -> int:
+        """How many parts, each reduction's partial totals, and the parallel loop over the
+        parts (whose body's depth this returns)."""
+        self.emit(depth, f"nparts = max(1, min({PARTS}, ninner // {PART_MIN}))")
+        for node in nodes:
+            dtype = accumulator_dtype(node)
+            self.emit(depth, f"partials_{_identifier(node.output)} = np.empty(nparts, {constructor(dtype)})")
+        self.emit(depth, self.for_loop("part", "nparts", outer=True))
+        return depth + 1
 
     def combine_partials(self, depth: int, nodes: list[Node], element, body, axis: int) -> None:
         """Each reduction's value from its ``partials_<name>``, combined in order."""
