@@ -28,10 +28,11 @@ def correctly_rounded(x) -> np.ndarray:
         return np.log1p(np.float64(x)).astype(np.float32)
 
 
-def bit_range(lo, hi) -> np.ndarray:
-    """Every float32 from lo to hi (both >= 0 or both <= -0.0), by bit pattern."""
+def bit_range(lo, hi, step: int = 1) -> np.ndarray:
+    """Every ``step``-th float32 from lo to hi (both >= 0 or both <= -0.0), by bit pattern
+    (the range itself never materialised: 2**-126 to 2**-29 is 800M floats)."""
     a, b = (int(np.float32(v).view(np.uint32)) for v in (lo, hi))
-    return np.arange(min(a, b), max(a, b) + 1, dtype=np.int64).astype(np.uint32).view(np.float32)
+    return np.arange(min(a, b), max(a, b) + 1, step, dtype=np.int64).astype(np.uint32).view(np.float32)
 
 
 def test_polynomial_is_its_economization():
@@ -66,7 +67,7 @@ def test_within_1_ulp_of_correct_rounding(fma):
 def test_tiny_inputs_are_themselves(fma):
     """Below 2**-29, log1p(x) = x to float32 precision: denormals, the signed zeros and
     samples up to the threshold come back unchanged, sign included."""
-    positive = np.concatenate([bit_range(0.0, 2.0 ** -126)[::7], bit_range(2.0 ** -126, 2.0 ** -29)[::101],
+    positive = np.concatenate([bit_range(0.0, 2.0 ** -126, 7), bit_range(2.0 ** -126, 2.0 ** -29, 101),
                                np.float32([np.nextafter(np.float32(2.0 ** -29), np.float32(0))])])
     x = np.concatenate([positive, -positive])
     got = run(x, fma)
