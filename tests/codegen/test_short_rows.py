@@ -4,7 +4,7 @@ scalar) but reads the value back from a scratch row after it, so the loop vector
 
 import numpy as np
 import pytest
-from numba import njit
+from numba import njit, typeof
 
 import flowjit
 from flowjit.compiler.codegen.writer import SERIAL
@@ -88,7 +88,7 @@ def test_the_heavy_loop_of_a_short_row_is_packed(program, args, dtype):
     namespace = {}
     exec(compile(source, name, "exec"), namespace)
     kernel = njit(error_model="numpy", fastmath={"contract"})(namespace[SERIAL])
-    kernel.compile(tuple(_numba_type(a) for a in _arguments(jitted, args, name)))
+    kernel.compile(tuple(typeof(a) for a in _arguments(jitted, args, name)))
     assembly = "".join(kernel.inspect_asm().values())
     assert packed(assembly, "arith", dtype), source
 
@@ -97,8 +97,3 @@ def _arguments(jitted, args, name):
     """Arrays shaped as the kernel's arguments (its inputs, then its outputs)."""
     (node,) = [n for n in jitted.lower(*args).fused.nodes if n.name == name]
     return [np.empty(v.shape, v.dtype) for v in list(node.inputs) + list(node.outputs)]
-
-
-def _numba_type(array):
-    from numba import typeof
-    return typeof(array)

@@ -38,7 +38,7 @@ import os
 import numpy as np
 
 from flowjit.compiler.codegen.scalar import CodegenError
-from flowjit.compiler.codegen.writer import INDENT, KernelSource, KernelWriter, _identifier, _identity
+from flowjit.compiler.codegen.writer import INDENT, KernelSource, KernelWriter, _identifier, _identity, split_index
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
@@ -91,20 +91,6 @@ def shuffled(value: str, offset: int, dtype: np.dtype) -> str:
     return f"np.{dtype.name}(fj.shfl_xor(np.int64({value}), {offset}))"
 
 
-def _split(depth: int, flat: str, axes: list[int], suffix: str = "") -> list[str]:
-    """Lines splitting the flat index ``flat`` over ``axes`` (row-major: the last is fastest) into
-    ``i<axis><suffix>``."""
-    lines, rest = [], flat
-    for position, axis in enumerate(reversed(axes)):
-        if position == len(axes) - 1:
-            lines.append(f"{INDENT * depth}i{axis}{suffix} = {rest}")
-        else:
-            lines.append(f"{INDENT * depth}i{axis}{suffix} = {rest} % n{axis}")
-            lines.append(f"{INDENT * depth}rest{suffix} = {rest} // n{axis}")
-            rest = f"rest{suffix}"
-    return lines
-
-
 def _ahead(position: str, trips: int) -> str:
     """The row position ``trips`` block-strides after ``position``."""
     return position if trips == 0 else f"{position} + nthreads" if trips == 1 else f"{position} + {trips} * nthreads"
@@ -124,7 +110,7 @@ class CudaLoopWriter(KernelWriter):
         self.emit(1, "flat = cuda.grid(1)")
         self.emit(1, "stride = cuda.gridsize(1)")
         self.emit(1, "while flat < total:            # (a grid-stride loop; range() would divide for its trip count)")
-        self.lines.extend(_split(2, "flat", axes))
+        self.lines.extend(split_index(2, "flat", axes))
         for node in self.body.nodes:
             if node.op is ops.constant or node is self.matmul:
                 continue
@@ -199,7 +185,7 @@ class CudaReduceWriter(CudaLoopWriter):
             return self.lines[start:]
         self.emit(1, "row = cuda.blockIdx.x")
         self.emit(1, "while row < nrows:")
-        self.lines.extend(_split(2, "row", self.kept))
+        self.lines.extend(split_index(2, "row", self.kept))
         self.compute_outer(2, 0)
         for current, (pass_reductions, stores) in enumerate(passes):
             self.write_pass(2, pass_reductions, stores)
@@ -340,7 +326,7 @@ class CudaReduceWriter(CudaLoopWriter):
             self.index_names = {axis: f"i{axis}{self.copy}" for axis in self.reduced}
             if position != "t":
                 self.emit(depth, f"{position} = {_ahead('t', number)}")
-            self.lines.extend(_split(depth, position, self.reduced, self.copy))
+            self.lines.extend(split_index(depth, position, self.reduced, self.copy))
             for node in self.needed([n.inputs[0] for n in reductions] + stores):
                 self.compute(depth, node)
             for node in reductions:

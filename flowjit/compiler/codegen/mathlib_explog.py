@@ -331,11 +331,18 @@ def pow_f32_fits():
 
 
 @njit(**INLINE)
+def _exponent_and_fraction(bits):
+    """e and f = m - 1 (both exact) of a positive normal float64 given by its bits, where
+    m = value * 2**-e lies in [sqrt(1/2), sqrt(2)): the reduction of float32 pow's log2 and
+    of float32 log1p."""
+    e = (bits - SQRT_HALF_BITS) >> 52
+    return e, bits_float64(bits - (e << 52)) - 1.0
+
+
+@njit(**INLINE)
 def _pow_log2(magnitude):
     """log2 of a float64 magnitude: -inf at 0, itself at inf and NaN."""
-    bits = float64_bits(magnitude)
-    e = (bits - SQRT_HALF_BITS) >> 52
-    f = bits_float64(bits - (e << 52)) - 1.0
+    e, f = _exponent_and_fraction(float64_bits(magnitude))
     f2 = f * f
     even = G0 + f2 * (G2 + f2 * (G4 + f2 * (G6 + f2 * (G8 + f2 * (G10 + f2 * (G12 + f2 * (G14 + f2 * G16)))))))
     odd = G1 + f2 * (G3 + f2 * (G5 + f2 * (G7 + f2 * (G9 + f2 * (G11 + f2 * (G13 + f2 * G15))))))
@@ -410,9 +417,7 @@ def log1p_f32_fit():
 def log1p_f32(x):
     """e ln2 + f + f*f g(f) in float64 from u = 1 + x, exact where it matters: one rounding."""
     x64 = np.float64(x)
-    bits = float64_bits(1.0 + x64)
-    e = (bits - SQRT_HALF_BITS) >> 52
-    f = bits_float64(bits - (e << 52)) - 1.0
+    e, f = _exponent_and_fraction(float64_bits(1.0 + x64))
     f2 = f * f
     even = LP0 + f2 * (LP2 + f2 * (LP4 + f2 * (LP6 + f2 * (LP8 + f2 * (LP10 + f2 * LP12)))))
     odd = LP1 + f2 * (LP3 + f2 * (LP5 + f2 * (LP7 + f2 * (LP9 + f2 * LP11))))

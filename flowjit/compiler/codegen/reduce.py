@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from flowjit.compiler.codegen.scalar import CodegenError
-from flowjit.compiler.codegen.writer import KernelWriter, _identifier, _identity
+from flowjit.compiler.codegen.writer import KernelWriter, _identifier, _identity, split_index
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
@@ -142,11 +142,7 @@ class ReduceWriter(KernelWriter):
                 self.emit(depth, line)
             self.emit(depth, f"for row in range(chunk * {ROW_CHUNK}, min(nrows, (chunk + 1) * {ROW_CHUNK})):")
             depth += 1
-            self.emit(depth, "rest = row")
-            for axis in reversed(rows.kept[1:]):
-                self.emit(depth, f"i{axis} = rest % n{axis}")
-                self.emit(depth, f"rest = rest // n{axis}")
-            self.emit(depth, f"i{rows.kept[0]} = rest")
+            self.lines.extend(split_index(depth, "row", rows.kept))
         else:
             # One row: the whole domain.  Its scratch is as large as the inputs, and a fresh
             # one on every call would fault its pages in again: the driver passes a buffer.
@@ -388,11 +384,7 @@ class ReduceWriter(KernelWriter):
         for node in nodes:
             self.emit(inner, f"part_{_identifier(node.output)} = {self.reduction_rule(node)[1]}")
         self.emit(inner, "for row in range(part * nrows // nparts, (part + 1) * nrows // nparts):")
-        self.emit(inner + 1, "rest = row")
-        for axis in reversed(outer[1:]):
-            self.emit(inner + 1, f"i{axis} = rest % n{axis}")
-            self.emit(inner + 1, f"rest = rest // n{axis}")
-        self.emit(inner + 1, f"i{outer[0]} = rest")
+        self.lines.extend(split_index(inner + 1, "row", outer))
         self.emit(inner + 1, "low = 0")
         self.emit(inner + 1, f"high = n{last}")
         slices_at = len(self.lines)

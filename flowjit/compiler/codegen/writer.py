@@ -13,7 +13,7 @@ import numpy as np
 from flowjit.compiler.codegen.scalar import CodegenError, expression
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
-from flowjit.compiler.ir.ops.base import OpKind, routine_ops
+from flowjit.compiler.ir.ops.base import OpKind, inlines_math
 from flowjit.compiler.ir.ops.lowering import constructor, literal
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan
 from flowjit.compiler.ir.printer import format_node
@@ -21,7 +21,6 @@ from flowjit.compiler.ir.printer import format_node
 INDENT = "    "
 SERIAL, PARALLEL = "kernel", "kernel_parallel"      # the two functions of every kernel module
 KERNEL_OP_KINDS = (OpKind.ELEMENTWISE, OpKind.REDUCTION, OpKind.CONSTANT)      # (and the matmul BLAS runs)
-INLINED_MATH = frozenset(routine_ops().values())      # ops whose lowering inlines a math routine
 STAGE_BLOCK = 256                       # elements per block of a staged innermost loop
 
 
@@ -83,6 +82,20 @@ def index_text(embedding: tuple, names: dict | None = None) -> str:
     """The index of an element: ``i<axis>`` per embedded axis (or ``names[axis]``), 0 elsewhere."""
     names = names or {}
     return ", ".join("0" if entry is None else names.get(entry, f"i{entry}") for entry in embedding) or "0"
+
+
+def split_index(depth: int, flat: str, axes: list[int], suffix: str = "") -> list[str]:
+    """Lines splitting the flat index ``flat`` over ``axes`` (row-major: the last is fastest) into
+    ``i<axis><suffix>``."""
+    lines, rest = [], flat
+    for position, axis in enumerate(reversed(axes)):
+        if position == len(axes) - 1:
+            lines.append(f"{INDENT * depth}i{axis}{suffix} = {rest}")
+        else:
+            lines.append(f"{INDENT * depth}i{axis}{suffix} = {rest} % n{axis}")
+            lines.append(f"{INDENT * depth}rest{suffix} = {rest} // n{axis}")
+            rest = f"rest{suffix}"
+    return lines
 
 
 class KernelWriter:
@@ -283,8 +296,7 @@ class KernelWriter:
         stage: dict[Node, int] = {}
         for node in nodes:
             below = max((depth.get(value, 0) for value in node.inputs), default=0)
-            heavy = node.op in INLINED_MATH and node.output.dtype.kind == "f"
-            depth[node.output] = below + (1 if heavy else 0)
+            depth[node.output] = below + (1 if inlines_math(node) else 0)
             stage[node] = max(depth[node.output], 1)
         return stage if max(stage.values(), default=0) >= 2 else {}
 

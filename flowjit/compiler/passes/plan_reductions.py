@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Value
-from flowjit.compiler.ir.ops.base import OpKind, routine_ops
+from flowjit.compiler.ir.ops.base import OpKind, inlines_math
 from flowjit.compiler.ir.ops.reduction import ARG_REDUCTIONS, lane_dtype
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan, ReduceStrategy, RowPass
 from flowjit.compiler.ir.reduce_rows import full_values, levels
@@ -67,19 +67,18 @@ def plan_rows(body: Graph, plan: KernelPlan) -> KernelPlan:
                                             store=[v.name for v in full_outputs]),))
     single = len(reduced) == 1
     short = single and plan.domain[reduced[0]] < SHORT_ROW
-    # The whole domain over several axes in one pass: parts of whole rows of the last axis.
-    whole_rows = not kept and not single and count == 1
-    folded = {n for n in reductions if (single or whole_rows) and n.op not in ARG_REDUCTIONS
-              and lane_dtype(n).itemsize <= compute_dtype(n.inputs[0].dtype).itemsize
-              and not (short and reads_inlined_math(n.inputs[0], full))}
+    foldable = {n for n in reductions if n.op not in ARG_REDUCTIONS
+                and lane_dtype(n).itemsize <= compute_dtype(n.inputs[0].dtype).itemsize
+                and not (short and reads_inlined_math(n.inputs[0], full))}
+    # The whole domain over several axes in one pass, every reduction in lanes: parts of
+    # whole rows of the last axis.
+    whole_rows = not kept and not single and count == 1 and bool(reductions) and foldable >= set(reductions)
+    folded = foldable if single or whole_rows else set()
     # Not a value this kernel computes and also returns: its output buffer is written only
     # at the end of the row.
     direct = {n.inputs[0] for n in reductions if n.inputs[0].producer is None and single}
     parts = (not kept and single and count == 1 and not full_outputs
-             and all(n in folded or n.op in ARG_REDUCTIONS for n in reductions)) or \
-        (whole_rows and bool(reductions) and all(n in folded for n in reductions))
-    if whole_rows and not parts:
-        folded = set()
+             and all(n in folded or n.op in ARG_REDUCTIONS for n in reductions)) or whole_rows
     scratch = {n.inputs[0] for n in reductions if n not in folded and not parts} - direct
     first = first_passes(count, reductions, pass_of, full_outputs, level, full, scratch)
     passes = [RowPass(reduce=[n.output.name for n in reductions if pass_of[n] == p],
@@ -94,14 +93,13 @@ def plan_rows(body: Graph, plan: KernelPlan) -> KernelPlan:
 def reads_inlined_math(value: Value, full: set[Value]) -> bool:
     """Whether ``value``, or a value it is computed from along the row, inlines a float math
     routine (exp, log, pow...)."""
-    inlined = set(routine_ops().values())
     stack, seen = [value], set()
     while stack:
         value = stack.pop()
         if value in seen or value not in full:
             continue
         seen.add(value)
-        if value.producer.op in inlined and value.dtype.kind == "f":
+        if inlines_math(value.producer):
             return True
         stack.extend(value.producer.inputs)
     return False

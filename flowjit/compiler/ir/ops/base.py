@@ -186,6 +186,14 @@ def all_ops() -> dict[str, Op]:
     return dict(_REGISTRY)
 
 
+def inlines_math(node) -> bool:
+    """Whether a node's lowering inlines a float math routine (exp, log, pow...): a long chain
+    of dependent operations per element, which loops must keep vectorised (the staged loops
+    of loop kernels, the unfolded reductions of short rows)."""
+    lowering = node.op.lowering
+    return lowering is not None and lowering.routine is not None and node.output.dtype.kind == "f"
+
+
 def routine_ops() -> dict[str, Op]:
     """Ops whose lowering calls a vectorised library routine, by routine name (``exp``:
     ``ops.exp``): what fusion counts against its cap, and what the accuracy table measures."""
