@@ -219,15 +219,16 @@ class ReduceWriter(KernelWriter):
         """A pass's elementwise work at row position ``t`` (``i<axis>`` for one axis)."""
         if (len(rows.reduced) == 1 or rows.parts) and todo:
             self.emit(depth, f"i{rows.reduced[-1]} = t")
+        at = "low + t" if rows.parts else "t"      # (in parts: t counts from the part's start)
         for value in todo:
             if value in available:
-                self.emit(depth, f"{self.var(value)} = {rows.scratch_name[value]}[t]")
+                self.emit(depth, f"{self.var(value)} = {rows.scratch_name[value]}[{at}]")
             else:
                 self.compute(depth, value.producer)
         for value in wanted:
             if value in rows.scratch and value not in available:
                 source = self.names.get(value) or self.load(value, _identity(value.shape))
-                self.emit(depth, f"{rows.scratch_name[value]}[t] = {source}")
+                self.emit(depth, f"{rows.scratch_name[value]}[{at}] = {source}")
         for value in stores:
             if self.slicing is None:
                 self.store(depth, value)

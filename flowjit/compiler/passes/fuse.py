@@ -303,8 +303,12 @@ class Fuser:
     def can_merge_producer(self, consumer: Group, producer: Group) -> bool:
         """A loop feeding the loop ``consumer`` directly, with no path through a third kernel;
         or feeding a matmul's epilogue over the same domain (``b1 * m + (1 - b1) * (a @ b)``:
-        the epilogue computes ``b1 * m`` too, instead of a kernel writing it out to be read)."""
-        if consumer.kind is KernelKind.MATMUL:
+        the epilogue computes ``b1 * m`` too, instead of a kernel writing it out to be read);
+        or over the whole domain of a reduce kernel, whose first pass then computes it
+        (``np.clip(x, lo, hi)`` with ``lo`` from ``x.mean()``: ``x < lo`` and ``isnan(x)``
+        meet in one node, and the reduce kernel would otherwise store ``x < lo`` for a loop
+        kernel to read)."""
+        if consumer.kind in (KernelKind.MATMUL, KernelKind.REDUCE):
             if not (producer.kind is KernelKind.LOOP and producer.domain == consumer.domain and producer.nodes
                     and producer.device == consumer.device
                     and producer.nodes[0].requested_device == consumer.nodes[0].requested_device
@@ -331,7 +335,7 @@ class Fuser:
                 self.merge_input_siblings(node)
                 # A matmul's epilogue first: joining it saves writing the product out and reading
                 # it back, and a loop feeding the node can then join the epilogue too.
-                for group in sorted(reversed(self.input_groups(node)), key=lambda g: g.kind is not KernelKind.MATMUL):
+                for group in self.join_order(node):
                     reason = self.why_not(node, group)
                     if reason is None:
                         joined = group
@@ -350,6 +354,21 @@ class Fuser:
             self.note_boundaries(node, None)
         if self.enabled:
             self.merge_siblings()
+
+    def join_order(self, node: Node) -> list[Group]:
+        """The kernels ``node`` tries to join, in order: a matmul's epilogue first; then a
+        kernel that every other loop feeding ``node`` can merge into (they join it after
+        ``node``, one kernel where joining a loop would leave two); then the latest first."""
+        groups = list(reversed(self.input_groups(node)))
+
+        def rank(group: Group) -> int:
+            if group.kind is KernelKind.MATMUL:
+                return 0
+            loops = [g for g in groups if g is not group and g.kind is KernelKind.LOOP]
+            if group.kind is KernelKind.REDUCE and loops and all(self.can_merge_producer(group, g) for g in loops):
+                return 1
+            return 2
+        return sorted(groups, key=rank)
 
     def merge_input_siblings(self, node: Node) -> None:
         """Kernels feeding ``node`` that one loop nest can run and that read a common input

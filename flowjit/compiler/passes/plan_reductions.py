@@ -22,7 +22,9 @@ For every fused reduce kernel whose plan has no strategy yet:
   reductions does it all (blocks of adjacent outputs; a full-shaped output, such as the
   centred ``x - x.mean(axis=0)`` a variance reduces and z-scores divide, is stored by that
   pass: a row plan would stride down columns); ``parts`` when the
-  whole domain is one row reduced in one pass (parallel parts), or when one pass reduces the
+  whole domain is one row and every reduction folds (or is an argmax/argmin): each pass runs
+  in parallel parts, its scratch a domain-sized buffer (``(x - x.mean()) / x.std()`` ran
+  every pass on one thread), or when one pass reduces the
   whole domain over several axes no reshape merged (a stencil's strided interior: parallel
   parts of whole rows of the last axis, which may also store full-shaped values, every row
   being one part's; all its reductions fold, so no argmax/argmin); else ``rows``.
@@ -77,8 +79,9 @@ def plan_rows(body: Graph, plan: KernelPlan) -> KernelPlan:
     # Not a value this kernel computes and also returns: its output buffer is written only
     # at the end of the row.
     direct = {n.inputs[0] for n in reductions if n.inputs[0].producer is None and single}
-    parts = (not kept and single and count == 1 and not full_outputs
-             and all(n in folded or n.op in ARG_REDUCTIONS for n in reductions)) or whole_rows
+    # The whole domain as one row, every reduction in lanes or an argmax: each pass in
+    # parallel parts (what a later pass reads back goes through a domain-sized scratch).
+    parts = (not kept and single and all(n in folded or n.op in ARG_REDUCTIONS for n in reductions)) or whole_rows
     scratch = {n.inputs[0] for n in reductions if n not in folded and not parts} - direct
     first = first_passes(count, reductions, pass_of, full_outputs, level, full, scratch)
     passes = [RowPass(reduce=[n.output.name for n in reductions if pass_of[n] == p],
