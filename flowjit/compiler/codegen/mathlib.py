@@ -83,6 +83,33 @@ def stack_array(typingctx, dtype, size):
     return array_type(dtype, size), codegen
 
 
+@intrinsic
+def known_last_extent(typingctx, array, extent):
+    """``array`` whose last extent is the literal ``extent`` (which it must be), so that LLVM
+    sees the stride of its second-to-last axis as a constant.
+
+    An image's ``(n, 3)`` loop with a pixel's alpha broadcast along the 3 had an inner loop of
+    3 that never vectorised; with the 3 a constant, LLVM unrolls it and vectorises the loop
+    over pixels, reading the channels as interleaved groups.  The view owns nothing (its
+    meminfo is null, as a stack array's), so taking it inside a parallel loop costs no
+    reference counting; the argument it is taken from keeps the data alive.
+    """
+    if not isinstance(extent, types.IntegerLiteral) or not isinstance(array, types.Array) or array.ndim < 2:
+        return None
+
+    def codegen(context, builder, signature, args):
+        from numba.core import cgutils
+        from numba.np.arrayobj import make_array
+        view = make_array(array)(context, builder, args[0])
+        shape = cgutils.unpack_tuple(builder, view.shape)
+        shape[-1] = context.get_constant(types.intp, extent.literal_value)
+        view.shape = cgutils.pack_array(builder, shape)
+        view.meminfo = cgutils.get_null_value(view.meminfo.type)
+        view.parent = cgutils.get_null_value(view.parent.type)
+        return view._getvalue()
+    return array(array, extent), codegen
+
+
 INLINE = dict(inline="always", error_model="numpy", cache=True)
 
 LOG2E = 1.4426950408889634

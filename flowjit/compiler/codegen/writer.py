@@ -17,11 +17,17 @@ from flowjit.compiler.ir.ops.base import OpKind, inlines_math
 from flowjit.compiler.ir.ops.lowering import constructor, literal
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan
 from flowjit.compiler.ir.printer import format_node
+from flowjit.compiler.ir.types import compute_dtype
 
 INDENT = "    "
 SERIAL, PARALLEL = "kernel", "kernel_parallel"      # the two functions of every kernel module
 KERNEL_OP_KINDS = (OpKind.ELEMENTWISE, OpKind.REDUCTION, OpKind.CONSTANT)      # (and the matmul BLAS runs)
 STAGE_BLOCK = 256                       # elements per block of a staged innermost loop
+# A loop kernel's innermost axis longer than 1 whose row of its widest values is narrower
+# than this runs with its extent a constant, and so do the arrays along it
+# (mathlib.known_last_extent): the axis an operand broadcast along kept apart from the others
+# (``img * alpha[..., None]``).  One AVX2 vector: a row that fills one vectorises as it is.
+SHORT_AXIS_BYTES = 32
 
 
 @dataclass
@@ -131,6 +137,7 @@ class KernelWriter:
         self.scratch_parameters: list[tuple] = []     # (name, dtype): scratch the driver passes
         self.copy = ""                        # suffix of an unrolled copy's locals (cuda_writer)
         self.index_names: dict[int, str] = {}     # axis -> its index variable, where not i<axis>
+        self.access: dict[Value, str] = {}        # a view of an argument that loads and stores go through
 
     # -- names ------------------------------------------------------------------------------------
     def var(self, value: Value) -> str:
@@ -185,7 +192,7 @@ class KernelWriter:
             if key not in self.slices:
                 self.slices[key] = f"row{len(self.slices)}_{array}"
             return f"{self.slices[key]}[{self.slice_index}]"
-        return f"{array}[{index_text(embedding, self.index_names)}]"
+        return f"{self.access.get(value, array)}[{index_text(embedding, self.index_names)}]"
 
     def operand(self, consumer: Node, value: Value, consumer_embed: tuple, rank: int) -> str:
         if value in self.names:
@@ -220,7 +227,8 @@ class KernelWriter:
     def store(self, depth: int, value: Value) -> None:
         array = self.argument[value]
         self.note_extent(array, self.embed[value], value.shape)
-        self.emit(depth, f"{array}[{index_text(self.embed[value], self.index_names)}] = {self.var(value)}")
+        self.emit(depth, f"{self.access.get(value, array)}[{index_text(self.embed[value], self.index_names)}] = "
+                         f"{self.var(value)}")
 
     def for_loop(self, variable: str, bounds: str, outer: bool = False) -> str:
         """A loop header; ``outer``: the loop whose iterations may run in parallel."""
@@ -262,11 +270,18 @@ class KernelWriter:
         start = len(self.lines)
         self.constants(1)
         nodes = [node for node in self.body.nodes if node.op is not ops.constant and node is not self.matmul]
-        stages = self.stages(nodes) if self.domain else {}
+        short = self.short_inner_axis(outputs)
+        stages = self.stages(nodes) if self.domain and not short else {}
         depth = 1
         for axis in range(len(self.domain) - (1 if stages else 0)):
-            self.emit(depth, self.for_loop(f"i{axis}", f"n{axis}", outer=axis == 0))
+            bound = str(self.domain[axis]) if short and axis == len(self.domain) - 1 else f"n{axis}"
+            self.emit(depth, self.for_loop(f"i{axis}", bound, outer=axis == 0))
             depth += 1
+            if short and axis == len(self.domain) - 2:
+                # Inside the loop that vectorises (a parallel loop's body is outlined into a
+                # function that receives the arrays as arguments, their extents unknown again).
+                for value, view in self.access.items():
+                    self.emit(depth, f"{view} = fj.known_last_extent({self.argument[value]}, {self.domain[-1]})")
         if stages:
             self.write_stages(depth, nodes, stages, outputs)
         else:
@@ -277,6 +292,33 @@ class KernelWriter:
         if len(self.lines) == start:
             self.emit(1, "pass")
         return self.lines[start:]
+
+    def short_inner_axis(self, outputs: list[Value]) -> bool:
+        """Whether the innermost axis is short (its row narrower than SHORT_AXIS_BYTES at
+        the kernel's widest dtype); if so, the arrays along it are accessed through views
+        whose last extent is the constant (``self.access``).
+
+        Collapse-loops merges the axes every operand spans alike, so a short innermost axis
+        is left where an operand is broadcast along it (a pixel's alpha over its 3 channels)
+        or along the others (a per-channel mean).  Its loop of 3 never vectorised (an HWC
+        image normalised per channel, 1182x1182x3 uint8: 8.6 ms, 1.9 ms with the constant;
+        ``np.exp(x[:, None] - y)`` over 4M float32 elements with 2, 3 or 4 columns: 9-13 ms,
+        1.3-1.7 ms); with the extent a constant LLVM unrolls it and vectorises the loop
+        around it.  A row of 4 float64 or 8 float32 vectorised already (``v * x[:, None]``
+        1.6 ms at 4 float64 columns; 3.6 ms unrolled)."""
+        if not (self.target == "cpu" and type(self) is KernelWriter and self.kind is KernelKind.LOOP
+                and len(self.domain) >= 2 and self.domain[-1] > 1):
+            return False
+        values = list(self.body.inputs) + [v for n in self.body.nodes for v in n.outputs]
+        widest = max(compute_dtype(v.dtype).itemsize for v in values)
+        if self.domain[-1] * widest >= SHORT_AXIS_BYTES:
+            return False
+        candidates = [v for v in self.body.inputs if not (v in self.outer_of and uniform_view(self.outer_of[v]))
+                      and v not in self.pitched] + outputs
+        for value in candidates:
+            if value.type.rank >= 2 and value.shape[-1] == self.domain[-1] and value in self.argument:
+                self.access[value] = "known_" + self.argument[value]
+        return True
 
     # -- staged loops -------------------------------------------------------------------------------
     @staticmethod
