@@ -35,6 +35,20 @@ def close(value, want, rtol: float) -> bool:
     return bool(np.allclose(value, want, rtol=rtol, atol=scaled_atol(want, rtol), equal_nan=True))
 
 
+def check_against_interpreter(jitted, args) -> None:
+    """``jitted(*args)`` gives what the reference interpreter gives for its traced graph:
+    each result's dtype and shape, its values within the inputs' and its dtype's tolerance."""
+    import flowjit
+    with np.errstate(all="ignore"):
+        expected = flowjit.interpret(jitted.lower(*args).graph, *args)
+        got = jitted(*args)
+    got = got if isinstance(got, tuple) else (got,)
+    for value, want in zip(got, expected):
+        value = np.asarray(value)
+        assert value.dtype == want.dtype and value.shape == want.shape, (value, want)
+        assert close(value, want, tolerance_for(want, args)), (value, want)
+
+
 def assert_same_result(actual, expected, *, exact: bool = True, rtol: float | None = None):
     """Same structure, and leaf by leaf the same type, dtype, shape and values (NaN equal NaN)."""
     actual_leaves, paths, actual_tree = pytree.flatten(actual)

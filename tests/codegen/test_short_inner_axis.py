@@ -12,7 +12,7 @@ from numba import njit, typeof
 import flowjit
 from flowjit.compiler.codegen.driver import PARALLEL_MIN_ELEMENTS
 from flowjit.compiler.codegen.writer import SERIAL
-from helpers import close, packed, tolerance_for
+from helpers import check_against_interpreter as _check, packed
 
 
 def normalize(img):
@@ -38,16 +38,6 @@ def grid(x, w):
 def _loop_kernels(jitted, args):
     lowered = jitted.lower(*args)
     return {name: source for name, source in lowered.kernel_sources().items() if "loop kernel" in source}
-
-
-def _check(jitted, args):
-    with np.errstate(all="ignore"):
-        expected = flowjit.interpret(jitted.lower(*args).graph, *args)
-        got = jitted(*args)
-    got = got if isinstance(got, tuple) else (got,)
-    for value, want in zip(got, expected):
-        assert value.dtype == want.dtype and value.shape == want.shape
-        assert close(value, want, tolerance_for(want, args)), (value, want)
 
 
 rng = np.random.default_rng(3)

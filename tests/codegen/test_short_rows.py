@@ -9,7 +9,7 @@ from numba import njit, typeof
 import flowjit
 from flowjit.compiler.codegen.writer import SERIAL
 from flowjit.compiler.passes.plan_reductions import SHORT_ROW
-from helpers import close, packed, tolerance_for
+from helpers import check_against_interpreter as _check, packed
 
 
 def softmax(x):
@@ -36,15 +36,6 @@ def mixed(x):
 def _plan(jitted, *args):
     (node,) = [n for n in jitted.lower(*args).fused.nodes if n.op.name == "fused" and n.attrs["plan"].strategy]
     return node.attrs["plan"]
-
-
-def _check(jitted, args):
-    with np.errstate(all="ignore"):
-        expected = flowjit.interpret(jitted.lower(*args).graph, *args)
-        got = jitted(*args)
-    got = got if isinstance(got, tuple) else (got,)
-    for value, want in zip(got, expected):
-        assert close(np.asarray(value), want, tolerance_for(want, args[:1])), (value, want)
 
 
 rng = np.random.default_rng(7)
