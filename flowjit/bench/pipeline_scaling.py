@@ -187,7 +187,7 @@ def main(argv=None) -> int:
                 json.dump(rows, handle, indent=2)
         return 0
     sizes = [int(s) for s in (args.sizes or "1000,10000,36000").split(",")]
-    print("default pipeline (prune, simplify, constant-powers, constant-divisors, fold-constants, cse, dce to a fixed point):")
+    print("default pipeline (prune, simplify, constant-powers, fold-constants, cse, dce to a fixed point):")
     rows = measure(sizes)
     if len(rows) > 1:
         growth = rows[-1]["us_per_node"] / rows[0]["us_per_node"]

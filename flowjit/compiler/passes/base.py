@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, ClassVar
 
-import numpy as np
-
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import Op
 
@@ -119,19 +117,6 @@ def constant_value(value: Value):
     if producer is not None and producer.op is ops.constant and not producer.control_inputs:
         return producer.attrs["value"]
     return None     # (a constant that waits for something is folded into nothing: its edges would go)
-
-
-def uniform_constant(value: Value):
-    """The one value a constant operand holds however broadcast (simplify writes
-    ``np.full(shape, c)`` as a broadcast of a scalar constant), else None."""
-    from flowjit.compiler.ir import ops
-    array = constant_value(value)
-    if array is None and value.producer is not None and value.producer.op is ops.broadcast_to:
-        array = constant_value(value.producer.inputs[0])
-    if array is None or array.size == 0:
-        return None
-    first = array.reshape(-1)[0]
-    return first if np.all(array == first) else None
 
 
 def live_nodes(graph: Graph, needed: set[Value] | list[Value], roots: set[Node]) -> tuple[set[Node], set[Value]]:

@@ -29,7 +29,7 @@ import numpy as np
 
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
-from flowjit.compiler.passes.base import Pass, Rewriter, constant_value, uniform_constant
+from flowjit.compiler.passes.base import Pass, Rewriter, constant_value
 
 # The exponents rewritten, per loop dtype: within 4 ulp of numpy's pow (docs/math.md).  float16
 # and float32 compute in a wider type; float64 rounds at each multiply, and x**8, 1/x**5 and
@@ -46,8 +46,13 @@ _WIDER = {np.dtype(np.float16): np.dtype(np.float32), np.dtype(np.float32): np.d
 def exponent_of(node: Node) -> float | None:
     """The one value of ``node``'s constant exponent, if it has one and ``x`` is not constant."""
     x, c = node.inputs
-    first = uniform_constant(c)
-    if first is None or constant_value(x) is not None or not np.isfinite(first):
+    array = constant_value(c)
+    if array is None and c.producer is not None and c.producer.op is ops.broadcast_to:
+        array = constant_value(c.producer.inputs[0])     # simplify's form of np.full(shape, c)
+    if array is None or array.size == 0 or constant_value(x) is not None:
+        return None
+    first = array.reshape(-1)[0]
+    if not np.all(array == first) or not np.isfinite(first):
         return None
     return float(first)
 
@@ -60,11 +65,11 @@ def scalar_exponent(node: Node) -> bool:
     return exponent.size == 1 and (exponent.rank == 0 or exponent.shape != result.shape)
 
 
-def make_constant(rw: Rewriter, value, dtype) -> Value:
+def _constant(rw: Rewriter, value, dtype) -> Value:
     return rw.emit(ops.constant, [], {"value": np.asarray(value, dtype=dtype)})
 
 
-def cast_to(rw: Rewriter, value: Value, dtype) -> Value:
+def _cast(rw: Rewriter, value: Value, dtype) -> Value:
     return value if value.dtype == dtype else rw.emit(ops.cast, [value], {"dtype": np.dtype(dtype)})
 
 
@@ -86,22 +91,22 @@ def _reciprocal_of_power(rw: Rewriter, x: Value, power, guarded: bool) -> Value:
     inf for a finite one).  Only float64 needs the guard: float32 computed in float64 has its
     powers in range, and where they underflow float64 the float32 result is inf anyway."""
     value = power(x)
-    quotient = rw.emit(ops.div, [make_constant(rw, 1, x.dtype), value])
+    quotient = rw.emit(ops.div, [_constant(rw, 1, x.dtype), value])
     if not guarded:
         return quotient
     info = np.finfo(x.dtype)
     magnitude = rw.emit(ops.abs, [value])
-    normal = rw.emit(ops.logical_and, [rw.emit(ops.ge, [magnitude, make_constant(rw, info.tiny, x.dtype)]),
-                                       rw.emit(ops.le, [magnitude, make_constant(rw, info.max, x.dtype)])])
+    normal = rw.emit(ops.logical_and, [rw.emit(ops.ge, [magnitude, _constant(rw, info.tiny, x.dtype)]),
+                                       rw.emit(ops.le, [magnitude, _constant(rw, info.max, x.dtype)])])
     return rw.emit(ops.where, [normal, quotient, power(rw.emit(ops.reciprocal, [x]))])
 
 
 def _half_power(rw: Rewriter, x: Value, c: float, guarded: bool) -> Value:
     """x ** (k + 1/2) = x**k sqrt(x), and its reciprocal below zero.  -0.0 and -inf first
     become +0.0 and +inf (pow's results there); other negatives reach sqrt and give NaN."""
-    infinity = make_constant(rw, np.inf, x.dtype)
-    no_negative_zero = rw.emit(ops.add, [x, make_constant(rw, 0.0, x.dtype)])
-    base = rw.emit(ops.where, [rw.emit(ops.eq, [x, make_constant(rw, -np.inf, x.dtype)]), infinity, no_negative_zero])
+    infinity = _constant(rw, np.inf, x.dtype)
+    no_negative_zero = rw.emit(ops.add, [x, _constant(rw, 0.0, x.dtype)])
+    base = rw.emit(ops.where, [rw.emit(ops.eq, [x, _constant(rw, -np.inf, x.dtype)]), infinity, no_negative_zero])
     k = int(abs(c) - 0.5)
 
     def power(value: Value) -> Value:
@@ -123,8 +128,8 @@ def rewrite_power(node: Node, rw: Rewriter) -> Value | None:
     if dtype.kind in "iu":
         if c != int(c) or not 0 <= c <= MAX_INTEGER:
             return None
-        result = _ones(rw, node) if c == 0 else integer_power(rw, cast_to(rw, x, dtype), int(c))
-        return shaped_as(rw, result, node)
+        result = _ones(rw, node) if c == 0 else integer_power(rw, _cast(rw, x, dtype), int(c))
+        return _shaped(rw, result, node)
     if dtype not in _WIDER:
         return None
     fast_path = scalar_exponent(node) and dtype != np.float16        # numpy's float16 loop has none
@@ -133,28 +138,28 @@ def rewrite_power(node: Node, rw: Rewriter) -> Value | None:
     if not (integral or half):
         return None
     if c == 0:
-        return shaped_as(rw, _ones(rw, node), node)
-    x = cast_to(rw, x, dtype)
+        return _shaped(rw, _ones(rw, node), node)
+    x = _cast(rw, x, dtype)
     if c in (1, 2, -1) or (c == 0.5 and fast_path):       # one rounding in the dtype, as numpy's loop
         result = {1: lambda: x, 2: lambda: rw.emit(ops.mul, [x, x]), -1: lambda: rw.emit(ops.reciprocal, [x]),
                   0.5: lambda: rw.emit(ops.sqrt, [x])}[c]()
-        return shaped_as(rw, result, node)
-    wide = cast_to(rw, x, _WIDER[dtype])
+        return _shaped(rw, result, node)
+    wide = _cast(rw, x, _WIDER[dtype])
     if integral:
         n = int(c)
         result = integer_power(rw, wide, n) if n > 0 else \
             _reciprocal_of_power(rw, wide, lambda value: integer_power(rw, value, -n), dtype == np.float64)
     else:
         result = _half_power(rw, wide, c, dtype == np.float64)
-    return shaped_as(rw, cast_to(rw, result, dtype), node)
+    return _shaped(rw, _cast(rw, result, dtype), node)
 
 
 def _ones(rw: Rewriter, node: Node) -> Value:
     """x ** 0 is 1 for every x, NaN included."""
-    return make_constant(rw, 1, node.output.dtype)
+    return _constant(rw, 1, node.output.dtype)
 
 
-def shaped_as(rw: Rewriter, value: Value, node: Node) -> Value:
+def _shaped(rw: Rewriter, value: Value, node: Node) -> Value:
     """The result broadcast to the power's shape (an exponent can broadcast x)."""
     if value.shape != node.output.shape:
         value = rw.emit(ops.broadcast_to, [value], {"shape": node.output.shape})
