@@ -214,3 +214,38 @@ def test_an_op_a_kernel_cannot_run_is_an_error_naming_it():
 }""")
     with pytest.raises(CodegenError, match=r"kernel k0: %t \(transpose, a shape op\) cannot run inside a kernel"):
         kernel_source(graph.nodes[0])
+
+
+def _blend(a, b, alpha):
+    alpha = alpha.astype(np.int32)
+    return (a.astype(np.int32) * alpha + b.astype(np.int32) * (255 - alpha) + 127) // 255
+
+
+BLEND_ARGS = (np.ones((4, 5, 3), np.uint8), np.ones((4, 5, 3), np.uint8), np.ones((4, 5, 1), np.uint8))
+
+
+def test_a_cheap_loop_over_a_broadcast_domain_joins_its_one_reader():
+    """An image's alpha cast and ``255 - alpha``, per pixel, are recomputed per channel in the
+    blend's kernel rather than written by a kernel of their own for it to read; the results
+    are numpy's."""
+    rng = np.random.default_rng(1)
+    args = tuple(rng.integers(0, 256, a.shape, dtype=np.uint8) for a in BLEND_ARGS)
+    (kernel,) = kernels(_blend, *args)
+    assert kernel.attrs["plan"].domain[-1] == 3
+    np.testing.assert_array_equal(flowjit.jit(_blend)(*args), _blend(*args))
+
+
+@pytest.mark.parametrize("program, args", [
+    # read by two kernels (the blend and a sum over the pixels)
+    pytest.param(lambda a, b, alpha: (_blend(a, b, alpha), (255 - alpha.astype(np.int32)).sum()), BLEND_ARGS,
+                 id="shared"),
+    # a math routine: recomputed per channel, it would cost more than it saves
+    pytest.param(lambda x, w: x * np.exp(w), (np.ones((6, 3)), np.ones((6, 1))), id="routine"),
+    # broadcast over 16 columns: more than BROADCAST_REPEAT copies of each value
+    pytest.param(lambda x, w: x * (w * 2 + 1), (np.ones((6, 16)), np.ones((6, 1))), id="16-columns"),
+])
+def test_what_a_broadcast_loop_does_not_join(program, args):
+    assert len(kernels(program, *args)) >= 2
+    got, want = flowjit.jit(program)(*args), program(*args)
+    for value, expected in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        np.testing.assert_allclose(value, expected)

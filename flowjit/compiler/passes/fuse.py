@@ -21,6 +21,7 @@ never crosses a device.  Each boundary left between two nodes is recorded with w
 from __future__ import annotations
 
 import gc
+import math
 from dataclasses import dataclass, field
 
 
@@ -43,6 +44,9 @@ MAX_NAME_OPS = 6
 # a shallow tree of the same size, and the op cap bounds it.
 MAX_KERNEL_OPS = 512
 MAX_KERNEL_ROUTINES = 32
+# A cheap loop over a broadcast domain joins its one consumer loop when that recomputes each
+# of its values at most this many times (an image's alpha over 3 channels).
+BROADCAST_REPEAT = 8
 # Elementwise ops whose lowering inlines a whole math routine (their Lowering names it).
 ROUTINE_OPS = frozenset(routine_ops().values())
 
@@ -95,6 +99,11 @@ class Fuser:
         self.groups: list[Group] = []
         self.group_of: dict[Node, Group] = {}
         self.position = {node: index for index, node in enumerate(graph.nodes)}
+        self.users: dict[Value, list[Node]] = {}
+        for node in graph.nodes:
+            for value in node.inputs:
+                self.users.setdefault(value, []).append(node)
+        self.graph_outputs = set(graph.outputs)
         self.boundaries: list[str] = []
         self.merged_into: dict[int, Group] = {}     # group index -> the group it merged into
 
@@ -314,10 +323,29 @@ class Fuser:
                     and producer.nodes[0].requested_device == consumer.nodes[0].requested_device
                     and consumer.full_for(len(producer.nodes), producer.routines) is None):
                 return False
-        elif not (consumer.kind is KernelKind.LOOP and self.same_nest(consumer, producer)):
+        elif not (consumer.kind is KernelKind.LOOP
+                  and (self.same_nest(consumer, producer) or self.recomputable_into(consumer, producer))):
             return False
         return (not self.reaches(consumer, producer)
                 and not any(self.reaches(producer, before) for before in consumer.preds if before is not producer))
+
+    def recomputable_into(self, consumer: Group, producer: Group) -> bool:
+        """A cheap loop (no math routine) over a domain that broadcasts into the loop
+        ``consumer``'s, at most BROADCAST_REPEAT times smaller, whose values only ``consumer``
+        reads: it joins, its values computed again at every element they broadcast over (an
+        image's ``255 - alpha`` per channel), instead of a kernel of its own writing them out
+        for ``consumer`` to read back."""
+        if not (producer.kind is KernelKind.LOOP and producer.nodes and not producer.routines
+                and len(producer.domain) == len(consumer.domain) and producer.domain != consumer.domain
+                and all(mine in (theirs, 1) for mine, theirs in zip(producer.domain, consumer.domain))
+                and math.prod(consumer.domain) <= BROADCAST_REPEAT * math.prod(producer.domain)
+                and producer.device == consumer.device
+                and producer.nodes[0].requested_device == consumer.nodes[0].requested_device
+                and consumer.full_for(len(producer.nodes), 0) is None):
+            return False
+        return all(value not in self.graph_outputs
+                   and all(self.group_of.get(user) in (producer, consumer) for user in self.users.get(value, ()))
+                   for node in producer.nodes for value in node.outputs)
 
     def run(self) -> None:
         for node in self.graph.nodes:
@@ -354,6 +382,17 @@ class Fuser:
             self.note_boundaries(node, None)
         if self.enabled:
             self.merge_siblings()
+            self.merge_broadcast_producers()
+
+    def merge_broadcast_producers(self) -> None:
+        """Cheap loops over a broadcast domain join the one loop that reads them
+        (recomputable_into): the reads come from several of its nodes, which may have merged
+        only after the node that made each read had joined."""
+        for consumer in self.groups:
+            for producer in sorted(consumer.preds, key=lambda g: g.index):
+                if consumer.nodes and self.recomputable_into(consumer, producer) \
+                        and self.can_merge_producer(consumer, producer):
+                    self.merge(consumer, producer)
 
     def join_order(self, node: Node) -> list[Group]:
         """The kernels ``node`` tries to join, in order: a matmul's epilogue first; then a
