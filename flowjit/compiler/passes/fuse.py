@@ -335,8 +335,8 @@ class Fuser:
         reads: it joins, its values computed again at every element they broadcast over (an
         image's ``255 - alpha`` per channel), instead of a kernel of its own writing them out
         for ``consumer`` to read back."""
-        if not (producer.kind is KernelKind.LOOP and producer.nodes and not producer.routines
-                and len(producer.domain) == len(consumer.domain) and producer.domain != consumer.domain
+        if not (consumer.kind is KernelKind.LOOP and producer.kind is KernelKind.LOOP and producer.nodes
+                and not producer.routines and len(producer.domain) == len(consumer.domain) and producer.domain != consumer.domain
                 and all(mine in (theirs, 1) for mine, theirs in zip(producer.domain, consumer.domain))
                 and math.prod(consumer.domain) <= BROADCAST_REPEAT * math.prod(producer.domain)
                 and producer.device == consumer.device
