@@ -49,6 +49,19 @@ def check_against_interpreter(jitted, args) -> None:
         assert close(value, want, tolerance_for(want, args)), (value, want)
 
 
+def compiled_serial(source: str, name: str, arrays):
+    """A kernel module's serial kernel compiled afresh with flowjit's flags for ``arrays``'
+    types (cached code has no assembly to inspect)."""
+    from numba import njit, typeof
+
+    from flowjit.compiler.codegen.writer import SERIAL
+    namespace = {}
+    exec(compile(source, name, "exec"), namespace)
+    kernel = njit(error_model="numpy", fastmath={"contract"})(namespace[SERIAL])
+    kernel.compile(tuple(typeof(a) for a in arrays))
+    return kernel
+
+
 def assert_same_result(actual, expected, *, exact: bool = True, rtol: float | None = None):
     """Same structure, and leaf by leaf the same type, dtype, shape and values (NaN equal NaN)."""
     actual_leaves, paths, actual_tree = pytree.flatten(actual)

@@ -7,12 +7,10 @@ import re
 
 import numpy as np
 import pytest
-from numba import njit, typeof
 
 import flowjit
 from flowjit.compiler.codegen.driver import PARALLEL_MIN_ELEMENTS
-from flowjit.compiler.codegen.writer import SERIAL
-from helpers import check_against_interpreter as _check, packed
+from helpers import check_against_interpreter as _check, compiled_serial, packed
 
 
 def normalize(img):
@@ -83,13 +81,10 @@ def test_the_loop_around_a_short_axis_is_vectorised():
     img = rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)
     jitted = flowjit.jit(normalize)
     (name, source), = _loop_kernels(jitted, (img,)).items()
-    namespace = {}
-    exec(compile(source, name, "exec"), namespace)
-    kernel = njit(error_model="numpy", fastmath={"contract"})(namespace[SERIAL])
     (node,) = [n for n in jitted.lower(img).fused.nodes if n.name == name]
     arrays = [img.reshape(v.shape) if v.dtype == np.uint8 else np.empty(v.shape, v.dtype)
               for v in list(node.inputs) + list(node.outputs)]
-    kernel.compile(tuple(typeof(a) for a in arrays))
+    kernel = compiled_serial(source, name, arrays)
     assert packed("".join(kernel.inspect_asm().values()), "arith", np.float32), source
     assert re.search(r"shufflevector <\d+ x i8> [^\n]*<i32 0, i32 3, i32 6, i32 9",
                      "".join(kernel.inspect_llvm().values())), source

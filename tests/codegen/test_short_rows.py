@@ -4,12 +4,10 @@ scalar) but reads the value back from a scratch row after it, so the loop vector
 
 import numpy as np
 import pytest
-from numba import njit, typeof
 
 import flowjit
-from flowjit.compiler.codegen.writer import SERIAL
 from flowjit.compiler.passes.plan_reductions import SHORT_ROW
-from helpers import check_against_interpreter as _check, packed
+from helpers import check_against_interpreter as _check, compiled_serial, packed
 
 
 def softmax(x):
@@ -76,10 +74,7 @@ def test_the_heavy_loop_of_a_short_row_is_packed(program, args, dtype):
     jitted = flowjit.jit(program)
     sources = jitted.lower(*args).kernel_sources()
     (name, source), = [(k, v) for k, v in sources.items() if "fj.exp_" in v or "fj.pow_" in v]
-    namespace = {}
-    exec(compile(source, name, "exec"), namespace)
-    kernel = njit(error_model="numpy", fastmath={"contract"})(namespace[SERIAL])
-    kernel.compile(tuple(typeof(a) for a in _arguments(jitted, args, name)))
+    kernel = compiled_serial(source, name, _arguments(jitted, args, name))
     assembly = "".join(kernel.inspect_asm().values())
     assert packed(assembly, "arith", dtype), source
 

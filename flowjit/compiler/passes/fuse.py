@@ -326,6 +326,11 @@ class Fuser:
         elif not (consumer.kind is KernelKind.LOOP
                   and (self.same_nest(consumer, producer) or self.recomputable_into(consumer, producer))):
             return False
+        return self.feeds_directly(producer, consumer)
+
+    def feeds_directly(self, producer: Group, consumer: Group) -> bool:
+        """No path from ``producer`` to ``consumer`` through a third kernel (nor back): the two
+        can become one without a cycle."""
         return (not self.reaches(consumer, producer)
                 and not any(self.reaches(producer, before) for before in consumer.preds if before is not producer))
 
@@ -391,7 +396,7 @@ class Fuser:
         for consumer in self.groups:
             for producer in sorted(consumer.preds, key=lambda g: g.index):
                 if consumer.nodes and self.recomputable_into(consumer, producer) \
-                        and self.can_merge_producer(consumer, producer):
+                        and self.feeds_directly(producer, consumer):
                     self.merge(consumer, producer)
 
     def join_order(self, node: Node) -> list[Group]:
