@@ -425,7 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--dump-dir", metavar="DIR", help="write the IR after each pass to DIR, one file "
                                                         "per pass in run order (01-prune.fj, ...)")
     dump.add_argument("--passes", metavar="P1,P2", help="run these passes instead of the default pipeline "
-                                                        "(prune, simplify, constant-powers, fold-constants, cse, dce)")
+                                                        "(prune, simplify, constant-powers, concat-regions, fold-constants, cse, dce)")
     dump.add_argument("--fastmath", action="store_true",
                       help="allow rewrites that change rounding or NaN behaviour (x*0 -> 0, ...)")
     dump.add_argument("--timings", action="store_true", help="print each pass's node counts and time "

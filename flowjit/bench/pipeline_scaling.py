@@ -29,7 +29,7 @@ import numpy as np
 
 from flowjit.compiler.ir import Graph, ops
 from flowjit.compiler.ir.types import TensorType
-from flowjit.compiler.passes.pipeline import Pipeline
+from flowjit.compiler.passes.pipeline import DEFAULT_PASSES, Pipeline
 
 UNARY = [ops.exp, ops.tanh, ops.neg, ops.sqrt, ops.abs, ops.sin]
 BINARY = [ops.add, ops.mul, ops.sub, ops.maximum, ops.div]
@@ -187,7 +187,7 @@ def main(argv=None) -> int:
                 json.dump(rows, handle, indent=2)
         return 0
     sizes = [int(s) for s in (args.sizes or "1000,10000,36000").split(",")]
-    print("default pipeline (prune, simplify, constant-powers, fold-constants, cse, dce to a fixed point):")
+    print(f"default pipeline ({', '.join(DEFAULT_PASSES)} to a fixed point):")
     rows = measure(sizes)
     if len(rows) > 1:
         growth = rows[-1]["us_per_node"] / rows[0]["us_per_node"]

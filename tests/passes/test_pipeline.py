@@ -88,12 +88,13 @@ def test_options_on_jit_record_per_pass_dumps_and_times(tmp_path):
     options = flowjit.CompileOptions(dump_after="cse", dump_dir=str(tmp_path))
     lowered = flowjit.jit(f, options=options).lower(np.ones(3))
     records = lowered.pass_records
-    assert [r.name for r in records[:6]] == ["prune", "simplify", "constant-powers", "fold-constants", "cse", "dce"]
+    assert [r.name for r in records[:7]] == ["prune", "simplify", "constant-powers", "concat-regions", "fold-constants",
+                                             "cse", "dce"]
     assert all(r.seconds >= 0 for r in records)
     files = sorted(p.name for p in tmp_path.iterdir())
-    assert files[:6] == ["01-prune.fj", "02-simplify.fj", "03-constant-powers.fj", "04-fold-constants.fj",
-                         "05-cse.fj", "06-dce.fj"]
-    assert ir.parse((tmp_path / "05-cse.fj").read_text())
+    assert files[:7] == ["01-prune.fj", "02-simplify.fj", "03-constant-powers.fj", "04-concat-regions.fj",
+                         "05-fold-constants.fj", "06-cse.fj", "07-dce.fj"]
+    assert ir.parse((tmp_path / "06-cse.fj").read_text())
     only = flowjit.jit(f, passes=("cse",)).lower(np.ones(3))
     assert [r.name for r in only.pass_records] == ["cse"]
 

@@ -195,8 +195,9 @@ class DriverBuilder:
                 source = value
                 if value.producer is not None and value.producer.op is ops.reshape:
                     source = value.producer.inputs[0]
-                    if consumers.get(source) != [value.producer]:
-                        continue
+                    if consumers.get(source) != [value.producer] or \
+                            [d for d in source.shape if d != 1] != [d for d in value.shape if d != 1]:
+                        continue            # (a reshape that only adds or drops unit axes views any slice)
                 producer = source.producer
                 if (producer is None or producer.op is not ops.fused or value.dtype != node.output.dtype
                         or producer.attrs["plan"].kind is KernelKind.MATMUL or not source.shape

@@ -57,9 +57,10 @@ class Rewriter:
             value = self.replacements[value]
         return value
 
-    def emit(self, op: Op, inputs: list[Value], attrs: dict | None = None) -> Value:
-        """A new single-output node placed before the node being visited."""
-        current = self._current
+    def emit(self, op: Op, inputs: list[Value], attrs: dict | None = None, *, like: Node | None = None) -> Value:
+        """A new single-output node placed before the node being visited, with the device
+        requests and source location of ``like`` (default: the node being visited)."""
+        current = like or self._current
         attrs = op.normalize_attrs(dict(attrs or {}))
         node = Node(self.graph.unique_name(op.name), op, inputs, attrs,
                     op.infer_types([v.type for v in inputs], attrs),

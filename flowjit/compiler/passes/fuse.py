@@ -431,7 +431,8 @@ class Fuser:
                 if self.group_of.get(value.producer) is not group}
 
     def merge_siblings(self) -> None:
-        """Kernels one loop nest can run that read a common input become one multi-output
+        """Kernels one loop nest can run that read a common input, or whose results one concat
+        joins (``np.stack``'s channels, each computed per region), become one multi-output
         kernel."""
         readers: dict[Value, list[Group]] = {}
         for group in self.groups:
@@ -440,6 +441,10 @@ class Fuser:
                 # kernels of a long program would all be pairs to try (quadratic).
                 if not is_scalar_constant(value):
                     readers.setdefault(value, []).append(group)
+            for node in group.nodes:
+                if node.op is ops.concat:
+                    readers[node.output] = list(dict.fromkeys(self.group_of[v.producer] for v in node.inputs
+                                                              if v.producer in self.group_of))
         for groups in readers.values():
             for i, a in enumerate(groups):
                 for b in groups[i + 1:]:

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from flowjit.compiler.ir.graph import Graph
 from flowjit.compiler.ir.printer import print_graph
 from flowjit.compiler.ir.verifier import verify
-from flowjit.compiler.passes import (collapse_loops, collapse_reductions, constant_powers, cse, dce,  # noqa: F401
-                                    expand_composites, fold_constants, fuse, plan_reductions, prune, simplify)
+from flowjit.compiler.passes import (collapse_loops, collapse_reductions, concat_regions,  # noqa: F401
+                                    constant_powers, cse, dce, expand_composites, fold_constants, fuse, plan_reductions, prune, simplify)
 from flowjit.compiler.passes.base import PASSES, Pass
 from flowjit.errors import FlowjitError
 
-# The default order: prune first (partial execution), then rewrite (identities, then constant
-# powers into arithmetic), fold, share, clean up.
-DEFAULT_PASSES = ("prune", "simplify", "constant-powers", "fold-constants", "cse", "dce")
+# The default order: prune first (partial execution), then rewrite (identities, constant
+# powers into arithmetic, elementwise work over concatenations per region), fold, share, clean up.
+DEFAULT_PASSES = ("prune", "simplify", "constant-powers", "concat-regions", "fold-constants", "cse", "dce")
 
 
 class PassError(FlowjitError):
