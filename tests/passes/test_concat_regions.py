@@ -185,3 +185,15 @@ def test_random_join_programs_interpret_alike(steps):
 @given(st.lists(step, min_size=2, max_size=6))
 def test_random_join_programs_compile_alike(steps):
     check_against_interpreter(flowjit.jit(_program(steps)), ARGS)
+
+
+def test_joins_within_joins_are_built_in_place():
+    """np.pad's stencil cut along both axes joins joins of kernels: each kernel writes its slice
+    of the one result, and nothing is copied afterwards."""
+    jitted = flowjit.jit(padded_gradient)
+    args = PROGRAMS["padded_gradient"][1]
+    check_against_interpreter(jitted, args)
+    lowered = jitted.lower(*args)
+    assert any(node.op is ops.concat and node.inputs[0].producer.op is ops.concat for node in lowered.fused.nodes)
+    source = lowered.executable.driver_source
+    assert "concatenate" not in source and "] = t_" not in source

@@ -173,14 +173,16 @@ class DriverBuilder:
         their new axis): the concat then copies only its other pieces.  A piece qualifies when
         a loop or reduce kernel computes it and the concat is its only use (directly, or
         through the one reshape that adds the stacked axis), and it is no variable's buffer;
-        the result's buffer is taken when its first such piece is computed."""
+        the result's buffer is taken when its first such piece is computed.  A concat whose one
+        use is another concat (a region cut along two axes) is built in its slice of that
+        one's result."""
         consumers: dict[Value, list] = {}
         for node in self.graph.nodes:
             for value in node.inputs:
                 consumers.setdefault(value, []).append(node)
         for value in self.graph.outputs:
             consumers.setdefault(value, []).append(None)
-        self.piece_of: dict[Value, tuple[Value, tuple]] = {}    # kernel output -> (concat result, slice)
+        self.piece_of: dict[Value, tuple[Value, tuple]] = {}    # kernel output or concat -> (concat result, slice)
         self.in_result: set[Value] = set()                        # concat inputs already in place
         if self.resident:
             return                      # (a device buffer's piece views are not built: concatenate copies)
@@ -193,6 +195,11 @@ class DriverBuilder:
                 where = (slice(None),) * axis + (slice(start, stop),)
                 start = stop
                 source = value
+                if value.producer is not None and value.producer.op is ops.concat and not value.producer.control_inputs:
+                    if value.dtype == node.output.dtype and consumers.get(value) == [node]:
+                        self.piece_of[value] = (node.output, where)     # a concat within a concat:
+                        self.in_result.add(value)                       # its buffer is its slice
+                    continue
                 if value.producer is not None and value.producer.op is ops.reshape:
                     source = value.producer.inputs[0]
                     if consumers.get(source) != [value.producer] or \
@@ -348,6 +355,19 @@ class DriverBuilder:
         slot_of[value] = slot
         return f"workspace[{slot}]"
 
+    def take(self, result: Value, free_slots, slot_of) -> None:
+        """Bind a concatenation's result to its buffer before its first piece is written: a
+        buffer of its own, or its slice of the concatenation it is itself a piece of."""
+        if result in self.taken:
+            return
+        self.taken.add(result)
+        if result in self.piece_of:
+            outer, where = self.piece_of[result]
+            self.take(outer, free_slots, slot_of)
+            self.emit(f"{self.name(result)} = {self.name(outer)}[{self.global_('piece', where)}]")
+        else:
+            self.emit(f"{self.name(result)} = {self.buffer(result, free_slots, slot_of)}")
+
     def argument(self, value: Value) -> str:
         text = self.name(value)
         if not value.shape:
@@ -411,9 +431,7 @@ class DriverBuilder:
         for value in kernel.outputs:
             if value in self.piece_of:          # its slice of a concatenation's result
                 result, where = self.piece_of[value]
-                if result not in self.taken:
-                    self.taken.add(result)
-                    self.emit(f"{self.name(result)} = {self.buffer(result, free_slots, slot_of)}")
+                self.take(result, free_slots, slot_of)
                 # (a view with the kernel's shape, or an error: never a copy it would write into)
                 self.emit(f"{self.name(value)} = {self.global_('piece_view', piece_view)}("
                           f"{self.name(result)}[{self.global_('piece', where)}], {tuple(value.shape)})")
@@ -508,8 +526,9 @@ class DriverBuilder:
             self.emit(f"{out} = {args[0]}[{self.global_('slices', python_slices(attrs))}]")
             if node.inputs[0] in self.objects:
                 self.objects[node.outputs[0]] = self.objects[node.inputs[0]][python_slices(attrs)]
-        elif op is ops.concat and node.output in self.taken:     # some pieces are written already
-            start = 0
+        elif op is ops.concat and (node.output in self.taken or node.output in self.piece_of):
+            self.take(node.output, free_slots, slot_of)     # some pieces are written already,
+            start = 0                                       # or it is a piece of another concat
             for value, arg in zip(node.inputs, args):
                 stop = start + value.shape[attrs["axis"]]
                 if value not in self.in_result:
