@@ -18,7 +18,9 @@ from flowjit.compiler.passes.fuse import run_fuser
 from flowjit.compiler.passes.pipeline import PassRecord, Pipeline
 from flowjit.config import CompileOptions, background_compile, cache_directory
 
-# Passes that rewrite the kernel plans fusion recorded; the printed ``fused`` stage is after them.
+# Passes that prepare the graph for fusion (after CSE, which would undo them), and passes that
+# rewrite the kernel plans fusion recorded; the printed ``fused`` stage is after them.
+FUSION_PASSES = ("recompute-after-reductions", "dce")
 KERNEL_PASSES = ("collapse-loops", "collapse-reductions", "plan-reductions")
 
 def has_kernel(node) -> bool:
@@ -218,7 +220,11 @@ class Lowered:
         """``graph`` as kernels: composites expanded, fused, then the passes that rewrite kernel
         plans (verified after each when checks are on), and why each edge left between
         kernels was not fused, named as the printed stage names them."""
-        fused, boundaries = fuse_explained(expanded(graph), enabled=self.options.fuse)
+        graph = expanded(graph)
+        if self.options.fuse:
+            graph = Pipeline.from_names(FUSION_PASSES, verify_each=self.options.verify_each,
+                                        dump_after=self.options.dump_after).run(graph)
+        fused, boundaries = fuse_explained(graph, enabled=self.options.fuse)
         plans = Pipeline.from_names(KERNEL_PASSES, verify_each=self.options.verify_each,
                                     dump_after=self.options.dump_after)
         return plans.run(fused), boundaries

@@ -16,7 +16,8 @@ from flowjit.compiler.ir.graph import Graph
 from flowjit.compiler.ir.printer import print_graph
 from flowjit.compiler.ir.verifier import verify
 from flowjit.compiler.passes import (collapse_loops, collapse_reductions, concat_regions,  # noqa: F401
-                                    constant_powers, cse, dce, expand_composites, fold_constants, fuse, plan_reductions, prune, simplify)
+                                    constant_powers, cse, dce, expand_composites, fold_constants, fuse,
+                                    plan_reductions, prune, recompute, simplify)
 from flowjit.compiler.passes.base import PASSES, Pass
 from flowjit.errors import FlowjitError
 
