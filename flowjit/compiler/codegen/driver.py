@@ -37,7 +37,7 @@ from flowjit.compiler.codegen.kernel import KernelSource
 from flowjit.compiler.codegen.scalar import CodegenError
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
-from flowjit.compiler.ir.ops.base import OpKind
+from flowjit.compiler.ir.ops.base import OpKind, inlines_math
 from flowjit.compiler.ir.ops.misc import variable_of
 from flowjit.compiler.ir.ops.shape import python_slices
 from flowjit.compiler.ir.plan import KernelKind
@@ -173,7 +173,9 @@ class DriverBuilder:
         their new axis): the concat then copies only its other pieces.  A piece qualifies when
         a loop or reduce kernel computes it and the concat is its only use (directly, or
         through the one reshape that adds the stacked axis), and it is no variable's buffer;
-        the result's buffer is taken when its first such piece is computed.  A concat whose one
+        the result's buffer is taken when its first such piece is computed.  A kernel that inlines
+        a math routine (sin, exp) does not write a slice with a row pitch: the stores would be
+        scatters, and LLVM would leave the whole loop scalar.  A concat whose one
         use is another concat (a region cut along two axes) is built in its slice of that
         one's result."""
         consumers: dict[Value, list] = {}
@@ -190,6 +192,8 @@ class DriverBuilder:
             if node.op is not ops.concat or node.output.dtype == np.float16:
                 continue
             axis, start = node.attrs["axis"], 0
+            strided = math.prod(node.output.shape[:axis]) > 1 or any(
+                user is not None and user.op is ops.concat for user in consumers.get(node.output, ()))
             for value in node.inputs:
                 stop = start + value.shape[axis]
                 where = (slice(None),) * axis + (slice(start, stop),)
@@ -208,8 +212,9 @@ class DriverBuilder:
                 producer = source.producer
                 if (producer is None or producer.op is not ops.fused or value.dtype != node.output.dtype
                         or producer.attrs["plan"].kind is KernelKind.MATMUL or not source.shape
-                        or consumers.get(value) != [node] or source in self.in_place or source in self.piece_of):
-                    continue
+                        or consumers.get(value) != [node] or source in self.in_place or source in self.piece_of
+                        or (strided and any(inlines_math(n) for n in producer.attrs["body"].nodes))):
+                    continue        # (a math routine's loop vectorises only with contiguous stores)
                 self.piece_of[source] = (node.output, where)
                 self.in_result.add(value)
 

@@ -24,7 +24,6 @@ import gc
 import math
 from dataclasses import dataclass, field
 
-
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value, stable_topological_order
 from flowjit.compiler.ir.ops.base import OpKind, routine_ops
@@ -441,10 +440,9 @@ class Fuser:
                 # kernels of a long program would all be pairs to try (quadratic).
                 if not is_scalar_constant(value):
                     readers.setdefault(value, []).append(group)
-            for node in group.nodes:
-                if node.op is ops.concat:
-                    readers[node.output] = list(dict.fromkeys(self.group_of[v.producer] for v in node.inputs
-                                                              if v.producer in self.group_of))
+            for node in (n for n in group.nodes if n.op is ops.concat):
+                readers[node.output] = list(dict.fromkeys(self.group_of[v.producer] for v in node.inputs
+                                                          if v.producer in self.group_of))
         for groups in readers.values():
             for i, a in enumerate(groups):
                 for b in groups[i + 1:]:
