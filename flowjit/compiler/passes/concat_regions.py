@@ -228,6 +228,9 @@ class ConcatRegions(Pass):
     name = "concat-regions"
 
     def run(self, graph: Graph) -> bool:
+        if not any(node.op is ops.concat or node.op is ops.slice for node in graph.nodes):
+            return False
+
         def split(node: Node, rw: Rewriter) -> None:
             if _slice_of_join(node):
                 new = _Regions(rw).part(node.inputs[0], _window_of(node))
