@@ -50,6 +50,7 @@ class Rewriter:
         self.changed = False
         self._new_nodes: list[Node] = []
         self._current: Node | None = None
+        self.visited = 0                    # nodes the sweep has visited so far
         self._control_successors = {n for node in graph.nodes for n in node.control_inputs}
 
     def resolve(self, value: Value) -> Value:
@@ -97,11 +98,13 @@ class Rewriter:
 
     def sweep(self, visit: Callable[[Node, "Rewriter"], None]) -> bool:
         """Call ``visit`` on every node (inputs already redirected); drop nodes fully replaced."""
+        self.visited = 0
         for node in self.graph.nodes:
             if self.replacements:
                 self.redirect(node)
             self._current = node
             visit(node, self)
+            self.visited += 1
             replaced = all(value in self.replacements for value in node.outputs) and node.outputs
             if not replaced or node.op.stateful or node in self._control_successors:
                 self._new_nodes.append(node)

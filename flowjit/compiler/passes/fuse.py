@@ -30,17 +30,16 @@ from flowjit.compiler.ir.ops.base import OpKind, routine_ops
 from flowjit.compiler.ir.ops.reduction import reduction_axes
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan
 from flowjit.compiler.passes.base import Pass
+from flowjit.compiler.passes.transfer_waits import TransferWaits
 
 MAX_NAME_OPS = 6
 
-# What one kernel may hold.  Numba's compile time per op is flat up to a few hundred
-# cheap ops and then grows (a shallow tree of 3,200 adds and muls: 18 ms per op against
-# 6.5 ms at 400); every math routine the kernel inlines (exp, tanh, ...: ops.base.routine_ops)
-# costs ~0.2 s and ~3 MB, flat up to ~50 of them per kernel, then 0.3 s and ~10 MB
-# each at 100 (a kernel of 200 alternating tanh/mul took 62 s and 1.1 GB).  Measured
-# with bench/pipeline_scaling.py --kernel-size; beyond a cap fusion starts a new kernel.
-# Depth needs no cap of its own: a chain (depth = op count) compiles faster per op than
-# a shallow tree of the same size, and the op cap bounds it.
+# What one kernel may hold.  Numba's compile time per op is flat up to a few hundred cheap ops
+# and then grows (a shallow tree of 3,200 adds and muls: 18 ms per op against 6.5 ms at 400);
+# every math routine the kernel inlines (exp, tanh, ...: ops.base.routine_ops) costs ~0.2 s and
+# ~3 MB, flat up to ~50 of them per kernel, then 0.3 s and ~10 MB each at 100 (200 alternating
+# tanh/mul: 62 s and 1.1 GB).  Measured with bench/pipeline_scaling.py --kernel-size.  Depth
+# needs no cap: a chain compiles faster per op than a shallow tree of the same size.
 MAX_KERNEL_OPS = 512
 MAX_KERNEL_ROUTINES = 32
 # A cheap loop over a broadcast domain joins its one consumer loop when that recomputes each
@@ -105,6 +104,7 @@ class Fuser:
         self.graph_outputs = set(graph.outputs)
         self.boundaries: list[str] = []
         self.merged_into: dict[int, Group] = {}     # group index -> the group it merged into
+        self.waits = TransferWaits(graph)           # no merge may make a send wait for a recv
 
     # -- embeddings --------------------------------------------------------------------------
     def embedding_in(self, group: Group, node: Node) -> tuple | None:
@@ -145,12 +145,7 @@ class Fuser:
     # -- legality ------------------------------------------------------------------------------
     def groups_of(self, nodes) -> list[Group]:
         """The groups of ``nodes``, each once, in order of first appearance."""
-        seen = []
-        for other in nodes:
-            group = self.group_of.get(other)
-            if group is not None and group not in seen:
-                seen.append(group)
-        return seen
+        return list(dict.fromkeys(g for g in (self.group_of.get(other) for other in nodes) if g is not None))
 
     def input_groups(self, node: Node) -> list[Group]:
         return self.groups_of(value.producer for value in node.inputs if value.producer is not None)
@@ -192,13 +187,14 @@ class Fuser:
             return "different devices"
         if self.creates_cycle(node, group):
             return f"joining {group!r} would create a cycle between kernels"
+        if self.waits.added([node], group.nodes):       # (transfer_waits: a deadlock between devices)
+            return f"joining {group!r} would make a send wait for a recv"
         full = group.full_for(1, node.op in ROUTINE_OPS)
         if full is not None:
             return full
         if is_fusible_elementwise(node):
             if group.kind in (KernelKind.LOOP, KernelKind.MATMUL) and node.output.shape != group.domain:
-                return (f"different iteration domains: {node.output.type} vs "
-                        f"{group.domain} of {group!r}")
+                return f"different iteration domains: {node.output.type} vs {group.domain} of {group!r}"
             embedding = self.embedding_in(group, node)
             if embedding is None:
                 return f"its dimensions do not line up with the loops of {group!r}"
@@ -298,10 +294,14 @@ class Fuser:
         axes of one domain."""
         return (a is not b and a.nodes and b.nodes and a.kind == b.kind and a.domain == b.domain
                 and (a.kind is KernelKind.LOOP or (a.kind is KernelKind.REDUCE and a.axes == b.axes))
-                and a.device == b.device
-                # every node of a group has its first node's requested device (why_not)
-                and a.nodes[0].requested_device == b.nodes[0].requested_device
-                and a.full_for(len(b.nodes), b.routines) is None)
+                and self.may_merge(a, b, b.routines))
+
+    def may_merge(self, a: Group, b: Group, routines: int) -> bool:
+        """One device (every node of a group has its first node's requested device: why_not),
+        room in ``a`` for ``b``'s nodes, ``routines`` of them math routines, and no send made
+        to wait for a recv (transfer_waits)."""
+        return (a.device == b.device and a.nodes[0].requested_device == b.nodes[0].requested_device
+                and a.full_for(len(b.nodes), routines) is None and not self.waits.added(a.nodes, b.nodes))
 
     def can_merge_siblings(self, a: Group, b: Group) -> bool:
         """Independent kernels one loop nest can run (``x.sum(1)`` and ``x.max(1)``: one pass
@@ -318,9 +318,7 @@ class Fuser:
         kernel to read)."""
         if consumer.kind in (KernelKind.MATMUL, KernelKind.REDUCE):
             if not (producer.kind is KernelKind.LOOP and producer.domain == consumer.domain and producer.nodes
-                    and producer.device == consumer.device
-                    and producer.nodes[0].requested_device == consumer.nodes[0].requested_device
-                    and consumer.full_for(len(producer.nodes), producer.routines) is None):
+                    and self.may_merge(consumer, producer, producer.routines)):
                 return False
         elif not (consumer.kind is KernelKind.LOOP
                   and (self.same_nest(consumer, producer) or self.recomputable_into(consumer, producer))):
@@ -340,12 +338,11 @@ class Fuser:
         image's ``255 - alpha`` per channel), instead of a kernel of its own writing them out
         for ``consumer`` to read back."""
         if not (consumer.kind is KernelKind.LOOP and producer.kind is KernelKind.LOOP and producer.nodes
-                and not producer.routines and len(producer.domain) == len(consumer.domain) and producer.domain != consumer.domain
+                and not producer.routines and len(producer.domain) == len(consumer.domain)
+                and producer.domain != consumer.domain
                 and all(mine in (theirs, 1) for mine, theirs in zip(producer.domain, consumer.domain))
                 and math.prod(consumer.domain) <= BROADCAST_REPEAT * math.prod(producer.domain)
-                and producer.device == consumer.device
-                and producer.nodes[0].requested_device == consumer.nodes[0].requested_device
-                and consumer.full_for(len(producer.nodes), 0) is None):
+                and self.may_merge(consumer, producer, 0)):
             return False
         return all(value not in self.graph_outputs
                    and all(self.group_of.get(user) in (producer, consumer) for user in self.users.get(value, ()))
