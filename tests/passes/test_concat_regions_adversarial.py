@@ -12,8 +12,8 @@ plan_concatenations / take).  Written in review of cc7b6d1 and bf97656.
 - Growth: over iterated stencils and chained rolls the graph, its kernels and the pipeline's
   iterations stay within a small factor of the pipeline without concat-regions (joins of
   computed values are read whole, and the pass has a growth budget).
-- Known failure (xfail strict, pre-existing): a gradient whose reduce kernel reads only a
-  broadcast scalar has no argument giving its loop's extent.
+- A gradient whose reduce kernel reads only a broadcast scalar (no argument gives its
+  loop's extent) runs over the plan's literal extent; it raised before.
 """
 
 from __future__ import annotations
@@ -288,12 +288,10 @@ def test_gradients_match_the_interpreter(name, fuse):
     np.testing.assert_allclose(grad, want[1], rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="pre-existing (also without concat-regions, fused and unfused): the "
-                                       "gradient has sum(broadcast_to(constant, [9])), a reduce kernel whose only "
-                                       "argument is a broadcast scalar; codegen/writer.py:248 'no argument gives the "
-                                       "extent of domain axis 0'")
 @pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
 def test_gradient_of_a_reversed_stepped_slice_sum_broadcast(fuse):
+    """The gradient has sum(broadcast_to(constant, [9])): a reduce kernel whose only argument
+    is a broadcast scalar runs over the plan's literal extent (it raised a CodegenError)."""
     loss = lambda u: np.sum(u[::-3].sum() + u[1:])
     u = f64(10)
     want = flowjit.jit(flowjit.value_and_grad(loss), backend="interpreter")(u)

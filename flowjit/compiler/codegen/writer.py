@@ -242,11 +242,9 @@ class KernelWriter:
         """The kernel function's text (``kernel``, or ``kernel_parallel``), its inputs and outputs."""
         inputs, outputs = self.arguments()
         body_lines = self.write_body(outputs)
-        rank = len(self.domain)
-        missing = [axis for axis in range(rank) if axis not in self.extents and self.domain[axis] != 1]
-        if missing:
-            raise CodegenError(f"kernel {self.name}: no argument gives the extent of domain axis {missing[0]}")
-        header = [f"{INDENT}n{axis} = {self.extents.get(axis, '1')}" for axis in range(rank)]
+        # An axis no argument spans (a sum of a broadcast scalar, in a gradient) runs over its
+        # size in the plan, a literal: the kernel then serves that size only.
+        header = [f"{INDENT}n{axis} = {self.extents.get(axis, str(self.domain[axis]))}" for axis in range(len(self.domain))]
         parameters = ", ".join([name for v in inputs for name in self.parameters(v)] + [self.argument[v] for v in outputs]
                                + [name for name, _ in self.scratch_parameters])
         name = PARALLEL if self.parallel else SERIAL
