@@ -236,7 +236,11 @@ PROGRAMS = {
 }
 
 
-@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
+# Unfused (a kernel per op: most of a cold run's compile time) under make test-slow.
+UNFUSED_TOO = [True, pytest.param(False, marks=pytest.mark.sweep)]
+
+
+@pytest.mark.parametrize("fuse", UNFUSED_TOO, ids=["fused", "unfused"])
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_matches_numpy(name, fuse):
     function, args = PROGRAMS[name]
@@ -278,7 +282,7 @@ GRADIENT_LOSSES = {
 }
 
 
-@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
+@pytest.mark.parametrize("fuse", UNFUSED_TOO, ids=["fused", "unfused"])
 @pytest.mark.parametrize("name", sorted(GRADIENT_LOSSES))
 def test_gradients_match_the_interpreter(name, fuse):
     loss, u = GRADIENT_LOSSES[name]
