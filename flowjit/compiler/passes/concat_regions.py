@@ -33,8 +33,6 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import OpKind, inlines_math

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import OpKind, inlines_math
 from flowjit.compiler.ir.ops.reduction import reduction_axes
