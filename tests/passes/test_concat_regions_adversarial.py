@@ -283,7 +283,8 @@ GRADIENT_LOSSES = {
 
 
 @pytest.mark.parametrize("fuse", UNFUSED_TOO, ids=["fused", "unfused"])
-@pytest.mark.parametrize("name", sorted(GRADIENT_LOSSES))
+@pytest.mark.parametrize("name", [name if name in ("roll", "padded_gradient") else pytest.param(name, marks=pytest.mark.sweep)
+                                  for name in sorted(GRADIENT_LOSSES)])     # (the rest: make test-slow)
 def test_gradients_match_the_interpreter(name, fuse):
     loss, u = GRADIENT_LOSSES[name]
     want = flowjit.jit(flowjit.value_and_grad(loss), backend="interpreter")(u)
@@ -364,7 +365,8 @@ def test_two_devices_match_the_interpreter(name):
     _compare(got[0] if len(got) == 1 else tuple(got), want, name)
 
 
-@pytest.mark.parametrize("name", sorted(TWO_DEVICE_CYCLES))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.sweep) if name.startswith("grad_") and
+                                  name != "grad_padded_gradient" else name for name in sorted(TWO_DEVICE_CYCLES)])
 def test_two_device_programs_have_no_cycle_through_send_recv(name):
     """Fusion of one partition never makes a send wait for a recv (transfer_waits): each
     partition merging siblings across a round trip had closed a cycle and deadlocked.  The
