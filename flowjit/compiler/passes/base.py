@@ -96,6 +96,10 @@ class Rewriter:
             inputs.append(value)
         node.inputs = inputs
 
+    def size(self) -> int:
+        """How many nodes the graph holds after this sweep, if the nodes not yet visited stay."""
+        return len(self._new_nodes) + len(self.graph.nodes) - self.visited
+
     def sweep(self, visit: Callable[[Node, "Rewriter"], None]) -> bool:
         """Call ``visit`` on every node (inputs already redirected); drop nodes fully replaced."""
         self.visited = 0
@@ -121,6 +125,18 @@ def constant_value(value: Value):
     if producer is not None and producer.op is ops.constant and not producer.control_inputs:
         return producer.attrs["value"]
     return None     # (a constant that waits for something is folded into nothing: its edges would go)
+
+
+def plain(node: Node) -> bool:
+    """One output, no control inputs, not stateful: a node a rewrite may copy, cut or drop."""
+    return not node.control_inputs and not node.op.stateful and len(node.outputs) == 1
+
+
+def kept_nodes(graph: Graph) -> set[Node]:
+    """The nodes dce keeps: those the outputs, a stateful node or a control edge need."""
+    roots = {node for node in graph.nodes if node.op.stateful}
+    roots.update(before for node in graph.nodes for before in node.control_inputs)
+    return live_nodes(graph, graph.outputs, roots)[0]
 
 
 def live_nodes(graph: Graph, needed: set[Value] | list[Value], roots: set[Node]) -> tuple[set[Node], set[Value]]:

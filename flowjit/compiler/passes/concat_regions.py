@@ -37,7 +37,7 @@ from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import OpKind, inlines_math
 from flowjit.compiler.ir.ops.shape import slice_length
-from flowjit.compiler.passes.base import Pass, Rewriter, live_nodes
+from flowjit.compiler.passes.base import Pass, Rewriter, kept_nodes, plain
 
 MAX_REGIONS = 4
 RECOMPUTE = 3.0          # how many times a cheap elementwise value may be computed per element
@@ -52,12 +52,8 @@ VIEWS = (ops.slice, ops.reshape, ops.broadcast_to, ops.transpose, ops.concat)
 Window = tuple[tuple[int, int, int], ...]        # (start, stop, step) per axis, as slice's attrs
 
 
-def _plain(node: Node) -> bool:
-    return not node.control_inputs and not node.op.stateful and len(node.outputs) == 1
-
-
 def _elementwise(node: Node) -> bool:
-    return node.op.kind is OpKind.ELEMENTWISE and _plain(node) and not node.output.type.dynamic
+    return node.op.kind is OpKind.ELEMENTWISE and plain(node) and not node.output.type.dynamic
 
 
 def _window_of(node: Node) -> Window:
@@ -110,7 +106,7 @@ class _Regions:
         if window == _whole(value.shape):
             return value
         producer = value.producer
-        if producer is not None and _plain(producer):
+        if producer is not None and plain(producer):
             if producer.op is ops.slice:
                 source = producer.inputs[0]
                 return self.part(source, tuple(_compose(inner, outer)
@@ -174,7 +170,7 @@ def _free(value: Value) -> bool:
     producer = value.producer
     if producer is None or producer.op is ops.constant:
         return True
-    return producer.op in VIEWS and _plain(producer) and all(_free(v) for v in producer.inputs)
+    return producer.op in VIEWS and plain(producer) and all(_free(v) for v in producer.inputs)
 
 
 def _counts(joined: Value, created) -> bool:
@@ -194,7 +190,7 @@ def regions(operands: list[Value], shape, created=frozenset()) -> tuple[int, lis
     axis, cuts = None, set()
     for operand in operands:
         producer = operand.producer
-        if producer is None or producer.op is not ops.concat or not _plain(producer) \
+        if producer is None or producer.op is not ops.concat or not plain(producer) \
                 or not _counts(operand, created):
             continue
         joined = producer.attrs["axis"]
@@ -216,11 +212,11 @@ def regions(operands: list[Value], shape, created=frozenset()) -> tuple[int, lis
 def _slice_of_join(node: Node, created) -> bool:
     """A slice of a slice, or of a join that counts (``regions``) along whose joined axis it
     steps forwards (a slice of another join stays a view of it)."""
-    if node.op is not ops.slice or not _plain(node):
+    if node.op is not ops.slice or not plain(node):
         return False
     source = node.inputs[0]
     producer = source.producer
-    if producer is None or not _plain(producer):
+    if producer is None or not plain(producer):
         return False
     if producer.op is ops.slice:
         return True
@@ -235,9 +231,7 @@ def recomputed_nodes(graph: Graph) -> frozenset[Node]:
     where they are read: how many times each element is then computed (the slices' sizes over
     the value's; a reader's own count, scaled by how much it broadcasts the value) stays
     within RECOMPUTE, or 1 for a math routine."""
-    roots = {node for node in graph.nodes if node.op.stateful}
-    roots.update(before for node in graph.nodes for before in node.control_inputs)
-    live, _ = live_nodes(graph, graph.outputs, roots)
+    live = kept_nodes(graph)
     readers: dict[Node, list[Node]] = {}
     for node in graph.nodes:
         if node in live:
@@ -251,7 +245,7 @@ def recomputed_nodes(graph: Graph) -> frozenset[Node]:
             continue
         total = 0.0
         for reader in readers[node]:
-            if reader.op is ops.slice and _plain(reader):
+            if reader.op is ops.slice and plain(reader):
                 total += reader.output.type.size / node.output.type.size
             elif reader in times:
                 total += times[reader] * max(1.0, reader.output.type.size / node.output.type.size)
@@ -279,18 +273,13 @@ class ConcatRegions(Pass):
         if not any(node.op is ops.concat or node.op is ops.slice for node in graph.nodes):
             return False
         limit = self.growth * self.first_seen.setdefault(graph, len(graph.nodes)) + SLACK
-        count = len(graph.nodes)
-
-        def within(rw: Rewriter) -> bool:
-            return count + len(rw._new_nodes) - rw.visited < limit
-
         created: set[Value] = set()
 
         def split(node: Node, rw: Rewriter) -> None:
             if _slice_of_join(node, created):
                 new = _Regions(rw, created).part(node.inputs[0], _window_of(node))
             elif _elementwise(node) and regions(node.inputs, node.output.shape, created) is not None \
-                    and within(rw):
+                    and rw.size() < limit:
                 new = _Regions(rw, created).apply(node.op, node.inputs, node.attrs, like=node)
             else:
                 return
@@ -299,9 +288,9 @@ class ConcatRegions(Pass):
         recomputed = recomputed_nodes(graph)
         if not recomputed:
             return changed
-        count = len(graph.nodes)
 
         def push(node: Node, rw: Rewriter) -> None:
-            if node.op is ops.slice and _plain(node) and node.inputs[0].producer in recomputed and within(rw):
+            if node.op is ops.slice and plain(node) and node.inputs[0].producer in recomputed \
+                    and rw.size() < limit:
                 rw.replace(node.output, _Regions(rw, created, recomputed).part(node.inputs[0], _window_of(node)))
         return Rewriter(graph).sweep(push) or changed

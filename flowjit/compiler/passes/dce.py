@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flowjit.compiler.ir.graph import Graph
-from flowjit.compiler.passes.base import Pass, live_nodes
+from flowjit.compiler.passes.base import Pass, kept_nodes
 
 
 @dataclass(frozen=True)
@@ -15,9 +15,7 @@ class DeadCodeElimination(Pass):
     name = "dce"
 
     def run(self, graph: Graph) -> bool:
-        roots = {node for node in graph.nodes if node.op.stateful}
-        roots.update(before for node in graph.nodes for before in node.control_inputs)
-        live, _ = live_nodes(graph, graph.outputs, roots)
+        live = kept_nodes(graph)
         dead = {node for node in graph.nodes if node not in live}
         graph.remove_nodes(dead)
         return bool(dead)

@@ -26,15 +26,14 @@ from dataclasses import dataclass
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import OpKind, inlines_math
 from flowjit.compiler.ir.ops.reduction import reduction_axes
-from flowjit.compiler.passes.base import Pass, Rewriter
+from flowjit.compiler.passes.base import Pass, Rewriter, plain
 
 MAX_NODES = 16
 MAX_ARRAYS = 2
 
 
 def _cheap(node: Node | None) -> bool:
-    return (node is not None and node.op.kind is OpKind.ELEMENTWISE and len(node.outputs) == 1
-            and not node.control_inputs and not node.op.stateful and not inlines_math(node))
+    return node is not None and node.op.kind is OpKind.ELEMENTWISE and plain(node) and not inlines_math(node)
 
 
 def _stored_reduction(node: Node) -> bool:
