@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flowjit
+from flowjit.bench.programs.arrays import padded_gradient, shift_concat, stack_rgb     # the corpus's own
 from flowjit.compiler.ir import ops
 from flowjit.compiler.passes.concat_regions import MAX_REGIONS
 from tests.helpers import check_against_interpreter
@@ -35,22 +36,6 @@ def _nodes(graph, op):
 def wave_step(u, u_prev):
     lap = np.roll(u, 1) - 2 * u + np.roll(u, -1)
     return 2 * u - u_prev + 0.01 * lap
-
-
-def shift_concat(x):
-    zeros = np.zeros((x.shape[0], 1), dtype=x.dtype)
-    left = np.concatenate([x[:, 1:], zeros], axis=1)
-    right = np.concatenate([zeros, x[:, :-1]], axis=1)
-    return 0.25 * left + 0.5 * x + 0.25 * right
-
-
-def stack_rgb(r, g, b):
-    return (np.clip(np.stack([r, g, b], axis=-1), 0, 1) * 255).astype(np.uint8)
-
-
-def padded_gradient(u):
-    p = np.pad(u, 1, mode="edge")
-    return (p[1:-1, 2:] - p[1:-1, :-2]) / 2, (p[2:, 1:-1] - p[:-2, 1:-1]) / 2
 
 
 def f64(*shape):

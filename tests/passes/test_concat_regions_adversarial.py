@@ -23,6 +23,7 @@ import pytest
 
 import flowjit
 from flowjit import random as fr
+from flowjit.bench.programs.arrays import padded_gradient
 from flowjit.compiler.ir import ops
 from flowjit.compiler.passes.pipeline import DEFAULT_PASSES
 
@@ -55,11 +56,6 @@ def _compare(got, want, name):
 # -- programs ---------------------------------------------------------------------------------------
 def cat(*xs, axis=0):
     return np.concatenate(xs, axis=axis)
-
-
-def padded_gradient(u):
-    p = np.pad(u, 1, mode="edge")
-    return (p[1:-1, 2:] - p[1:-1, :-2]) / 2, (p[2:, 1:-1] - p[:-2, 1:-1]) / 2
 
 
 def wrap_laplacian(u, steps=1):
