@@ -350,7 +350,8 @@ class Lowered:
         aliased = frozenset(uncopied_reads(self.fused_partitions))
         return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs, self.devices,
                                      lambda node: Executable(single_node_graph(node), self.backend_for(node.device),
-                                                             buffers, check, aliased & {node.name}),
+                                                             buffers, check, aliased & {node.name},
+                                                             self.devices[node.device].threads),
                                      step_timeout_s=self.options.step_timeout_s)
 
     @cached_property
@@ -403,11 +404,12 @@ class NodeCompiler:
     fma: bool
     check_numerics: bool
 
-    def __call__(self, node, variables=None):
-        """``variables``: name -> the buffer of each variable that lives on the task."""
+    def __call__(self, node, variables=None, threads: int | None = None):
+        """``variables``: name -> the buffer of each variable that lives on the task;
+        ``threads``: the thread budget of the node's device (one: only serial kernels)."""
         from flowjit.compiler.codegen.executable import Executable, single_node_graph
         return Executable(single_node_graph(node), _cpu_backend(self.cache_dir, self.fma), variables or {},
-                          self.check_numerics)
+                          self.check_numerics, threads=threads)
 
 
 @functools.lru_cache(maxsize=None)

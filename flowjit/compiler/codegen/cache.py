@@ -37,7 +37,7 @@ import llvmlite.binding as llvm
 import numba
 from numba import njit
 
-from flowjit.compiler.codegen.compiled import CompiledKernel, canonical
+from flowjit.compiler.codegen.compiled import KERNEL_FLAGS, CompiledKernel, canonical
 from flowjit.compiler.codegen.writer import PARALLEL, SERIAL, KernelSource
 from flowjit.compiler.codegen.numba_cache import LOCK_TIMEOUT_S, KernelFunctionCache, directory_lock
 from flowjit.files import is_temporary, write_atomically
@@ -46,7 +46,7 @@ from flowjit.errors import KernelCacheWarning, user_stacklevel
 
 def toolchain_key() -> str:
     """What besides a kernel's own text decides its machine code: the toolchain, the CPU,
-    and the source of the kernel library (``fj``) that kernels inline."""
+    the source of the kernel library (``fj``) that kernels inline, and numba's flags."""
     from flowjit.compiler.codegen import library as kernel_library
     digest = hashlib.sha256()
     for module in kernel_library.SOURCES:
@@ -55,7 +55,7 @@ def toolchain_key() -> str:
     library = digest.hexdigest()[:16]
     features = llvm.get_host_cpu_features().flatten()
     return (f"numba={numba.__version__};llvmlite={llvmlite.__version__};cpu={llvm.get_host_cpu_name()};"
-            f"{features};library={library}")
+            f"{features};library={library};flags={sorted(KERNEL_FLAGS.items())}")
 
 
 def _sha256(path: str) -> str:
@@ -194,7 +194,7 @@ class KernelCache:
 
     def _wrap(self, name, key, text, namespace, *, path: str | None, fma: bool) -> CompiledKernel:
         # 'contract' lets LLVM fuse a*b+c into one FMA (one rounding); nothing else of fastmath.
-        flags = dict(error_model="numpy", fastmath={"contract"} if fma else False)
+        flags = dict(KERNEL_FLAGS, fastmath={"contract"} if fma else False)
         native = path is not None and KernelFunctionCache is None       # another numba: its own cache
         serial = njit(cache=native, **flags)(namespace[SERIAL])
         parallel = njit(parallel=True, cache=native, **flags)(namespace[PARALLEL])

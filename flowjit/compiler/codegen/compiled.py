@@ -10,6 +10,12 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+# How numba compiles every CPU kernel the driver calls (kernel modules, scans, gathers):
+# numpy's error model, and without the GIL, so that kernels on two devices of one process
+# run at once (the multi-device executor runs each device on its own thread).  Part of the
+# kernel cache's key: a change compiles every kernel again.
+KERNEL_FLAGS = dict(error_model="numpy", nogil=True)
+
 
 @dataclass
 class CompiledKernel:

@@ -113,8 +113,9 @@ def storage_shape(value: Value) -> tuple[int, ...]:
 
 class DriverBuilder:
     def __init__(self, graph: Graph, backend: Backend, variables: Mapping | None = None,
-                 check_numerics: bool = False, aliased_reads: frozenset = frozenset()):
+                 check_numerics: bool = False, aliased_reads: frozenset = frozenset(), threads: int | None = None):
         self.graph = graph
+        self.serial = threads is not None and threads <= 1   # one thread: no kernel runs its parallel twin
         self.backend = backend
         self.variables = dict(variables or {})      # name -> its buffer (an object with ``.value``)
         self.check_numerics = check_numerics
@@ -394,7 +395,7 @@ class DriverBuilder:
                     self.parallel_keys.add(canonical(kernel.source))
 
     def parallel_of(self, kernel: KernelSource) -> bool:
-        return kernel.parallel and (kernel_size(kernel) >= PARALLEL_MIN_ELEMENTS
+        return kernel.parallel and not self.serial and (kernel_size(kernel) >= PARALLEL_MIN_ELEMENTS
                                     or canonical(kernel.source) in self.parallel_keys)
 
     def emit_kernel(self, index: int, node: Node, free_slots, slot_of) -> None:
@@ -546,7 +547,8 @@ class DriverBuilder:
             self.emit(f"{out} = {self.buffer(node.output, free_slots, slot_of)}")
             self.emit(f"xp.concatenate(({', '.join(args)},), axis={attrs['axis']}, out={out})")
         elif op.kind is OpKind.LIBRARY:      # one library call (a scan, a gather): the op says which
-            call = self.backend.library_call(node, math.prod(node.output.shape) >= PARALLEL_MIN_ELEMENTS)
+            call = self.backend.library_call(node, not self.serial
+                                             and math.prod(node.output.shape) >= PARALLEL_MIN_ELEMENTS)
             if getattr(call, "writes_into", False):     # into a buffer of the driver's, as a kernel
                 self.emit(f"{out} = {self.buffer(node.output, free_slots, slot_of)}")
                 args.append(out)

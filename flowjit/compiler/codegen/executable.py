@@ -34,11 +34,13 @@ def single_node_graph(node: Node) -> Graph:
 
 
 class Executable:
-    """A compiled program: call it with the graph's input arrays, get its outputs."""
+    """A compiled program: call it with the graph's input arrays, get its outputs.  ``threads``:
+    the thread budget of the device it runs on, where it has one (a multi-device or cluster
+    partition's node); with one thread no kernel runs, or compiles, its parallel twin."""
 
     def __init__(self, graph: Graph, backend: Backend, variables: Mapping | None = None,
-                 check_numerics: bool = False, aliased_reads: frozenset = frozenset()):
-        builder = DriverBuilder(graph, backend, variables, check_numerics, aliased_reads)
+                 check_numerics: bool = False, aliased_reads: frozenset = frozenset(), threads: int | None = None):
+        builder = DriverBuilder(graph, backend, variables, check_numerics, aliased_reads, threads)
         self.driver, self.driver_source = builder.build()
         self.driver_filename, self.node_lines = builder.filename, builder.node_lines
         self.kernel_sources = builder.sources

@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from flowjit.compiler.codegen.compiled import KERNEL_FLAGS
 from flowjit.compiler.ir.graph import Node
 
-KERNEL = dict(cache=True, error_model="numpy")
+KERNEL = dict(cache=True, **KERNEL_FLAGS)
 
 
 @njit(inline="always", cache=True)

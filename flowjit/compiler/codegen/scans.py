@@ -21,12 +21,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from flowjit.compiler.codegen.compiled import KERNEL_FLAGS
 from flowjit.compiler.ir.graph import Node
 
 BLOCK = 256                     # columns one task scans together: a few vectors' worth of lanes
 
 COMBINED = dict(inline="always", cache=True)
-KERNEL = dict(cache=True, error_model="numpy")
+KERNEL = dict(cache=True, **KERNEL_FLAGS)
 
 
 @njit(**COMBINED)
