@@ -6,7 +6,9 @@ object store, or on the Ray cluster this process is already connected to, or on 
 at ``address=``.  Each task owns its devices (``cpu:0`` ... by default one) and runs the
 multi-device executor inside its process (``cluster_task``).  A cluster is a device set:
 ``jit(f, devices=cluster)`` places, partitions by task and device, and registers each
-task's partitions with it once (``cluster_executable``).
+task's partitions with it once (``cluster_executable``).  Ray starts, registers and
+restarts; the steps themselves travel over links, direct connections between this process
+and the tasks and between tasks (``cluster_links``), which a key only this cluster holds opens.
 
 ``shutdown()`` (or leaving a ``with cluster:`` block) kills every actor it started, and
 the local Ray cluster if it started one; ``pids()`` maps task names to process ids;
@@ -29,6 +31,7 @@ with an error naming the extra, and nothing else needs Ray.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import sys
@@ -42,6 +45,7 @@ import numpy as np
 
 from flowjit.devices import Device, DeviceError, DeviceSet, DeviceSpec
 from flowjit.errors import FlowjitError
+from flowjit.runtime.cluster_links import Link, Switchboard
 
 # A Ray actor call costs ~0.8 ms here: the cost model's inter-task link.
 LINK_LATENCY = 1e-3
@@ -138,6 +142,7 @@ class TaskInfo:
     node: str                  # the node's IP address
     hostname: str
     node_id: str
+    address: tuple             # where its listener takes links (cluster_links)
 
 
 class TaskHome:
@@ -196,6 +201,8 @@ class Cluster:
             start_local_ray()
             self._started_ray = True
         self.id = uuid.uuid4().hex[:8]
+        self.key = secrets.token_bytes(32)         # what a link to a task proves it knows
+        self.links = Switchboard(self.key)
         self._lock = threading.Lock()
         self._actors: dict = {}
         self._info: dict[str, TaskInfo] = {}
@@ -224,7 +231,8 @@ class Cluster:
                                            resources=self._needs(task) or None,
                                            name=f"flowjit-{self.id}-{task.replace('/', '_')}-{self.generation[task]}"
                                            ).remote(
-                task, [device.name for device in self.devices_of(task)], [d.threads for d in self.devices_of(task)])
+                task, [device.name for device in self.devices_of(task)], [d.threads for d in self.devices_of(task)],
+                self.key)
         with self._lock:
             self._actors.update(started)
         waits = "; ".join(f"{task} needs {self._needs(task)}" for task in tasks if self._needs(task))
@@ -233,7 +241,7 @@ class Cluster:
                                                                        f"resources it needs: {waits})" if waits else ""),
                           list(started))
         for task, info in zip(started, infos):
-            self._info[task] = TaskInfo(task, **info)
+            self._info[task] = TaskInfo(task, **{**info, "address": tuple(info["address"])})
         self._set_peers(timeout)
 
     def _needs(self, task: str) -> dict:
@@ -242,8 +250,13 @@ class Cluster:
 
     def _set_peers(self, timeout: float = CALL_TIMEOUT) -> None:
         actors = self.actors()
-        self._get([actor.set_peers.remote(actors) for actor in actors.values()], timeout, "connecting the tasks",
+        addresses = {task: self._info[task].address for task in actors}
+        self._get([actor.set_peers.remote(addresses) for actor in actors.values()], timeout, "connecting the tasks",
                   list(actors))
+
+    def link(self, task: str, timeout: float) -> Link:
+        """The driver's link to ``task`` (``LinkClosed`` when its process is gone)."""
+        return self.links.link(task, self._info[task].address, timeout)
 
     def _get(self, refs, timeout: float, what: str, tasks: list[str] | None = None):
         """``ray.get`` with a deadline; a failure names the task it came from (``tasks``: the
@@ -328,6 +341,8 @@ class Cluster:
             return []
         with self._lock:
             old = [self._actors.pop(task) for task in tasks]
+        for task in tasks:
+            self.links.drop(task)
         for actor in old:
             self._ray.kill(actor, no_restart=True)
         for task in tasks:                    # a hung (or stopped) process cannot act on Ray's kill request
@@ -462,6 +477,7 @@ class Cluster:
         except ClusterError:
             pass                               # (a variable it could not fetch stays marked as lost)
         self.closed = True
+        self.links.close()
         with self._lock:
             actors, self._actors = dict(self._actors), {}
         for actor in actors.values():

@@ -3,17 +3,17 @@
 The driver plays the master.  It has placed and partitioned the program by device;
 here the partitions are grouped by task and registered with each task once, as IR text
 with the compiler that turns a node into a kernel (each task compiles from its own
-cache).  A step sends each task only a step id and the feeds its partitions read, and
-gets back the outputs they produce; cross-task tensors go task to task under their
-rendezvous keys (``cluster_task``).  A task restarted since the last step is registered
-with again before the step.
+cache).  A step sends each task, over the link to it (``cluster_links``), only a step id
+and the feeds its partitions read, and gets back the outputs they produce on the same
+link; cross-task tensors go task to task under their rendezvous keys (``cluster_task``).
+A task restarted since the last step is registered with again before the step.
 
 Faults: the step waits on every task with one deadline (``step_timeout_s``; the first step
 after a task registered, in which it compiles its kernels, gets ``FIRST_CALL_ALLOWANCE``
-more).  A task whose process died, or
-whose step raised, fails the step at once: every other task is told to abort it (so
-none stays blocked on a recv), and the error names the task, its devices and node, and
-what the task reported.  A step not done by its deadline asks each unfinished task what
+more).  A task whose process died (its link closed, or refuses a new one), or whose step
+raised, fails the step at once: every other task is told to abort it (so none stays
+blocked on a recv), and the error names the task, its devices and node, and what the task
+reported.  A step not done by its deadline asks each unfinished task what
 it still waits for; a task that does not answer is the hung one.
 """
 
@@ -23,12 +23,11 @@ import itertools
 import time
 import uuid
 
-import numpy as np
-
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph
 from flowjit.compiler.ir.printer import print_graph
 from flowjit.runtime.cluster import CALL_TIMEOUT, Cluster, ClusterError
+from flowjit.runtime.cluster_links import LinkClosed
 from flowjit.runtime.executor import DEFAULT_STEP_TIMEOUT, FIRST_CALL_ALLOWANCE
 
 ABORT_GRACE = 1.0              # seconds the other tasks get to report an abort
@@ -119,7 +118,6 @@ class ClusterExecutable:
         return outputs, merged_trace(self.cluster, self.name, self.last_spans, offsets, started)
 
     def _step(self, arrays, profile: bool):
-        ray = self.cluster._ray
         compiles = self.register() or self.first
         self.first = False
         timeout = self.step_timeout_s
@@ -127,73 +125,76 @@ class ClusterExecutable:
             timeout += FIRST_CALL_ALLOWANCE
         step = next(self.steps)
         actors = self.cluster.actors()
-        shared = {}                                      # an input several tasks read is put once
-        readers = [index for plan in self.plan.values() for index in plan["feeds"]]
-        for index in set(readers):
-            if readers.count(index) > 1 and getattr(arrays[index], "nbytes", 0) > 100_000:
-                shared[index] = ray.put(arrays[index])
-        refs = {}
-        for task, plan in self.plan.items():
-            feeds = [shared.get(index, arrays[index]) for index in plan["feeds"]]
-            ref = actors[task].run.remote(self.program, step, self.input_count,
-                                          None if timeout is None else timeout + 5.0, plan["feeds"], *feeds,
-                                          profile=profile)
-            refs[ref] = task
-        results = self._wait(step, refs, actors, timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        replies = self.cluster.links.expect(self.program, step)
+        try:
+            for index, (task, plan) in enumerate(self.plan.items()):
+                message = ("run", self.program, step, self.input_count, None if timeout is None else timeout + 5.0,
+                           {feed: arrays[feed] for feed in plan["feeds"]}, profile)
+                try:
+                    remaining = CALL_TIMEOUT if deadline is None else max(0.0, deadline - time.monotonic())
+                    self.cluster.link(task, min(remaining, CALL_TIMEOUT)).send(message, timeout=remaining)
+                except LinkClosed as error:
+                    begun = list(self.plan)[:index]
+                    if error.timed_out:
+                        self._hung(step, [task], replies, begun, actors, CALL_TIMEOUT if timeout is None else timeout)
+                    self._failed(step, task, "died", f"its process died ({error})", replies, begun, actors)
+            results = self._wait(step, replies, actors, deadline, timeout)
+        finally:
+            self.cluster.links.forget(self.program, step)
         outputs = []
         for task, position in self.output_places:
             value = arrays[position] if task is None else \
                 (results[task]["outputs"] if profile else results[task])[position]
-            if isinstance(value, np.ndarray) and not value.flags.writeable:
-                value = value.copy()                     # (read-only when it came from the object store)
             outputs.append(value)
         return outputs, results
 
-    def _wait(self, step: int, refs: dict, actors: dict, timeout: float | None) -> dict[str, list]:
-        ray = self.cluster._ray
-        deadline = None if timeout is None else time.monotonic() + timeout
-        pending = list(refs)
+    def _wait(self, step: int, replies, actors: dict, deadline: float | None, timeout: float | None) -> dict:
+        """Each task's outputs for ``step``; the first failure or lost task fails the step."""
+        pending = list(self.plan)
         results: dict[str, list] = {}
         while pending:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, pending = ray.wait(pending, num_returns=1, timeout=remaining)
-            if not ready:
-                self._hung(step, [refs[ref] for ref in pending], pending, actors, timeout)
-            for ref in ready:
-                task = refs[ref]
-                try:
-                    results[task] = ray.get(ref, timeout=CALL_TIMEOUT)
-                except ray.exceptions.ActorDiedError as error:
-                    self._failed(step, task, "died", f"its process died ({_first_line(error)})", pending, actors)
-                except ray.exceptions.ActorUnavailableError as error:
-                    self._failed(step, task, "died", f"it is unreachable ({_first_line(error)})", pending, actors)
-                except ray.exceptions.RayTaskError as error:
-                    cause = error.cause if getattr(error, "cause", None) is not None else error
-                    self._failed(step, task, "raised", f"{type(cause).__name__}: {cause}", pending, actors,
-                                 cause=cause)
-                except ray.exceptions.GetTimeoutError:
-                    self._hung(step, [task], [ref], actors, timeout)
+            reply = replies.next(deadline)
+            if reply is None:
+                self._hung(step, pending, replies, pending, actors, timeout)
+            task, kind, payload = reply
+            if task not in pending:
+                continue
+            pending.remove(task)
+            if kind == "done":
+                results[task] = payload
+            elif kind == "lost":
+                self._failed(step, task, "died", f"its process died ({payload})", replies, pending, actors)
+            else:
+                self._failed(step, task, "raised", f"{type(payload).__name__}: {payload}", replies, pending, actors,
+                             cause=payload if isinstance(payload, BaseException) else None)
         return results
 
-    def _abort(self, step: int, reason: str, actors: dict, pending: list) -> None:
-        """Tell every task to abort ``step`` and give the unfinished ones a moment to stop."""
-        ray = self.cluster._ray
+    def _abort(self, step: int, reason: str, replies, pending: list, actors: dict) -> None:
+        """Tell every task to abort ``step`` and give the unfinished ones (``pending``) a moment
+        to stop."""
         for actor in actors.values():
             actor.abort.remote(self.program, step, reason)
-        if pending:
-            ray.wait(pending, num_returns=len(pending), timeout=ABORT_GRACE)
+        waiting = set(pending)
+        grace = time.monotonic() + ABORT_GRACE
+        while waiting:
+            reply = replies.next(grace)
+            if reply is None:
+                return
+            waiting.discard(reply[0])
 
-    def _failed(self, step: int, task: str, kind: str, what: str, pending: list, actors: dict, cause=None):
+    def _failed(self, step: int, task: str, kind: str, what: str, replies, pending: list, actors: dict, cause=None):
         described = self.cluster.describe_task(task)
         reason = f"step {step} of @{self.name} failed on task {described}: {what}"
-        self._abort(step, f"{reason}; aborted here too", actors, pending)
+        self._abort(step, f"{reason}; aborted here too", replies, [other for other in pending if other != task],
+                    actors)
         info = self.cluster._info.get(task)
         error = ClusterError(f"{reason}; the step was aborted on every task", task=task, kind=kind,
                              pid=info.pid if info else None, node=info.node if info else None,
                              cluster=self.cluster)
         raise error from cause
 
-    def _hung(self, step: int, tasks: list[str], pending: list, actors: dict, timeout: float):
+    def _hung(self, step: int, tasks: list[str], replies, pending: list, actors: dict, timeout: float):
         """The deadline passed with ``tasks`` unfinished: ask each what it waits for."""
         ray = self.cluster._ray
         asked = {actors[task].pending.remote(self.program, step): task for task in tasks}
@@ -216,18 +217,13 @@ class ClusterExecutable:
         reason = (f"step {step} of @{self.name} did not finish within its deadline of {timeout:g} s; "
                   f"task {self.cluster.describe_task(culprit)} made no progress"
                   f"{' and does not answer' if culprit in silent else ''}. Still pending: " + " | ".join(details))
-        answering = [ref for ref, task in zip(pending, tasks) if task not in silent]
-        self._abort(step, f"{reason}; aborted here too", actors, answering)
+        self._abort(step, f"{reason}; aborted here too", replies, [task for task in pending if task not in silent],
+                    actors)
         info = self.cluster._info.get(culprit)
         raise ClusterError(f"{reason}; the step was aborted on every task", task=culprit, kind="hung",
                            pid=info.pid if info else None, node=info.node if info else None,
-                             cluster=self.cluster)
+                           cluster=self.cluster)
 
     @property
     def kernel_sources(self) -> dict[str, str]:
         return {}
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__

@@ -3,11 +3,12 @@
 The driver registers a program's partitions for this task once (as IR text, with the
 compiler that turns a node into a callable: the task compiles its kernels itself, from
 its own kernel cache); each step then brings only a step id and the feeds this task's
-partitions read, and returns the outputs they produce.  Inside, the partitions run on
-the multi-device executor with a transport: a send whose recv lives on another task
-becomes an actor call ``deliver(program, step, key, tensor)`` on that task, which hands
-the tensor to the step's call, or keeps it until the step starts here.  A recv waits
-without holding a thread.
+partitions read, and gets back the outputs they produce.  Those messages, and the tensors
+a send here passes to a recv on another task, travel over links (``cluster_links``: direct
+connections, which this task accepts on its listener), not as actor calls: a step's ``run``
+starts the partitions on the multi-device executor and returns at once; when the call is
+done its result goes back over the link the run came on.  A tensor for a step that has
+not begun here is kept until it does.  A recv waits without holding a thread.
 
 The variables that live on this task (``cluster.TaskHome``) are buffers of this process:
 the partitions' reads and assigns use them as a local program uses its own, and the driver
@@ -15,9 +16,10 @@ reads and writes them with ``get_variables`` and ``put_variables`` (for ``v.nump
 assigns and checkpoints).  The driver holds the variables' locks over each step and each of
 those calls, so they never overlap here.
 
-Every wait has a deadline: a step's call waits at most its timeout; ``abort`` fails a
-step from outside (the driver does, when another task died, hung or raised), so that no
-task stays blocked on a recv whose sender is gone.
+Every wait has a deadline: a step fails here when its timeout passes (the watchdog), or when
+the link of the driver that ran it closes; ``abort`` (an actor call) fails a step from
+outside (the driver does, when another task died, hung or raised), so that no task stays
+blocked on a recv whose sender is gone.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import time
 import numpy as np
 
 from flowjit.devices import Device, DeviceSet
-from flowjit.runtime.executor import ExecutionError, MultiDeviceExecutable
+from flowjit.runtime.cluster_links import POLL_S, Link, LinkClosed, Listener, connect
+from flowjit.runtime.executor import ExecutionError, MultiDeviceExecutable, StepTimeoutError
 from flowjit.runtime.variables import VariableBuffer
 
 
@@ -41,11 +44,17 @@ class StepAborted(ExecutionError):
 class Task:
     """A task's process: its devices, its registered programs and their running steps."""
 
-    def __init__(self, name: str, device_names: list[str], threads: list[int]):
+    def __init__(self, name: str, device_names: list[str], threads: list[int], key: bytes):
+        import ray
         self.name = name
         self.devices = DeviceSet(tuple(Device.make(device, threads=count)
                                        for device, count in zip(device_names, threads)))
-        self.peers: dict = {}
+        self.key = key
+        self.addresses: dict[str, tuple] = {}              # task -> its listener's address
+        self.links: dict[str, Link] = {}                    # task -> the link this task sends to it on
+        self.listener = Listener(key, ray.util.get_node_ip_address(), self.accepted)
+        self.deadlines: dict[tuple[str, int], float] = {}   # (program, step) -> when it fails here
+        threading.Thread(target=self.watch, name="flowjit-step-watchdog", daemon=True).start()
         self.programs: dict[str, MultiDeviceExecutable] = {}
         self.lock = threading.Lock()
         self.calls: dict[tuple[str, int], object] = {}      # (program, step) -> the running call
@@ -61,14 +70,21 @@ class Task:
         import ray
         context = ray.get_runtime_context()
         return {"pid": os.getpid(), "node": ray.util.get_node_ip_address(), "hostname": socket.gethostname(),
-                "node_id": context.get_node_id()}
+                "node_id": context.get_node_id(), "address": self.listener.address}
 
     def ping(self) -> bool:
         return True
 
-    def set_peers(self, peers: dict) -> None:
-        """Task name -> actor handle of every task (this one's included)."""
-        self.peers = dict(peers)
+    def set_peers(self, addresses: dict) -> None:
+        """Task name -> the listener address of every task (this one's included); a link to a
+        task whose address changed (it was restarted) is dropped."""
+        with self.lock:
+            for task, address in addresses.items():
+                link = self.links.get(task)
+                if link is not None and tuple(self.addresses.get(task, ())) != tuple(address):
+                    link.close()
+                    del self.links[task]
+            self.addresses = {task: tuple(address) for task, address in addresses.items()}
 
     def register(self, program: str, texts: list[str], inputs: list[list[int]], outputs: list[tuple[int, int]],
                  compile_node, step_timeout_s: float | None, variables: list[str] = ()) -> list[str]:
@@ -84,7 +100,7 @@ class Task:
             raise ExecutionError(f"task {self.name} holds no variable {', '.join(missing)}, which {program} uses "
                                  f"(this process was started after it was moved here: restore it)")
         executable = MultiDeviceExecutable(partitions, inputs, outputs, self.devices,
-                                           lambda node: compile_node(node, buffers),
+                                           lambda node: compile_node(node, buffers, self.devices[node.device].threads),
                                            step_timeout_s=step_timeout_s,
                                            transport=lambda step, key, tensor: self.send(program, step, key, tensor))
         with self.lock:
@@ -133,53 +149,132 @@ class Task:
         with self.lock:
             self.programs.pop(program, None)
 
+    # -- links -----------------------------------------------------------------------
+    def accepted(self, link: Link) -> None:
+        """A link from the driver or another task: read its messages until it closes."""
+        try:
+            while True:
+                message = link.receive()
+                if message[0] == "run":
+                    self.run(link, *message[1:])
+                elif message[0] == "deliver":
+                    self.deliver(*message[1:])
+        except LinkClosed:
+            pass
+        with self.lock:                # the driver that ran these is gone: nothing waits for them
+            orphans = [call for key, call in self.calls.items() if getattr(call, "link", None) is link]
+        for call in orphans:
+            call.fail(None, StepAborted(f"the link of the driver that ran this step on task {self.name} closed"))
+
+    def watch(self) -> None:
+        """Fail each step whose deadline passed (the driver's deadline comes first: this one
+        is for a driver that can no longer say so)."""
+        while True:
+            time.sleep(POLL_S)
+            now = time.monotonic()
+            with self.lock:
+                late = [(key, self.calls.get(key)) for key, when in self.deadlines.items() if when < now]
+            for key, call in late:
+                if call is not None:
+                    report = "; ".join(call.pending_report()) or "nothing"
+                    call.fail(None, StepTimeoutError(f"step {key[1]} of {key[0]} did not finish on task {self.name} "
+                                                     f"within its deadline; still pending: {report}"))
+
     # -- steps -------------------------------------------------------------------------
-    def run(self, program: str, step: int, input_count: int, timeout: float | None, indices: list[int],
-            *values, profile: bool = False):
-        """Run this task's part of step ``step`` on the program inputs ``indices`` (``values``:
-        top-level arguments, so that Ray resolves those put in its object store); the outputs
-        its partitions produce.  ``profile``: ``{"outputs": ..., "spans": ...}``, with a span
-        per step run here on this process's ``time.perf_counter`` clock (``clock``): (device,
-        node, op, kind, rendezvous key, the user's line, start, end)."""
-        feeds = dict(zip(indices, values))
+    def run(self, link: Link, program: str, step: int, input_count: int, timeout: float | None,
+            feeds: dict, profile: bool = False) -> None:
+        """Begin this task's part of step ``step`` on the program inputs ``feeds`` (index ->
+        array); its outputs (``profile``: ``{"outputs": ..., "spans": ...}``, with a span per
+        step run here on this process's ``time.perf_counter`` clock (``clock``): device, node,
+        op, kind, rendezvous key, the user's line, start, end) go back over ``link`` as
+        ``("done", program, step, outputs)``, or its error as ``("failed", program, step, error)``."""
+        key = (program, step)
         with self.lock:
             executable = self.programs.get(program)
             if executable is None:
-                raise ExecutionError(f"task {self.name} has no program {program} registered (it was restarted "
-                                     f"since; the driver registers again)")
+                error = ExecutionError(f"task {self.name} has no program {program} registered (it was restarted "
+                                       f"since; the driver registers again)")
+                self._reply(link, ("failed", program, step, error))
+                return
             self.latest[program] = max(step, self.latest.get(program, -1))
-            for key in [key for key in self.early if key[0] == program and key[1] < step]:
-                del self.early[key]                          # tensors for steps that were aborted
-            reason = self.aborted.pop((program, step), None)
-            mailbox = self.early.pop((program, step), {})
+            for stale in [stale for stale in self.early if stale[0] == program and stale[1] < step]:
+                del self.early[stale]                        # tensors for steps that were aborted
+            reason = self.aborted.pop(key, None)
+            mailbox = self.early.pop(key, {})
             arrays = [feeds.get(index) for index in range(input_count)]
-            call = executable.begin(arrays, mailbox=mailbox, tag=step, profile=profile)
-            self.calls[(program, step)] = call
+            call = executable.begin(arrays, mailbox=mailbox, tag=step, profile=profile, launch=False,
+                                    on_done=lambda call: self.finished(link, program, step, call))
+            call.link = link                                 # (what ``accepted`` fails when it closes)
+            self.calls[key] = call
+            if timeout is not None:
+                self.deadlines[key] = time.monotonic() + timeout
             self.counts["steps"] += 1
         if reason is not None:
             call.fail(None, StepAborted(reason))
+        else:
+            executable.launch(call)                          # (outside the lock: it may finish at once)
+
+    def finished(self, link: Link, program: str, step: int, call) -> None:
+        """A step's call is done: forget it, then send its outputs or its error to the driver."""
+        with self.lock:
+            self.calls.pop((program, step), None)
+            self.deadlines.pop((program, step), None)
         try:
-            outputs = call.wait(timeout)
-        finally:
-            with self.lock:
-                self.calls.pop((program, step), None)
-        if not profile:
-            return outputs
-        devices = executable.devices
-        spans = [(devices[device].name, item.node.name, item.node.op.name, item.kind, item.key,
-                  str(item.node.loc) if item.node.loc else "", start, end)
-                 for device, item, start, end in call.spans]
-        return {"outputs": outputs, "spans": spans}
+            outputs = call.wait(0)
+        except BaseException as error:                       # noqa: B036  (sent to the driver)
+            self._reply(link, ("failed", program, step, error))
+            return
+        if call.profile:
+            devices = call.executable.devices
+            outputs = {"outputs": outputs,
+                       "spans": [(devices[device].name, item.node.name, item.node.op.name, item.kind, item.key,
+                                  str(item.node.loc) if item.node.loc else "", start, end)
+                                 for device, item, start, end in call.spans]}
+        self._reply(link, ("done", program, step, outputs))
+
+    def _reply(self, link: Link, message) -> None:
+        try:
+            link.send(message)
+        except LinkClosed:
+            pass                                             # (the driver is gone)
+        except Exception as error:                           # noqa: BLE001  (an error that does not pickle)
+            kind, program, step, error = message[0], message[1], message[2], message[3]
+            link.send(("failed", program, step, ExecutionError(f"{type(error).__name__}: {error}")))
 
     def clock(self) -> float:
         """This process's ``time.perf_counter()``: the driver aligns profiles' clocks with it."""
         return time.perf_counter()
 
     def send(self, program: str, step: int, key: str, tensor) -> None:
-        """The transport: a tensor for a recv on another task (an actor call, not waited on)."""
-        destination = key.split(";", 2)[1]
-        peer = self.peers[destination.rsplit("/device:", 1)[0]]
-        peer.deliver.remote(program, step, key, tensor)
+        """The transport: a tensor for a recv on another task, over the link to it.  A task
+        that is gone gets nothing (the driver fails the step when it sees it gone)."""
+        task = key.split(";", 2)[1].rsplit("/device:", 1)[0]
+        try:
+            self.link_to(task).send(("deliver", program, step, key, tensor), timeout=self.remaining(program, step))
+        except LinkClosed:
+            with self.lock:
+                if self.links.get(task) is not None and self.links[task].closed:
+                    del self.links[task]
+
+    def remaining(self, program: str, step: int) -> float | None:
+        deadline = self.deadlines.get((program, step))
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+    def link_to(self, task: str) -> Link:
+        with self.lock:
+            link = self.links.get(task)
+            address = self.addresses.get(task)
+        if link is not None and not link.closed:
+            return link
+        if address is None:
+            raise LinkClosed(f"task {self.name} knows no address of task {task}")
+        link = connect(address, self.key, self.name, task)
+        with self.lock:
+            if self.links.get(task) is not None and not self.links[task].closed:
+                link.close()                                 # (another thread connected first)
+                return self.links[task]
+            self.links[task] = link
+        return link
 
     def deliver(self, program: str, step: int, key: str, tensor) -> None:
         """A tensor another task sent for ``step``: to the step's call, or kept until it begins."""

@@ -112,8 +112,9 @@ def worker_for(device: Device) -> _Worker:
 class _Call:
     """The state of one call: values, counts, the rendezvous, the result or the error."""
 
-    def __init__(self, executable: "MultiDeviceExecutable", profile: bool):
+    def __init__(self, executable: "MultiDeviceExecutable", profile: bool, on_done=None):
         self.executable = executable
+        self.on_done = on_done                               # called once, with the call, when it is done
         self.values: list = [None] * executable.slot_count
         self.pending = [step.pending for step in executable.steps]
         self.remaining = len(executable.steps)
@@ -163,8 +164,18 @@ class _Call:
             self.remaining -= 1
             if self.remaining == 0:
                 self.done.set()
+            over = self.remaining == 0
+        if over:
+            self.notify()
         for successor in ready:
             self.start(successor)
+
+    def notify(self) -> None:
+        """Run ``on_done`` (once)."""
+        with self.lock:
+            callback, self.on_done = self.on_done, None
+        if callback is not None:
+            callback(self)
 
     def start(self, step: Step) -> None:
         """A step whose inputs are all done: a recv waits on the rendezvous, others queue."""
@@ -204,6 +215,7 @@ class _Call:
             if self.error is None:
                 self.error = (step, error)
         self.done.set()
+        self.notify()
 
     def pending_report(self) -> list[str]:
         """What the call is still waiting for: each recv (key, devices, node) and each kernel
@@ -379,23 +391,31 @@ class MultiDeviceExecutable:
             sources.update(executable.kernel_sources)
         return sources
 
-    def begin(self, arrays, *, profile: bool = False, mailbox: dict | None = None, tag=None) -> _Call:
+    def begin(self, arrays, *, profile: bool = False, mailbox: dict | None = None, tag=None, on_done=None,
+              launch: bool = True) -> _Call:
         """Start a call on ``arrays`` (the program's inputs, by index) and return it; tensors
         already received from other processes for it come in ``mailbox`` (key -> tensor).
-        ``tag`` (a step id) is what the transport is given with each remote send."""
-        call = _Call(self, profile)
+        ``tag`` (a step id) is what the transport is given with each remote send; ``on_done(call)``
+        runs once when the call is done (on the thread that finished or failed it).  With
+        ``launch=False`` nothing runs until ``launch(call)`` (tensors may be delivered before)."""
+        call = _Call(self, profile, on_done)
         call.arrays, call.tag = arrays, tag
         for slot, index in self.input_slots:
             call.values[slot] = arrays[index]
         for key, tensor in (mailbox or {}).items():
             call.deliver(key, tensor)
-        if not self.steps:
-            call.done.set()
+        if launch:
+            self.launch(call)
+        return call
+
+    def launch(self, call: _Call) -> None:
         self.workers                                          # started before the first submit
         call.started = time.perf_counter()
+        if not self.steps:
+            call.done.set()
+            call.notify()
         for step in self.roots:
             call.start(step)
-        return call
 
     def deadline(self) -> float | None:
         """Seconds the next call may take: ``step_timeout_s``, with more for the first call."""

@@ -98,7 +98,7 @@ def test_a_pinned_program_equals_one_process_and_the_interpreter(cluster, stats,
     _close(on_cluster(x2, y2), flowjit.jit(pipeline, backend="interpreter")(x2, y2))
 
 
-def test_a_large_input_read_by_every_task_is_put_once_and_read_from_the_object_store(cluster):
+def test_a_large_input_read_by_every_task_reaches_each_over_its_link(cluster):
     def spread(x):
         with flowjit.device(WORKER0):
             a = np.exp(x).sum(axis=1)
@@ -106,7 +106,7 @@ def test_a_large_input_read_by_every_task_is_put_once_and_read_from_the_object_s
             b = (x * 2).max(axis=1)
         with flowjit.device(PS):
             return a + b + x.min(axis=1)
-    x = np.random.default_rng(2).uniform(-1, 1, (64, 512)).astype(np.float32)      # 128 KiB: put once
+    x = np.random.default_rng(2).uniform(-1, 1, (64, 512)).astype(np.float32)      # 128 KiB, out of band
     got = flowjit.jit(spread, devices=cluster)(x)
     np.testing.assert_allclose(got, flowjit.jit(spread, backend="interpreter")(x), rtol=1e-5)
     np.testing.assert_array_equal(got, flowjit.jit(spread, devices=LOCAL_NAMES)(x))

@@ -1,0 +1,228 @@
+"""Links, the data plane of cluster steps (runtime/cluster_links.py), without Ray: whole
+messages with their arrays both ways, a handshake that refuses a wrong key before anything
+is unpickled, a closed peer seen at once, a send that gives up at its deadline; and the
+executor's call hooks that a task's step runs on (``on_done``, ``launch=False``), and
+kernels on a one-thread device, which hold no GIL and run no parallel twin."""
+
+import os
+import pickle
+import queue
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import flowjit
+from flowjit.runtime.cluster_links import POLL_S, LinkClosed, Listener, Replies, Switchboard, connect
+from flowjit.compiler.codegen.driver import PARALLEL_MIN_ELEMENTS
+from flowjit.compiler.ir import ops
+from flowjit.runtime.executor import ExecutionError, MultiDeviceExecutable
+
+KEY = b"k" * 32
+
+
+def _echo_server(key=KEY):
+    """A listener whose links send back every message they get; ``closed`` gets each link's end."""
+    closed = queue.Queue()
+
+    def serve(link):
+        try:
+            while True:
+                link.send(link.receive())
+        except LinkClosed as error:
+            closed.put(str(error))
+    return Listener(key, "127.0.0.1", serve), closed
+
+
+MESSAGES = [
+    ("scalars", 1, 2.5, "text", None, np.float32(3.0), np.int64(-7)),
+    ("arrays", np.arange(6.0).reshape(2, 3), np.ones((3, 4), np.float32).T, np.arange(20, dtype=np.int16)[::3],
+     np.zeros((0, 3)), np.array(1.5), np.array([True, False]), np.ones(1 << 18, np.float32)),
+    ("nested", {0: np.arange(3, dtype=np.uint8), 5: [np.float64(2), (np.arange(4.0),)]}),
+]
+
+
+@pytest.mark.parametrize("message", MESSAGES, ids=[message[0] for message in MESSAGES])
+def test_a_message_and_its_arrays_come_back_equal_and_writable(message):
+    listener, _ = _echo_server()
+    link = connect(listener.address, KEY, "test", "echo")
+    try:
+        link.send(message)
+        got = link.receive(time.monotonic() + 10)
+    finally:
+        link.close()
+        listener.close()
+
+    def same(a, b):
+        if isinstance(a, np.ndarray):
+            assert isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape
+            np.testing.assert_array_equal(a, b)
+            assert b.flags.writeable or b.size == 0
+        elif isinstance(a, dict):
+            assert a.keys() == b.keys() and all(same(a[k], b[k]) is None for k in a)
+        elif isinstance(a, (list, tuple)):
+            assert type(a) is type(b) and len(a) == len(b) and all(same(x, y) is None for x, y in zip(a, b))
+        else:
+            assert a == b and type(a) is type(b)
+    same(message, got)
+
+
+class _Marker:
+    """Unpickling one of these leaves a file behind: proof that bytes were unpickled."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_wrong_key_is_refused_before_anything_it_sends_is_unpickled(tmp_path):
+    listener, closed = _echo_server()
+    with pytest.raises(LinkClosed):
+        link = connect(listener.address, b"x" * 32, "intruder", "echo", timeout=5)
+        link.receive(time.monotonic() + 5)          # the listener hangs up instead of answering
+    marker = tmp_path / "unpickled"
+    sock = socket.create_connection(listener.address, timeout=5)    # no handshake at all: a pickle at once
+    sock.recv(32)
+    payload = pickle.dumps(_Marker(str(marker)))
+    sock.sendall(len(payload).to_bytes(8, "little") + payload)
+    sock.settimeout(5)
+    assert sock.recv(1) == b""                       # hung up on
+    sock.close()
+    listener.close()
+    assert not marker.exists() and closed.empty()
+
+
+def test_a_peer_that_goes_away_is_seen_at_once_on_both_ends():
+    listener, closed = _echo_server()
+    link = connect(listener.address, KEY, "test", "echo")
+    link.send("hello")
+    assert link.receive(time.monotonic() + 5) == "hello"
+    started = time.monotonic()
+    link.close()
+    assert "closed the link" in closed.get(timeout=5)
+    assert time.monotonic() - started < POLL_S * 4
+    with pytest.raises(LinkClosed):
+        link.send("after")
+    listener.close()
+    with pytest.raises(LinkClosed, match="connecting to echo"):     # nobody listens there any more
+        connect(listener.address, KEY, "test", "echo", timeout=2)
+
+
+def test_a_send_to_a_peer_that_does_not_read_gives_up_at_its_deadline():
+    accepted = []
+    listener = Listener(KEY, "127.0.0.1", lambda link: accepted.append(link) or time.sleep(30))
+    link = connect(listener.address, KEY, "test", "stuck")
+    started = time.monotonic()
+    with pytest.raises(LinkClosed) as caught:
+        for _ in range(64):                          # far more than the socket buffers hold
+            link.send(np.ones(1 << 20, np.float32), timeout=1.0)
+    assert caught.value.timed_out
+    assert 1.0 <= time.monotonic() - started < 1.0 + 4 * POLL_S
+    assert link.closed                               # half a message went out: the link cannot be used again
+    listener.close()
+
+
+def test_the_switchboard_posts_replies_to_their_step_and_a_lost_task_to_every_step_waiting():
+    def task(link):
+        try:
+            while True:
+                kind, program, step = link.receive()
+                if kind == "die":
+                    link.close()
+                    return
+                link.send(("done", program, step, [np.arange(step)]))
+        except LinkClosed:
+            pass
+    listener = Listener(KEY, "127.0.0.1", task)
+    board = Switchboard(KEY)
+    first, second = board.expect("p", 1), board.expect("p", 2)
+    link = board.link("/job:w/task:0", listener.address, 5)
+    assert board.link("/job:w/task:0", listener.address, 5) is link          # one link per task
+    link.send(("run", "p", 2))
+    task_name, kind, payload = second.next(time.monotonic() + 5)
+    assert (task_name, kind) == ("/job:w/task:0", "done") and payload[0].tolist() == [0, 1]
+    assert first.next(time.monotonic() + 0.2) is None                        # nothing for step 1
+    link.send(("die", "p", 0))
+    for replies in (first, second):
+        assert replies.next(time.monotonic() + 5)[:2] == ("/job:w/task:0", "lost")
+    board.forget("p", 1)
+    board.forget("p", 2)
+    assert link.closed                     # a later step connects again (and learns the task is gone)
+    board.close()
+    listener.close()
+
+
+def test_replies_wait_until_their_deadline():
+    replies = Replies()
+    started = time.monotonic()
+    assert replies.next(started + 0.2) is None and time.monotonic() - started >= 0.2
+    threading.Timer(0.1, replies.post, ("t", "done", 1)).start()
+    assert replies.next(time.monotonic() + 5) == ("t", "done", 1)
+
+
+# -- the executor's hooks for a task's steps -------------------------------------------------
+def _two_device_program():
+    def pipeline(x, y):
+        with flowjit.device("cpu:1"):
+            a = np.tanh(x) * 2
+        with flowjit.device("cpu:0"):
+            return a.sum(axis=1) + y
+    x, y = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), np.ones(3, np.float32)
+    lowered = flowjit.jit(pipeline, devices=["cpu:0", "cpu:1"]).lower(x, y)
+    _two_device_program.lowered = lowered
+    return lowered.multi_device_executable, (x, y), (np.tanh(x) * 2).sum(axis=1) + y
+
+
+def test_on_done_runs_once_when_a_call_finishes_or_fails():
+    executable, args, expected = _two_device_program()
+    seen = queue.Queue()
+    call = executable.begin(args, on_done=seen.put)
+    assert seen.get(timeout=10) is call
+    np.testing.assert_allclose(call.wait(0), [expected], rtol=1e-6)
+    call = executable.begin(args, on_done=seen.put, launch=False)
+    call.fail(None, ExecutionError("aborted from outside"))
+    call.fail(None, ExecutionError("again"))                      # the first error wins; one callback
+    assert seen.get(timeout=1) is call and seen.empty()
+    with pytest.raises(ExecutionError, match="aborted from outside"):
+        call.wait(0)
+
+
+def test_a_call_not_launched_takes_deliveries_and_runs_when_launched():
+    """A task registers a step's call before it launches it, so that a tensor another task
+    sends meanwhile reaches the call (and not the mailbox of steps not begun)."""
+    inner, (x, y), expected = _two_device_program()
+    receiving = [index for index, graph in enumerate(inner.partitions) if any(n.op is ops.recv for n in graph.nodes)]
+    compiled = {name: kernel for (_, name), kernel in inner.kernels.items()}
+    lowered = _two_device_program.lowered
+    executable = MultiDeviceExecutable([inner.partitions[index] for index in receiving],
+                                       [lowered.partitioned.inputs[index] for index in receiving], [(0, 0)],
+                                       lowered.devices, lambda node: compiled[node.name],
+                                       step_timeout_s=5, transport=lambda tag, key, tensor: None)
+    recv = next(step for step in executable.steps if step.kind == "recv")
+    call = executable.begin((x, y), launch=False)
+    assert not call.done.wait(0.2) and call.started == 0.0         # nothing ran
+    call.deliver(recv.key, np.tanh(x) * 2)                         # as from another process
+    executable.launch(call)
+    np.testing.assert_allclose(call.wait(5)[0], expected, rtol=1e-6)
+
+
+def test_kernels_on_a_one_thread_device_are_serial_and_release_the_gil():
+    x = np.linspace(-1, 1, PARALLEL_MIN_ELEMENTS, dtype=np.float32)   # the size that runs in parallel
+
+    def program(x):
+        with flowjit.device("cpu:1"):
+            return np.exp(np.sin(x)) * 2
+    for threads, parallel in ((1, False), (2, True)):
+        lowered = flowjit.jit(program, devices=["cpu:0", {"name": "cpu:1", "threads": threads}]).lower(x)
+        executable = lowered.multi_device_executable
+        kernels = [kernel for kernel in executable.kernels.values() if kernel.compiled]
+        assert kernels, "no kernel compiled"
+        for kernel in kernels:
+            assert ("_parallel_" in kernel.driver_source) is parallel, kernel.driver_source
+            for compiled in kernel.compiled:
+                assert compiled.serial.targetoptions["nogil"] and compiled.parallel.targetoptions["nogil"]
+        np.testing.assert_allclose(executable(x)[0], np.exp(np.sin(x)) * 2, rtol=1e-6)
