@@ -23,11 +23,13 @@ import itertools
 import time
 import uuid
 
+import numpy as np
+
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph
 from flowjit.compiler.ir.printer import print_graph
 from flowjit.runtime.cluster import CALL_TIMEOUT, Cluster, ClusterError
-from flowjit.runtime.cluster_links import LinkClosed
+from flowjit.runtime.cluster_links import LinkClosed, RemoteError, encode, restored_error
 from flowjit.runtime.executor import DEFAULT_STEP_TIMEOUT, FIRST_CALL_ALLOWANCE
 
 ABORT_GRACE = 1.0              # seconds the other tasks get to report an abort
@@ -126,26 +128,39 @@ class ClusterExecutable:
         step = next(self.steps)
         actors = self.cluster.actors()
         deadline = None if timeout is None else time.monotonic() + timeout
+        messages = {task: encode(("run", self.program, step, self.input_count,
+                                  None if timeout is None else timeout + 5.0,
+                                  {feed: arrays[feed] for feed in plan["feeds"]}, profile))
+                    for task, plan in self.plan.items()}                 # (all before any is sent)
         replies = self.cluster.links.expect(self.program, step)
+        begun: list[str] = []
         try:
-            for index, (task, plan) in enumerate(self.plan.items()):
-                message = ("run", self.program, step, self.input_count, None if timeout is None else timeout + 5.0,
-                           {feed: arrays[feed] for feed in plan["feeds"]}, profile)
+            for task, message in messages.items():
+                remaining = None if deadline is None else deadline - time.monotonic()
                 try:
-                    remaining = CALL_TIMEOUT if deadline is None else max(0.0, deadline - time.monotonic())
-                    self.cluster.link(task, min(remaining, CALL_TIMEOUT)).send(message, timeout=remaining)
+                    if remaining is not None and remaining <= 0:
+                        raise LinkClosed("the step's deadline passed before its feeds went out", True)
+                    link = self.cluster.link(task, CALL_TIMEOUT if remaining is None else min(remaining, CALL_TIMEOUT))
+                    link.send_encoded(message, timeout=remaining)
                 except LinkClosed as error:
-                    begun = list(self.plan)[:index]
                     if error.timed_out:
                         self._hung(step, [task], replies, begun, actors, CALL_TIMEOUT if timeout is None else timeout)
                     self._failed(step, task, "died", f"its process died ({error})", replies, begun, actors)
+                begun.append(task)
             results = self._wait(step, replies, actors, deadline, timeout)
+        except ClusterError:
+            raise
+        except BaseException:                            # (an interrupt: no task stays blocked on the step)
+            self._abort(step, f"step {step} of @{self.name} was interrupted in the driver", replies, [], actors)
+            raise
         finally:
             self.cluster.links.forget(self.program, step)
         outputs = []
         for task, position in self.output_places:
             value = arrays[position] if task is None else \
                 (results[task]["outputs"] if profile else results[task])[position]
+            if task is not None and isinstance(value, np.ndarray) and not value.flags.writeable:
+                value = value.copy()                     # (a read-only array keeps its flag through pickle)
             outputs.append(value)
         return outputs, results
 
@@ -166,15 +181,16 @@ class ClusterExecutable:
             elif kind == "lost":
                 self._failed(step, task, "died", f"its process died ({payload})", replies, pending, actors)
             else:
-                self._failed(step, task, "raised", f"{type(payload).__name__}: {payload}", replies, pending, actors,
-                             cause=payload if isinstance(payload, BaseException) else None)
+                error = restored_error(payload)
+                self._failed(step, task, "raised", f"{type(error).__name__}: {error}" if not isinstance(
+                    error, RemoteError) else str(error), replies, pending, actors, cause=error)
         return results
 
     def _abort(self, step: int, reason: str, replies, pending: list, actors: dict) -> None:
         """Tell every task to abort ``step`` and give the unfinished ones (``pending``) a moment
         to stop."""
-        for actor in actors.values():
-            actor.abort.remote(self.program, step, reason)
+        for task in self.plan:
+            actors[task].abort.remote(self.program, step, reason)
         waiting = set(pending)
         grace = time.monotonic() + ABORT_GRACE
         while waiting:

@@ -11,12 +11,18 @@ trip took 0.1 ms, and 8 MB went one way in 2.6 ms.
 A link is one TCP connection (``TCP_NODELAY``) carrying whole messages both ways: a
 message is pickled with protocol 5, its arrays' memory out of band, so an array is sent
 from its own buffer and received straight into a new one (no copy but the socket's).  Each
-task listens on its node's address; a connection proves it knows the cluster's key (an
-HMAC of a nonce) before anything else is read from it.
+task listens on its node's address.  Both ends of a new connection prove they know the
+cluster's key, and who they are, before a message goes either way: each sends a nonce, and
+each answers with an HMAC of both nonces and both names (so nothing is unpickled from a
+process that does not hold the key, and a process that took over a dead task's port is
+refused).  Links are not encrypted: as Ray itself, a cluster wants a trusted network.
 
 Every wait has a deadline or ends with the peer: a send gives up at its deadline (a peer
 that stops reading is hung), a reader waits for the next message until the link closes,
-and a process that dies closes its links, which its peers see at once (``LinkClosed``).
+and a process that dies closes its links, which its peers see at once (``LinkClosed``); a
+host that vanishes without closing them is found by TCP keepalive within about
+``KEEPALIVE_S`` + 3 seconds.  Errors travel as ``portable_error``: a type name and text
+beside the pickled exception, so an exception that does not unpickle still says what it said.
 """
 
 from __future__ import annotations
@@ -36,9 +42,11 @@ import numpy as np
 POLL_S = 0.5                   # how often a blocked read or write looks at its link and deadline
 CONNECT_TIMEOUT_S = 10.0       # the longest a connection and its handshake may take
 SMALL = 1 << 16                # a message this small goes out in one write
+KEEPALIVE_S = 6                # idle seconds before TCP probes a silent peer (then 3 probes, 1 s apart)
 _LENGTH = struct.Struct("<Q")
 _NONCE = 32
 _NAME = struct.Struct("<H")
+_PROOF = hashlib.sha256().digest_size
 
 
 class LinkClosed(ConnectionError):
@@ -60,12 +68,50 @@ def encode(message) -> list:
     return [_LENGTH.pack(len(head)) + head, *raws]
 
 
+def portable_error(error: BaseException) -> tuple:
+    """``error`` as it travels: (type name, text, the pickled exception or None where it
+    does not come back from a pickle)."""
+    text = str(error)
+    notes = getattr(error, "__notes__", None)
+    if notes:
+        text += "\n" + "\n".join(notes)
+    try:
+        pickled = pickle.dumps(error, protocol=5)
+        pickle.loads(pickled)
+    except Exception:                                    # noqa: BLE001  (any exception may refuse)
+        pickled = None
+    return type(error).__name__, text, pickled
+
+
+def restored_error(payload: tuple) -> BaseException:
+    """The exception ``portable_error`` sent (a ``RemoteError`` with its text where it did not pickle)."""
+    name, text, pickled = payload
+    if pickled is not None:
+        try:
+            return pickle.loads(pickled)
+        except Exception:                                # noqa: BLE001
+            pass
+    return RemoteError(name, text)
+
+
+class RemoteError(Exception):
+    """An exception raised in another process that could not be sent as itself."""
+
+    def __init__(self, name: str, text: str):
+        super().__init__(f"{name}: {text}")
+        self.name = name
+
+
 class Link:
     """One connection: ``send`` writes whole messages (one writer at a time), ``receive``
     reads the next one (one reader)."""
 
     def __init__(self, sock: socket.socket, peer: str):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for option, value in (("TCP_KEEPIDLE", KEEPALIVE_S), ("TCP_KEEPINTVL", 1), ("TCP_KEEPCNT", 3)):
+            if hasattr(socket, option):                  # (Linux; elsewhere the system's defaults)
+                sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
         sock.settimeout(POLL_S)
         self.sock, self.peer = sock, peer
         self.address: tuple | None = None          # what it was connected to (the connecting side's)
@@ -75,17 +121,23 @@ class Link:
     def send(self, message, timeout: float | None = None) -> None:
         """Write ``message``; ``LinkClosed`` when the other end is gone or ``timeout`` seconds
         pass first (the link is then closed: a message half written cannot be taken back)."""
-        parts = encode(message)
+        self.send_encoded(encode(message), timeout)
+
+    def send_encoded(self, parts: list, timeout: float | None = None) -> None:
+        """``send`` of what ``encode`` made of a message."""
         if sum(len(part) if isinstance(part, bytes) else part.nbytes for part in parts) <= SMALL:
             parts = [b"".join(parts)]
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self.lock:
-            try:
-                for part in parts:
-                    self._write(memoryview(part).cast("B"), deadline)
-            except (OSError, LinkClosed) as error:
-                self.close()
-                raise LinkClosed(f"sending to {self.peer}: {error}", getattr(error, "timed_out", False)) from None
+        if not self.lock.acquire(timeout=-1 if timeout is None else timeout):
+            raise LinkClosed(f"sending to {self.peer}: another send held the link past the deadline", True)
+        try:
+            for part in parts:
+                self._write(memoryview(part).cast("B"), deadline)
+        except (OSError, LinkClosed) as error:
+            self.close()
+            raise LinkClosed(f"sending to {self.peer}: {error}", getattr(error, "timed_out", False)) from None
+        finally:
+            self.lock.release()
 
     def _write(self, view: memoryview, deadline: float | None) -> None:
         while len(view):
@@ -100,9 +152,14 @@ class Link:
     def receive(self, deadline: float | None = None):
         """The next message; ``LinkClosed`` when the other end is gone, the link was closed, or
         ``deadline`` (a ``time.monotonic()``; None: none) passes first."""
-        (length,) = _LENGTH.unpack(self._read(_LENGTH.size, deadline))
-        payload, sizes = pickle.loads(self._read(length, deadline))
-        return pickle.loads(payload, buffers=[self._read(size, deadline) for size in sizes])
+        try:
+            (length,) = _LENGTH.unpack(self._read(_LENGTH.size, deadline))
+            payload, sizes = pickle.loads(self._read(length, deadline))
+            buffers = [self._read(size, deadline) for size in sizes]
+        except LinkClosed:
+            self.close()                 # (half a message read: the stream cannot be resumed)
+            raise
+        return pickle.loads(payload, buffers=buffers)
 
     def _read(self, size: int, deadline: float | None = None) -> np.ndarray:
         buffer = np.empty(size, np.uint8)
@@ -132,27 +189,36 @@ class Link:
         self.sock.close()
 
 
-def _proof(key: bytes, nonce: bytes) -> bytes:
-    return hmac.new(key, nonce, hashlib.sha256).digest()
+def _proof(key: bytes, role: bytes, first: bytes, second: bytes, names: tuple[str, str]) -> bytes:
+    text = b"|".join([role, first, second, *(name.encode() for name in names)])
+    return hmac.new(key, text, hashlib.sha256).digest()
 
 
 def connect(address: tuple[str, int], key: bytes, name: str, peer: str,
             timeout: float = CONNECT_TIMEOUT_S) -> Link:
-    """A link to the listener at ``address`` (whose process is ``peer``), introduced as
-    ``name``; ``LinkClosed`` when it refuses or does not answer within ``timeout`` seconds."""
+    """A link to the listener at ``address``, which must be ``peer`` (the name its listener
+    was given), introduced as ``name``; ``LinkClosed`` when it refuses, does not answer within
+    ``timeout`` seconds, or cannot prove it holds ``key`` and is ``peer``."""
     deadline = time.monotonic() + timeout
     where = f"connecting to {peer} at {address[0]}:{address[1]}"
     try:
-        sock = socket.create_connection(tuple(address), timeout=timeout)
+        sock = socket.create_connection(tuple(address), timeout=max(timeout, 1e-3))
     except OSError as error:
-        raise LinkClosed(f"{where}: {error}", isinstance(error, socket.timeout)) from None
+        raise LinkClosed(f"{where}: {error}", isinstance(error, socket.timeout) or time.monotonic() > deadline) \
+            from None
     link = Link(sock, peer)
     link.address = tuple(address)
+    ours = os.urandom(_NONCE)
+    introduction = name.encode()
     try:
-        nonce = bytes(link._read(_NONCE, deadline))               # the listener speaks first
-        introduction = name.encode()
-        with link.lock:                 # (raw bytes: nothing is unpickled before the proof is checked)
-            link._write(memoryview(_proof(key, nonce) + _NAME.pack(len(introduction)) + introduction), deadline)
+        with link.lock:                 # (raw bytes: nothing is unpickled before both proofs)
+            link._write(memoryview(ours + _NAME.pack(len(introduction)) + introduction), deadline)
+        theirs = bytes(link._read(_NONCE, deadline))
+        proof = bytes(link._read(_PROOF, deadline))
+        if not hmac.compare_digest(proof, _proof(key, b"listener", ours, theirs, (peer, name))):
+            raise LinkClosed(f"the process there is not {peer} of this cluster (it proved neither the key nor that name)")
+        with link.lock:
+            link._write(memoryview(_proof(key, b"connector", theirs, ours, (name, peer))), deadline)
     except (LinkClosed, OSError) as error:
         link.close()
         raise LinkClosed(f"{where}: {error}", getattr(error, "timed_out", False)) from None
@@ -160,11 +226,11 @@ def connect(address: tuple[str, int], key: bytes, name: str, peer: str,
 
 
 class Listener:
-    """Accepts links from processes that know ``key``: ``on_link(link)`` gets each one (its
-    ``peer`` the name the other end gave), on a thread of its own."""
+    """Accepts links, as ``name``, from processes that know ``key``: ``on_link(link)`` gets
+    each one (its ``peer`` the name the other end gave), on a thread of its own."""
 
-    def __init__(self, key: bytes, host: str, on_link: Callable[[Link], None]):
-        self.key, self.on_link = key, on_link
+    def __init__(self, key: bytes, host: str, on_link: Callable[[Link], None], name: str):
+        self.key, self.on_link, self.name = key, on_link, name
         self.sock = socket.create_server((host, 0))
         self.sock.settimeout(POLL_S)
         self.address = (host, self.sock.getsockname()[1])
@@ -182,18 +248,19 @@ class Listener:
             threading.Thread(target=self._greet, args=(sock,), name="flowjit-link", daemon=True).start()
 
     def _greet(self, sock: socket.socket) -> None:
-        """The handshake: a nonce out; its HMAC under the key back, then the peer's name."""
+        """The handshake (``connect``'s other half)."""
         link = Link(sock, "a process connecting")
         deadline = time.monotonic() + CONNECT_TIMEOUT_S
-        nonce = os.urandom(_NONCE)
+        ours = os.urandom(_NONCE)
         try:
+            theirs = bytes(link._read(_NONCE, deadline))
+            (length,) = _NAME.unpack(bytes(link._read(_NAME.size, deadline)))
+            name = bytes(link._read(length, deadline)).decode(errors="replace")
             with link.lock:
-                link._write(memoryview(nonce), deadline)
-            proof = bytes(link._read(len(_proof(self.key, nonce)), deadline))
-            accepted = hmac.compare_digest(proof, _proof(self.key, nonce))
-            if accepted:
-                (length,) = _NAME.unpack(bytes(link._read(_NAME.size, deadline)))
-                name = bytes(link._read(length, deadline)).decode(errors="replace")
+                link._write(memoryview(ours + _proof(self.key, b"listener", theirs, ours, (self.name, name))),
+                            deadline)
+            proof = bytes(link._read(_PROOF, deadline))
+            accepted = hmac.compare_digest(proof, _proof(self.key, b"connector", ours, theirs, (name, self.name)))
         except (LinkClosed, OSError):
             accepted = False
         if not accepted:
@@ -227,7 +294,11 @@ class Switchboard:
             return link
         link = connect(address, self.key, "driver", task, timeout)
         with self.lock:
-            old, self.links[task] = self.links.get(task), link
+            old = self.links.get(task)
+            if old is not None and not old.closed and old.address == link.address:
+                link.close()                             # (another step connected first)
+                return old
+            self.links[task] = link
         if old is not None:
             old.close()
         threading.Thread(target=self._read, args=(task, link), name=f"flowjit-link-{task}", daemon=True).start()
@@ -247,7 +318,7 @@ class Switchboard:
             reason = f"its reply could not be read: {type(error).__name__}: {error}"
         link.close()                    # (a step begun after this connects again, and learns the task is gone)
         with self.lock:
-            current = self.links.get(task) is link
+            current = self.links.get(task) in (link, None)      # (None: dropped, or closed with the board)
             waiting = list(self.expected.values())
         if current:
             for replies in waiting:

@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from flowjit.devices import Device, DeviceSet
-from flowjit.runtime.cluster_links import POLL_S, Link, LinkClosed, Listener, connect
+from flowjit.runtime.cluster_links import CONNECT_TIMEOUT_S, POLL_S, Link, LinkClosed, Listener, connect, portable_error
 from flowjit.runtime.executor import ExecutionError, MultiDeviceExecutable, StepTimeoutError
 from flowjit.runtime.variables import VariableBuffer
 
@@ -52,9 +52,7 @@ class Task:
         self.key = key
         self.addresses: dict[str, tuple] = {}              # task -> its listener's address
         self.links: dict[str, Link] = {}                    # task -> the link this task sends to it on
-        self.listener = Listener(key, ray.util.get_node_ip_address(), self.accepted)
         self.deadlines: dict[tuple[str, int], float] = {}   # (program, step) -> when it fails here
-        threading.Thread(target=self.watch, name="flowjit-step-watchdog", daemon=True).start()
         self.programs: dict[str, MultiDeviceExecutable] = {}
         self.lock = threading.Lock()
         self.calls: dict[tuple[str, int], object] = {}      # (program, step) -> the running call
@@ -64,6 +62,8 @@ class Task:
         self.variables: dict[str, VariableBuffer] = {}      # the variables that live here
         self.staged: dict[str, dict] = {}                   # token -> values to store (put_variables)
         self.counts = {"registered": 0, "steps": 0}
+        self.listener = Listener(key, ray.util.get_node_ip_address(), self.accepted, name)
+        threading.Thread(target=self.watch, name="flowjit-step-watchdog", daemon=True).start()
 
     # -- control -----------------------------------------------------------------------
     def info(self) -> dict:
@@ -148,6 +148,10 @@ class Task:
     def forget(self, program: str) -> None:
         with self.lock:
             self.programs.pop(program, None)
+            self.latest.pop(program, None)
+            for table in (self.early, self.aborted):
+                for key in [key for key in table if key[0] == program]:
+                    del table[key]
 
     # -- links -----------------------------------------------------------------------
     def accepted(self, link: Link) -> None:
@@ -161,6 +165,8 @@ class Task:
                     self.deliver(*message[1:])
         except LinkClosed:
             pass
+        except Exception:                                  # noqa: BLE001  (a message that does not unpickle)
+            link.close()                                   # (its sender sees the link close)
         with self.lock:                # the driver that ran these is gone: nothing waits for them
             orphans = [call for key, call in self.calls.items() if getattr(call, "link", None) is link]
         for call in orphans:
@@ -191,14 +197,17 @@ class Task:
         key = (program, step)
         with self.lock:
             executable = self.programs.get(program)
-            if executable is None:
-                error = ExecutionError(f"task {self.name} has no program {program} registered (it was restarted "
-                                       f"since; the driver registers again)")
-                self._reply(link, ("failed", program, step, error))
-                return
+        if executable is None:
+            self._reply(link, ("failed", program, step, portable_error(ExecutionError(
+                f"task {self.name} has no program {program} registered (it was restarted since; the driver "
+                f"registers again)"))))
+            return
+        with self.lock:
             self.latest[program] = max(step, self.latest.get(program, -1))
             for stale in [stale for stale in self.early if stale[0] == program and stale[1] < step]:
                 del self.early[stale]                        # tensors for steps that were aborted
+            for stale in [stale for stale in self.aborted if stale[0] == program and stale[1] < step]:
+                del self.aborted[stale]
             reason = self.aborted.pop(key, None)
             mailbox = self.early.pop(key, {})
             arrays = [feeds.get(index) for index in range(input_count)]
@@ -215,31 +224,37 @@ class Task:
             executable.launch(call)                          # (outside the lock: it may finish at once)
 
     def finished(self, link: Link, program: str, step: int, call) -> None:
-        """A step's call is done: forget it, then send its outputs or its error to the driver."""
+        """A step's call is done: forget it, then send its outputs or its error to the driver.
+        (It runs on the device thread that finished the call: it never raises into it.)"""
         with self.lock:
             self.calls.pop((program, step), None)
             self.deadlines.pop((program, step), None)
         try:
             outputs = call.wait(0)
+            if call.profile:
+                devices = call.executable.devices
+                outputs = {"outputs": outputs,
+                           "spans": [(devices[device].name, item.node.name, item.node.op.name, item.kind, item.key,
+                                      str(item.node.loc) if item.node.loc else "", start, end)
+                                     for device, item, start, end in call.spans]}
+            reply = ("done", program, step, outputs)
         except BaseException as error:                       # noqa: B036  (sent to the driver)
-            self._reply(link, ("failed", program, step, error))
-            return
-        if call.profile:
-            devices = call.executable.devices
-            outputs = {"outputs": outputs,
-                       "spans": [(devices[device].name, item.node.name, item.node.op.name, item.kind, item.key,
-                                  str(item.node.loc) if item.node.loc else "", start, end)
-                                 for device, item, start, end in call.spans]}
-        self._reply(link, ("done", program, step, outputs))
+            reply = ("failed", program, step, portable_error(error))
+        self._reply(link, reply)
 
     def _reply(self, link: Link, message) -> None:
+        """Send a step's result to the driver (nothing when the driver is gone)."""
         try:
             link.send(message)
         except LinkClosed:
-            pass                                             # (the driver is gone)
-        except Exception as error:                           # noqa: BLE001  (an error that does not pickle)
-            kind, program, step, error = message[0], message[1], message[2], message[3]
-            link.send(("failed", program, step, ExecutionError(f"{type(error).__name__}: {error}")))
+            pass
+        except Exception as error:                           # noqa: BLE001  (outputs that do not pickle)
+            failure = ExecutionError(f"task {self.name} could not send the result of step {message[2]} of "
+                                     f"{message[1]}: {type(error).__name__}: {error}")
+            try:
+                link.send(("failed", message[1], message[2], portable_error(failure)))
+            except Exception:                                # noqa: BLE001
+                link.close()                                 # (the driver sees the task as lost)
 
     def clock(self) -> float:
         """This process's ``time.perf_counter()``: the driver aligns profiles' clocks with it."""
@@ -250,25 +265,30 @@ class Task:
         that is gone gets nothing (the driver fails the step when it sees it gone)."""
         task = key.split(";", 2)[1].rsplit("/device:", 1)[0]
         try:
-            self.link_to(task).send(("deliver", program, step, key, tensor), timeout=self.remaining(program, step))
-        except LinkClosed:
+            remaining = self.remaining(program, step)
+            self.link_to(task, remaining).send(("deliver", program, step, key, tensor), timeout=remaining)
+        except LinkClosed as error:
             with self.lock:
                 if self.links.get(task) is not None and self.links[task].closed:
                     del self.links[task]
+            if error.timed_out:                              # a task that is there and does not read
+                raise ExecutionError(f"sending '{key}' to task {task} did not finish by the step's deadline: "
+                                     f"{error}") from None
 
     def remaining(self, program: str, step: int) -> float | None:
         deadline = self.deadlines.get((program, step))
         return None if deadline is None else max(0.0, deadline - time.monotonic())
 
-    def link_to(self, task: str) -> Link:
+    def link_to(self, task: str, timeout: float | None = None) -> Link:
         with self.lock:
             link = self.links.get(task)
             address = self.addresses.get(task)
         if link is not None and not link.closed:
             return link
         if address is None:
-            raise LinkClosed(f"task {self.name} knows no address of task {task}")
-        link = connect(address, self.key, self.name, task)
+            raise ExecutionError(f"task {self.name} knows no address of task {task}")
+        link = connect(address, self.key, self.name, task,
+                       CONNECT_TIMEOUT_S if timeout is None else min(CONNECT_TIMEOUT_S, timeout))
         with self.lock:
             if self.links.get(task) is not None and not self.links[task].closed:
                 link.close()                                 # (another thread connected first)

@@ -37,7 +37,7 @@ import llvmlite.binding as llvm
 import numba
 from numba import njit
 
-from flowjit.compiler.codegen.compiled import KERNEL_FLAGS, CompiledKernel, canonical
+from flowjit.compiler.codegen.compiled import KERNEL_FLAGS, SERIAL_FLAGS, CompiledKernel, canonical
 from flowjit.compiler.codegen.writer import PARALLEL, SERIAL, KernelSource
 from flowjit.compiler.codegen.numba_cache import LOCK_TIMEOUT_S, KernelFunctionCache, directory_lock
 from flowjit.files import is_temporary, write_atomically
@@ -55,7 +55,7 @@ def toolchain_key() -> str:
     library = digest.hexdigest()[:16]
     features = llvm.get_host_cpu_features().flatten()
     return (f"numba={numba.__version__};llvmlite={llvmlite.__version__};cpu={llvm.get_host_cpu_name()};"
-            f"{features};library={library};flags={sorted(KERNEL_FLAGS.items())}")
+            f"{features};library={library};flags={sorted(SERIAL_FLAGS.items())}")
 
 
 def _sha256(path: str) -> str:
@@ -194,10 +194,10 @@ class KernelCache:
 
     def _wrap(self, name, key, text, namespace, *, path: str | None, fma: bool) -> CompiledKernel:
         # 'contract' lets LLVM fuse a*b+c into one FMA (one rounding); nothing else of fastmath.
-        flags = dict(KERNEL_FLAGS, fastmath={"contract"} if fma else False)
+        fastmath = {"contract"} if fma else False
         native = path is not None and KernelFunctionCache is None       # another numba: its own cache
-        serial = njit(cache=native, **flags)(namespace[SERIAL])
-        parallel = njit(parallel=True, cache=native, **flags)(namespace[PARALLEL])
+        serial = njit(cache=native, fastmath=fastmath, **SERIAL_FLAGS)(namespace[SERIAL])
+        parallel = njit(parallel=True, cache=native, fastmath=fastmath, **KERNEL_FLAGS)(namespace[PARALLEL])
         STATS.dispatchers.extend([serial, parallel])
         compiled = CompiledKernel(name, key, text, serial, parallel, path, fma=fma)
         if path is not None and KernelFunctionCache is not None:

@@ -11,10 +11,13 @@ import re
 from dataclasses import dataclass, field
 
 # How numba compiles every CPU kernel the driver calls (kernel modules, scans, gathers):
-# numpy's error model, and without the GIL, so that kernels on two devices of one process
-# run at once (the multi-device executor runs each device on its own thread).  Part of the
+# numpy's error model; serial kernels without the GIL, so that kernels on two devices of one
+# process run at once (the multi-device executor runs each device on its own thread).
+# Parallel ones keep it: where neither OpenMP nor TBB is there, numba's workqueue threading
+# layer aborts the process when two threads launch parallel kernels at once.  Part of the
 # kernel cache's key: a change compiles every kernel again.
-KERNEL_FLAGS = dict(error_model="numpy", nogil=True)
+KERNEL_FLAGS = dict(error_model="numpy")
+SERIAL_FLAGS = dict(KERNEL_FLAGS, nogil=True)
 
 
 @dataclass

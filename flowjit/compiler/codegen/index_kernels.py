@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from flowjit.compiler.codegen.compiled import KERNEL_FLAGS
+from flowjit.compiler.codegen.compiled import SERIAL_FLAGS
 from flowjit.compiler.ir.graph import Node
 
-KERNEL = dict(cache=True, **KERNEL_FLAGS)
+KERNEL = dict(cache=True, **SERIAL_FLAGS)
 
 
 @njit(inline="always", cache=True)

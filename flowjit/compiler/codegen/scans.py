@@ -21,13 +21,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from flowjit.compiler.codegen.compiled import KERNEL_FLAGS
+from flowjit.compiler.codegen.compiled import KERNEL_FLAGS, SERIAL_FLAGS
 from flowjit.compiler.ir.graph import Node
 
 BLOCK = 256                     # columns one task scans together: a few vectors' worth of lanes
 
 COMBINED = dict(inline="always", cache=True)
 KERNEL = dict(cache=True, **KERNEL_FLAGS)
+SERIAL = dict(cache=True, **SERIAL_FLAGS)
 
 
 @njit(**COMBINED)
@@ -67,7 +68,7 @@ def _scan(x, out, combine):
 
 
 # One serial and one parallel kernel per combine: module-level functions, so numba caches them.
-@njit(**KERNEL)
+@njit(**SERIAL)
 def add_serial(x, out):
     _scan(x, out, _add)
 
@@ -77,7 +78,7 @@ def add_parallel(x, out):
     _scan(x, out, _add)
 
 
-@njit(**KERNEL)
+@njit(**SERIAL)
 def multiply_serial(x, out):
     _scan(x, out, _multiply)
 
@@ -87,7 +88,7 @@ def multiply_parallel(x, out):
     _scan(x, out, _multiply)
 
 
-@njit(**KERNEL)
+@njit(**SERIAL)
 def maximum_serial(x, out):
     _scan(x, out, _maximum)
 
@@ -97,7 +98,7 @@ def maximum_parallel(x, out):
     _scan(x, out, _maximum)
 
 
-@njit(**KERNEL)
+@njit(**SERIAL)
 def minimum_serial(x, out):
     _scan(x, out, _minimum)
 
