@@ -33,6 +33,7 @@ from flowjit.runtime.cluster_links import LinkClosed, RemoteError, encode, resto
 from flowjit.runtime.executor import DEFAULT_STEP_TIMEOUT, FIRST_CALL_ALLOWANCE
 
 ABORT_GRACE = 1.0              # seconds the other tasks get to report an abort
+REGISTER_POLL_S = 0.2          # how often a registration looks at the other tasks' links
 
 
 class ClusterExecutable:
@@ -97,12 +98,30 @@ class ClusterExecutable:
                                              self.plan[task]["outputs"], self.compile_node, self.step_timeout_s,
                                              sorted(self.plan[task]["variables"]))
                 for task in stale]
-        kernels = self.cluster._get(refs, CALL_TIMEOUT * 6, f"registering @{self.name} with {', '.join(stale)}",
-                                    stale)
+        what = f"registering @{self.name} with {', '.join(stale)}"
+        deadline = time.monotonic() + CALL_TIMEOUT * 6
+        waiting = refs
+        for task in self.plan:           # (a link closes the moment its task dies; Ray may take seconds)
+            try:
+                self.cluster.link(task, CALL_TIMEOUT)
+            except LinkClosed as error:
+                self._lost_while(what, task, str(error))
+        while waiting and time.monotonic() < deadline:   # (registering compiles: tasks may die meanwhile)
+            _, waiting = self.cluster._ray.wait(waiting, num_returns=len(waiting), timeout=REGISTER_POLL_S)
+            for task in self.plan:
+                if self.cluster.links.lost(task):
+                    self._lost_while(what, task, "its link closed")
+        kernels = self.cluster._get(refs, max(0.0, deadline - time.monotonic()), what, stale)
         for task, names in zip(stale, kernels):
             self.registered[task] = self.cluster.generation[task]
             self.kernels[task] = names
         return True
+
+    def _lost_while(self, what: str, task: str, why: str):
+        info = self.cluster._info.get(task)
+        raise ClusterError(f"{what} failed on task {self.cluster.describe_task(task)}: its process died ({why})",
+                           task=task, kind="died", cluster=self.cluster,
+                           pid=info.pid if info else None, node=info.node if info else None)
 
     # -- steps -------------------------------------------------------------------------
     def __call__(self, *arrays):

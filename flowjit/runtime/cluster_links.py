@@ -324,6 +324,12 @@ class Switchboard:
             for replies in waiting:
                 replies.post(task, "lost", reason)
 
+    def lost(self, task: str) -> bool:
+        """Whether the link to ``task`` closed (its process is gone) and none replaced it."""
+        with self.lock:
+            link = self.links.get(task)
+        return link is not None and link.closed
+
     def expect(self, program: str, step: int) -> "Replies":
         replies = Replies()
         with self.lock:
