@@ -242,7 +242,7 @@ class Cluster:
                                                                        f"resources it needs: {waits})" if waits else ""),
                           list(started))
         for task, info in zip(started, infos):
-            self._info[task] = TaskInfo(task, **{**info, "address": tuple(info["address"])})
+            self._info[task] = TaskInfo(task, **info)
         self._set_peers(timeout)
 
     def _needs(self, task: str) -> dict:

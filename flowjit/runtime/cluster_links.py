@@ -274,35 +274,69 @@ class Listener:
         self.sock.close()
 
 
-class Switchboard:
-    """The driver's links, one to each task it runs steps on, and the replies they bring:
-    ``("done", program, step, outputs)`` and ``("failed", program, step, error)`` from a
-    task, or ``("lost", ...)`` when a task's link closes, each posted to the ``Replies`` of
-    its step."""
+class LinkTable:
+    """The links one process opens, one to each task it talks to, as ``name``: an open link
+    to a task's current address is reused; a closed one, or one to an address the task no
+    longer has (it was restarted), is replaced by a new connection."""
 
-    def __init__(self, key: bytes):
-        self.key = key
+    def __init__(self, key: bytes, name: str):
+        self.key, self.name = key, name
         self.lock = threading.Lock()
         self.links: dict[str, Link] = {}
-        self.expected: dict[tuple[str, int], "Replies"] = {}
 
     def link(self, task: str, address: tuple, timeout: float) -> Link:
         """The open link to ``task`` at ``address`` (connected now if there is none)."""
+        address = tuple(address)
         with self.lock:
             link = self.links.get(task)
-        if link is not None and not link.closed and link.address == tuple(address):
+        if link is not None and not link.closed and link.address == address:
             return link
-        link = connect(address, self.key, "driver", task, timeout)
+        link = connect(address, self.key, self.name, task, timeout)
         with self.lock:
             old = self.links.get(task)
-            if old is not None and not old.closed and old.address == link.address:
-                link.close()                             # (another step connected first)
+            if old is not None and not old.closed and old.address == address:
+                link.close()                             # (another thread connected first)
                 return old
             self.links[task] = link
         if old is not None:
             old.close()
-        threading.Thread(target=self._read, args=(task, link), name=f"flowjit-link-{task}", daemon=True).start()
+        self.opened(task, link)
         return link
+
+    def opened(self, task: str, link: Link) -> None:
+        """A new link to ``task`` (a subclass reads it)."""
+
+    def lost(self, task: str) -> bool:
+        """Whether the link to ``task`` closed (its process is gone) and none replaced it."""
+        with self.lock:
+            link = self.links.get(task)
+        return link is not None and link.closed
+
+    def drop(self, task: str) -> None:
+        """Close the link to ``task`` (it is being replaced)."""
+        with self.lock:
+            link = self.links.pop(task, None)
+        if link is not None:
+            link.close()
+
+    def close(self) -> None:
+        with self.lock:
+            links, self.links = list(self.links.values()), {}
+        for link in links:
+            link.close()
+
+
+class Switchboard(LinkTable):
+    """The driver's links, and the replies they bring: ``("done", program, step, outputs)``
+    and ``("failed", program, step, error)`` from a task, or ``("lost", ...)`` when a task's
+    link closes, each posted to the ``Replies`` of its step."""
+
+    def __init__(self, key: bytes):
+        super().__init__(key, "driver")
+        self.expected: dict[tuple[str, int], "Replies"] = {}
+
+    def opened(self, task: str, link: Link) -> None:
+        threading.Thread(target=self._read, args=(task, link), name=f"flowjit-link-{task}", daemon=True).start()
 
     def _read(self, task: str, link: Link) -> None:
         try:
@@ -324,12 +358,6 @@ class Switchboard:
             for replies in waiting:
                 replies.post(task, "lost", reason)
 
-    def lost(self, task: str) -> bool:
-        """Whether the link to ``task`` closed (its process is gone) and none replaced it."""
-        with self.lock:
-            link = self.links.get(task)
-        return link is not None and link.closed
-
     def expect(self, program: str, step: int) -> "Replies":
         replies = Replies()
         with self.lock:
@@ -339,19 +367,6 @@ class Switchboard:
     def forget(self, program: str, step: int) -> None:
         with self.lock:
             self.expected.pop((program, step), None)
-
-    def drop(self, task: str) -> None:
-        """Close the link to ``task`` (it is being replaced)."""
-        with self.lock:
-            link = self.links.pop(task, None)
-        if link is not None:
-            link.close()
-
-    def close(self) -> None:
-        with self.lock:
-            links, self.links = list(self.links.values()), {}
-        for link in links:
-            link.close()
 
 
 class Replies:

@@ -32,7 +32,8 @@ import time
 import numpy as np
 
 from flowjit.devices import Device, DeviceSet
-from flowjit.runtime.cluster_links import CONNECT_TIMEOUT_S, POLL_S, Link, LinkClosed, Listener, connect, portable_error
+from flowjit.runtime.cluster_links import (CONNECT_TIMEOUT_S, POLL_S, Link, LinkClosed, LinkTable, Listener,
+                                           portable_error)
 from flowjit.runtime.executor import ExecutionError, MultiDeviceExecutable, StepTimeoutError
 from flowjit.runtime.variables import VariableBuffer
 
@@ -49,9 +50,8 @@ class Task:
         self.name = name
         self.devices = DeviceSet(tuple(Device.make(device, threads=count)
                                        for device, count in zip(device_names, threads)))
-        self.key = key
         self.addresses: dict[str, tuple] = {}              # task -> its listener's address
-        self.links: dict[str, Link] = {}                    # task -> the link this task sends to it on
+        self.links = LinkTable(key, name)                   # the links this task sends to other tasks on
         self.deadlines: dict[tuple[str, int], float] = {}   # (program, step) -> when it fails here
         self.programs: dict[str, MultiDeviceExecutable] = {}
         self.lock = threading.Lock()
@@ -76,15 +76,9 @@ class Task:
         return True
 
     def set_peers(self, addresses: dict) -> None:
-        """Task name -> the listener address of every task (this one's included); a link to a
-        task whose address changed (it was restarted) is dropped."""
-        with self.lock:
-            for task, address in addresses.items():
-                link = self.links.get(task)
-                if link is not None and tuple(self.addresses.get(task, ())) != tuple(address):
-                    link.close()
-                    del self.links[task]
-            self.addresses = {task: tuple(address) for task, address in addresses.items()}
+        """Task name -> the listener address of every task (this one's included): the next
+        send to a task whose address changed (it was restarted) connects to the new one."""
+        self.addresses = dict(addresses)
 
     def register(self, program: str, texts: list[str], inputs: list[list[int]], outputs: list[tuple[int, int]],
                  compile_node, step_timeout_s: float | None, variables: list[str] = ()) -> list[str]:
@@ -197,31 +191,38 @@ class Task:
         key = (program, step)
         with self.lock:
             executable = self.programs.get(program)
+            if executable is not None:
+                call, reason = self._begin(link, executable, key, input_count, timeout, feeds, profile)
         if executable is None:
             self._reply(link, ("failed", program, step, portable_error(ExecutionError(
                 f"task {self.name} has no program {program} registered (it was restarted since; the driver "
                 f"registers again)"))))
-            return
-        with self.lock:
-            self.latest[program] = max(step, self.latest.get(program, -1))
-            for stale in [stale for stale in self.early if stale[0] == program and stale[1] < step]:
-                del self.early[stale]                        # tensors for steps that were aborted
-            for stale in [stale for stale in self.aborted if stale[0] == program and stale[1] < step]:
-                del self.aborted[stale]
-            reason = self.aborted.pop(key, None)
-            mailbox = self.early.pop(key, {})
-            arrays = [feeds.get(index) for index in range(input_count)]
-            call = executable.begin(arrays, mailbox=mailbox, tag=step, profile=profile, launch=False,
-                                    on_done=lambda call: self.finished(link, program, step, call))
-            call.link = link                                 # (what ``accepted`` fails when it closes)
-            self.calls[key] = call
-            if timeout is not None:
-                self.deadlines[key] = time.monotonic() + timeout
-            self.counts["steps"] += 1
-        if reason is not None:
+        elif reason is not None:
             call.fail(None, StepAborted(reason))
         else:
             executable.launch(call)                          # (outside the lock: it may finish at once)
+
+    def _begin(self, link: Link, executable, key: tuple[str, int], input_count: int, timeout: float | None,
+               feeds: dict, profile: bool):
+        """Under the lock: the step's call, registered and not launched, and why it is aborted
+        (None: it is not)."""
+        program, step = key
+        self.latest[program] = max(step, self.latest.get(program, -1))
+        for stale in [stale for stale in self.early if stale[0] == program and stale[1] < step]:
+            del self.early[stale]                        # tensors for steps that were aborted
+        for stale in [stale for stale in self.aborted if stale[0] == program and stale[1] < step]:
+            del self.aborted[stale]
+        reason = self.aborted.pop(key, None)
+        mailbox = self.early.pop(key, {})
+        arrays = [feeds.get(index) for index in range(input_count)]
+        call = executable.begin(arrays, mailbox=mailbox, tag=step, profile=profile, launch=False,
+                                on_done=lambda call: self.finished(link, program, step, call))
+        call.link = link                                 # (what ``accepted`` fails when it closes)
+        self.calls[key] = call
+        if timeout is not None:
+            self.deadlines[key] = time.monotonic() + timeout
+        self.counts["steps"] += 1
+        return call, reason
 
     def finished(self, link: Link, program: str, step: int, call) -> None:
         """A step's call is done: forget it, then send its outputs or its error to the driver.
@@ -264,13 +265,15 @@ class Task:
         """The transport: a tensor for a recv on another task, over the link to it.  A task
         that is gone gets nothing (the driver fails the step when it sees it gone)."""
         task = key.split(";", 2)[1].rsplit("/device:", 1)[0]
+        address = self.addresses.get(task)
+        if address is None:
+            raise ExecutionError(f"task {self.name} knows no address of task {task}")
+        remaining = self.remaining(program, step)
         try:
-            remaining = self.remaining(program, step)
-            self.link_to(task, remaining).send(("deliver", program, step, key, tensor), timeout=remaining)
+            link = self.links.link(task, address, CONNECT_TIMEOUT_S if remaining is None
+                                   else min(CONNECT_TIMEOUT_S, remaining))
+            link.send(("deliver", program, step, key, tensor), timeout=remaining)
         except LinkClosed as error:
-            with self.lock:
-                if self.links.get(task) is not None and self.links[task].closed:
-                    del self.links[task]
             if error.timed_out:                              # a task that is there and does not read
                 raise ExecutionError(f"sending '{key}' to task {task} did not finish by the step's deadline: "
                                      f"{error}") from None
@@ -278,23 +281,6 @@ class Task:
     def remaining(self, program: str, step: int) -> float | None:
         deadline = self.deadlines.get((program, step))
         return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-    def link_to(self, task: str, timeout: float | None = None) -> Link:
-        with self.lock:
-            link = self.links.get(task)
-            address = self.addresses.get(task)
-        if link is not None and not link.closed:
-            return link
-        if address is None:
-            raise ExecutionError(f"task {self.name} knows no address of task {task}")
-        link = connect(address, self.key, self.name, task,
-                       CONNECT_TIMEOUT_S if timeout is None else min(CONNECT_TIMEOUT_S, timeout))
-        with self.lock:
-            if self.links.get(task) is not None and not self.links[task].closed:
-                link.close()                                 # (another thread connected first)
-                return self.links[task]
-            self.links[task] = link
-        return link
 
     def deliver(self, program: str, step: int, key: str, tensor) -> None:
         """A tensor another task sent for ``step``: to the step's call, or kept until it begins."""

@@ -162,16 +162,15 @@ class _Call:
                 if self.pending[index] == 0:
                     ready.append(steps[index])
             self.remaining -= 1
-            if self.remaining == 0:
-                self.done.set()
             over = self.remaining == 0
         if over:
-            self.notify()
+            self.complete()
         for successor in ready:
             self.start(successor)
 
-    def notify(self) -> None:
-        """Run ``on_done`` (once)."""
+    def complete(self) -> None:
+        """The call is done (finished or failed): wake ``wait`` and run ``on_done`` (once)."""
+        self.done.set()
         with self.lock:
             callback, self.on_done = self.on_done, None
         if callback is not None:
@@ -214,8 +213,7 @@ class _Call:
         with self.lock:
             if self.error is None:
                 self.error = (step, error)
-        self.done.set()
-        self.notify()
+        self.complete()
 
     def pending_report(self) -> list[str]:
         """What the call is still waiting for: each recv (key, devices, node) and each kernel
@@ -412,8 +410,7 @@ class MultiDeviceExecutable:
         self.workers                                          # started before the first submit
         call.started = time.perf_counter()
         if not self.steps:
-            call.done.set()
-            call.notify()
+            call.complete()
         for step in self.roots:
             call.start(step)
 
