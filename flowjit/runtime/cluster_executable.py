@@ -15,11 +15,19 @@ raised, fails the step at once: every other task is told to abort it (so none st
 blocked on a recv), and the error names the task, its devices and node, and what the task
 reported.  A step not done by its deadline asks each unfinished task what
 it still waits for; a task that does not answer is the hung one.
+
+Threads of this process may call a program at once (one without variables is not
+serialized), so several steps of it may be in flight, and a task may see their messages in
+any order.  Each ``run`` says which is the lowest step of the program still in flight (its
+*horizon*): every step below it is over in the driver, and its ``run`` went out before this
+one on the same link, so a task can drop what still comes for those steps without dropping
+a tensor of a step that has yet to begin there.
 """
 
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 import uuid
 
@@ -75,6 +83,9 @@ class ClusterExecutable:
             self.output_places.append((part_task[part], len(plan["outputs"]) - 1))
         self.registered: dict[str, int] = {}             # task -> the generation registered with
         self.steps = itertools.count()
+        self.lock = threading.RLock()                    # (steps may begin on several threads at once)
+        self.in_flight: set[int] = set()                 # the steps begun and not yet over
+        self.compiling: set[int] = set()                 # those of them that compile the tasks' kernels
         self.kernels: dict[str, list[str]] = {}
         if not self.variables:
             self.register()                              # (with variables: on the first step, under their locks)
@@ -83,7 +94,12 @@ class ClusterExecutable:
     # -- registration ------------------------------------------------------------------
     def register(self) -> bool:
         """Register with every task whose actor changed since (all, the first time); whether
-        any task registered (its next step compiles its kernels)."""
+        any task registered (its next step compiles its kernels).  A second thread waits for
+        the registration the first one makes (and then has none to make)."""
+        with self.lock:
+            return self._register()
+
+    def _register(self) -> bool:
         actors = self.cluster.actors()
         stale = [task for task in self.plan if self.registered.get(task) != self.cluster.generation[task]]
         if not stale:
@@ -139,15 +155,33 @@ class ClusterExecutable:
         return outputs, merged_trace(self.cluster, self.name, self.last_spans, offsets, started)
 
     def _step(self, arrays, profile: bool):
-        compiles = self.register() or self.first
-        self.first = False
+        """One step, numbered and counted in flight until it is over (threads may run steps
+        of the program at once: each run tells the tasks which steps are over)."""
+        with self.lock:           # (a step begun while another compiles waits on the same compiles)
+            registered = self.register() or self.first
+            compiles = registered or bool(self.compiling)
+            self.first = False
+            step = next(self.steps)
+            self.in_flight.add(step)
+            if registered:
+                self.compiling.add(step)
+        try:
+            return self._run(step, arrays, profile, compiles)
+        finally:
+            with self.lock:
+                self.in_flight.discard(step)
+                self.compiling.discard(step)
+
+    def _run(self, step: int, arrays, profile: bool, compiles: bool):
+        """Send ``step``'s run to every task and wait for their outputs."""
         timeout = self.step_timeout_s
         if timeout is not None and compiles:
             timeout += FIRST_CALL_ALLOWANCE
-        step = next(self.steps)
         actors = self.cluster.actors()
         deadline = None if timeout is None else time.monotonic() + timeout
-        messages = {task: encode(("run", self.program, step, self.input_count,
+        with self.lock:                                  # (every step below it is over here)
+            horizon = min(self.in_flight)
+        messages = {task: encode(("run", self.program, step, horizon, self.input_count,
                                   None if timeout is None else timeout + 5.0,
                                   {feed: arrays[feed] for feed in plan["feeds"]}, profile))
                     for task, plan in self.plan.items()}                 # (all before any is sent)

@@ -10,6 +10,14 @@ starts the partitions on the multi-device executor and returns at once; when the
 done its result goes back over the link the run came on.  A tensor for a step that has
 not begun here is kept until it does.  A recv waits without holding a thread.
 
+Threads of the driver may run steps of one program at once, so runs, tensors and aborts of
+its steps may come here in any order (step 8's run before step 7's, and step 7's tensors
+before either).  What is dropped, then, is decided by each run's *horizon*, the lowest step
+of the program the driver still had in flight when it sent it: a step below the highest
+horizon seen is over in the driver, and its run, if it was sent, came here first (on the
+same link), so what still comes for it, or is kept for it, is dropped; a tensor or an abort
+for a step at or above the horizon that has not begun here is kept until it does.
+
 The variables that live on this task (``cluster.TaskHome``) are buffers of this process:
 the partitions' reads and assigns use them as a local program uses its own, and the driver
 reads and writes them with ``get_variables`` and ``put_variables`` (for ``v.numpy()``,
@@ -57,8 +65,9 @@ class Task:
         self.lock = threading.Lock()
         self.calls: dict[tuple[str, int], object] = {}      # (program, step) -> the running call
         self.early: dict[tuple[str, int], dict] = {}        # (program, step) -> tensors come before it
-        self.latest: dict[str, int] = {}                    # program -> the latest step begun or aborted
-        self.aborted: dict[tuple[str, int], str] = {}
+        self.aborted: dict[tuple[str, int], str] = {}       # (program, step) -> why, aborted before it began
+        self.horizon: dict[str, int] = {}                   # program -> the highest horizon of its runs
+        self.begun: dict[str, set[int]] = {}                # program -> its steps begun here, from the horizon
         self.variables: dict[str, VariableBuffer] = {}      # the variables that live here
         self.staged: dict[str, dict] = {}                   # token -> values to store (put_variables)
         self.counts = {"registered": 0, "steps": 0}
@@ -142,7 +151,8 @@ class Task:
     def forget(self, program: str) -> None:
         with self.lock:
             self.programs.pop(program, None)
-            self.latest.pop(program, None)
+            self.horizon.pop(program, None)
+            self.begun.pop(program, None)
             for table in (self.early, self.aborted):
                 for key in [key for key in table if key[0] == program]:
                     del table[key]
@@ -181,18 +191,19 @@ class Task:
                                                      f"within its deadline; still pending: {report}"))
 
     # -- steps -------------------------------------------------------------------------
-    def run(self, link: Link, program: str, step: int, input_count: int, timeout: float | None,
+    def run(self, link: Link, program: str, step: int, horizon: int, input_count: int, timeout: float | None,
             feeds: dict, profile: bool = False) -> None:
         """Begin this task's part of step ``step`` on the program inputs ``feeds`` (index ->
-        array); its outputs (``profile``: ``{"outputs": ..., "spans": ...}``, with a span per
-        step run here on this process's ``time.perf_counter`` clock (``clock``): device, node,
-        op, kind, rendezvous key, the user's line, start, end) go back over ``link`` as
-        ``("done", program, step, outputs)``, or its error as ``("failed", program, step, error)``."""
+        array), the driver being done with the steps of ``program`` below ``horizon``; its
+        outputs (``profile``: ``{"outputs": ..., "spans": ...}``, with a span per step run here
+        on this process's ``time.perf_counter`` clock (``clock``): device, node, op, kind,
+        rendezvous key, the user's line, start, end) go back over ``link`` as ``("done",
+        program, step, outputs)``, or its error as ``("failed", program, step, error)``."""
         key = (program, step)
         with self.lock:
             executable = self.programs.get(program)
             if executable is not None:
-                call, reason = self._begin(link, executable, key, input_count, timeout, feeds, profile)
+                call, reason = self._begin(link, executable, key, horizon, input_count, timeout, feeds, profile)
         if executable is None:
             self._reply(link, ("failed", program, step, portable_error(ExecutionError(
                 f"task {self.name} has no program {program} registered (it was restarted since; the driver "
@@ -202,17 +213,24 @@ class Task:
         else:
             executable.launch(call)                          # (outside the lock: it may finish at once)
 
-    def _begin(self, link: Link, executable, key: tuple[str, int], input_count: int, timeout: float | None,
-               feeds: dict, profile: bool):
+    def _begin(self, link: Link, executable, key: tuple[str, int], horizon: int, input_count: int,
+               timeout: float | None, feeds: dict, profile: bool):
         """Under the lock: the step's call, registered and not launched, and why it is aborted
-        (None: it is not)."""
+        (None: it is not).  Only what is kept for steps below the horizon is forgotten: a
+        step above it may still begin (its run may come after this one's)."""
         program, step = key
-        self.latest[program] = max(step, self.latest.get(program, -1))
-        for stale in [stale for stale in self.early if stale[0] == program and stale[1] < step]:
-            del self.early[stale]                        # tensors for steps that were aborted
-        for stale in [stale for stale in self.aborted if stale[0] == program and stale[1] < step]:
-            del self.aborted[stale]
-        reason = self.aborted.pop(key, None)
+        reason = None
+        if step < self.horizon.get(program, -1):         # (a run on a link that closed, read late)
+            reason = f"step {step} of {program} began on task {self.name} after the driver was done with it"
+        if horizon > self.horizon.get(program, -1):
+            self.horizon[program] = horizon
+            for stale in [stale for stale in self.early if stale[0] == program and stale[1] < horizon]:
+                del self.early[stale]                    # (tensors for steps over in the driver)
+            for stale in [stale for stale in self.aborted if stale[0] == program and stale[1] < horizon]:
+                del self.aborted[stale]
+            self.begun[program] = {done for done in self.begun.get(program, ()) if done >= horizon}
+        self.begun.setdefault(program, set()).add(step)
+        reason = self.aborted.pop(key, None) or reason
         mailbox = self.early.pop(key, {})
         arrays = [feeds.get(index) for index in range(input_count)]
         call = executable.begin(arrays, mailbox=mailbox, tag=step, profile=profile, launch=False,
@@ -282,12 +300,18 @@ class Task:
         deadline = self.deadlines.get((program, step))
         return None if deadline is None else max(0.0, deadline - time.monotonic())
 
+    def _over(self, program: str, step: int) -> bool:
+        """Under the lock, for a step not running here: whether it is over (it ended here, or
+        the driver is done with it), so that nothing need be kept for it."""
+        return step < self.horizon.get(program, -1) or step in self.begun.get(program, ())
+
     def deliver(self, program: str, step: int, key: str, tensor) -> None:
-        """A tensor another task sent for ``step``: to the step's call, or kept until it begins."""
+        """A tensor another task sent for ``step``: to the step's call, or kept until it begins
+        (its run may come after a later step's)."""
         with self.lock:
             call = self.calls.get((program, step))
             if call is None:
-                if step > self.latest.get(program, -1):
+                if not self._over(program, step):
                     self.early.setdefault((program, step), {})[key] = tensor
                 return                                       # for a step over or aborted: dropped
         call.deliver(key, tensor)
@@ -297,7 +321,7 @@ class Task:
         with self.lock:
             call = self.calls.get((program, step))
             if call is None:
-                if step > self.latest.get(program, -1):
+                if not self._over(program, step):
                     self.aborted[(program, step)] = reason
                 self.early.pop((program, step), None)
                 return
@@ -313,7 +337,8 @@ class Task:
         """How often programs were registered here and steps run, and what is held now."""
         with self.lock:
             return {**self.counts, "programs": len(self.programs), "running": len(self.calls),
-                    "early": len(self.early), "aborted": len(self.aborted)}
+                    "early": len(self.early), "aborted": len(self.aborted),
+                    "begun": sum(len(steps) for steps in self.begun.values())}
 
     def running(self) -> list[tuple[str, int]]:
         """The steps running here: (program, step) each."""
