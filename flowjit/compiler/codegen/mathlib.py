@@ -56,6 +56,7 @@ bits_float32 = _bitcast("bits_float32", types.int32, types.float32, llvm_ir.Floa
                         "The float32 whose IEEE bits are the given int32.")
 
 
+
 @intrinsic
 def stack_array(typingctx, dtype, size):
     """A C-contiguous 1-D array of a literal ``size`` in the caller's stack frame.
@@ -111,6 +112,22 @@ def known_last_extent(typingctx, array, extent):
 
 
 INLINE = dict(inline="always", error_model="numpy", cache=True)
+
+
+
+@njit(**INLINE)
+def magnitude_f32(x):
+    """|x|'s IEEE bits as an integer, which orders magnitudes as the floats do and puts NaN
+    above inf: a block's largest (an integer max, which vectorises; a float max that
+    respects NaN does not) is what routines' fast-path checks (``sin_f32_fits``) take."""
+    return np.int64(float32_bits(x) & 0x7FFFFFFF)
+
+
+@njit(**INLINE)
+def magnitude_f64(x):
+    """magnitude_f32 for float64."""
+    return float64_bits(x) & 0x7FFFFFFFFFFFFFFF
+
 
 LOG2E = 1.4426950408889634
 LN2_HI = 6.93147180369123816490e-01       # ln 2 with trailing zero bits: k * LN2_HI is exact

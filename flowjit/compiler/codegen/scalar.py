@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flowjit.compiler.ir.ops.lowering import ScalarContext, cast, constructor
+from flowjit.compiler.ir.ops.lowering import ROUTINE_DTYPES, ScalarContext, cast, constructor
 from flowjit.compiler.ir.types import TensorType, compute_dtype
 from flowjit.errors import FlowjitError
 
@@ -32,9 +32,29 @@ def loop_dtypes(op, input_dtypes) -> tuple[list[np.dtype], np.dtype]:
     return [np.dtype(d) for d in resolved[:-1]], np.dtype(resolved[-1])
 
 
-def expression(node, operands: list[str], target: str = "cpu") -> str:
+def fast_path(node, target: str = "cpu") -> tuple[str, str, np.dtype] | None:
+    """When ``node``'s op calls a unary routine with a fast path at its loop dtype
+    (``fj.sin_f32_fast``: right for arguments up to a bound), the library's check, the
+    magnitude it checks and the loop dtype: ``("fj.sin_f32_fits", "fj.magnitude_f32",
+    float32)``; the check takes the largest magnitude of a block's arguments, cast to the
+    loop dtype.  Else (and off the CPU) None."""
+    lowering = node.op.lowering
+    if target != "cpu" or lowering is None or lowering.routine is None or len(node.inputs) != 1 \
+            or lowering.targets.get(target) is not None:
+        return None
+    from flowjit.compiler.codegen import library
+    (loop,), _ = loop_dtypes(node.op, [node.inputs[0].dtype])
+    suffix = ROUTINE_DTYPES.get(compute_dtype(loop).name)
+    name = f"{lowering.routine}_{suffix}"
+    if f"{name}_fast" not in library.FUNCTIONS or f"{name}_fits" not in library.FUNCTIONS:
+        return None
+    return f"fj.{name}_fits", f"fj.magnitude_{suffix}", loop
+
+
+def expression(node, operands: list[str], target: str = "cpu", fast: bool = False) -> str:
     """The scalar expression computing ``node`` from operand expressions, in its dtype, by
-    the op's lowering rule for ``target``."""
+    the op's lowering rule for ``target`` (``fast``: its routine's fast path, which
+    ``fast_path`` names; the caller checked the arguments fit it)."""
     op = node.op
     if op.lowering is None:
         raise CodegenError(f"op '{op.name}' has no scalar lowering (%{node.name}; report it)")
@@ -42,10 +62,10 @@ def expression(node, operands: list[str], target: str = "cpu") -> str:
     inputs = tuple(value.type for value in node.inputs)
     out_dtype = node.output.dtype
     if op.lowering.typed:
-        return rule(ScalarContext(out_dtype, inputs, node.output.type, target), *operands)
+        return rule(ScalarContext(out_dtype, inputs, node.output.type, target, fast), *operands)
     loop_in, loop_out = loop_dtypes(op, [value.dtype for value in inputs])
     cast_operands = [cast(expr, value.dtype, loop) for expr, value, loop in zip(operands, inputs, loop_in)]
-    text = rule(ScalarContext(loop_in[0], inputs, node.output.type, target), *cast_operands)
+    text = rule(ScalarContext(loop_in[0], inputs, node.output.type, target, fast), *cast_operands)
     if loop_out != out_dtype:
         return cast(text, loop_out, out_dtype)
     if out_dtype == np.float16:                  # numpy computes float16 in float32 and rounds

@@ -36,6 +36,8 @@ class ScalarContext:
     inputs: tuple[TensorType, ...]  # the node's operand types
     output: TensorType              # the node's result type
     target: str = "cpu"
+    fast: bool = False              # a routine's fast path (``fj.<name>_<suffix>_fast``), where the
+                                    # kernel checked that its arguments fit it (``..._fits``)
 
 
 ScalarRule = Callable[..., str]
@@ -60,10 +62,11 @@ def typed(rule: ScalarRule, **targets: ScalarRule) -> Lowering:
     return Lowering(rule, dict(targets), typed=True)
 
 
-def routine_call(name: str, dtype, operands) -> str | None:
-    """``fj.<name>_f32(operands)`` at a float32/float64 loop dtype, else None."""
+def routine_call(name: str, dtype, operands, fast: bool = False) -> str | None:
+    """``fj.<name>_f32(operands)`` at a float32/float64 loop dtype (``fast``: the fast
+    path ``fj.<name>_f32_fast``), else None."""
     suffix = ROUTINE_DTYPES.get(compute_dtype(dtype).name)
-    return None if suffix is None else f"fj.{name}_{suffix}({', '.join(operands)})"
+    return None if suffix is None else f"fj.{name}_{suffix}{'_fast' if fast else ''}({', '.join(operands)})"
 
 
 def routine(name: str, fallback: str | None, **targets: ScalarRule) -> Lowering:
@@ -75,7 +78,7 @@ def routine(name: str, fallback: str | None, **targets: ScalarRule) -> Lowering:
         targets.setdefault("cuda", lambda c, *operands: f"math.{fallback}({', '.join(operands)})")
 
     def rule(c, *operands):
-        text = routine_call(name, c.dtype, operands)
+        text = routine_call(name, c.dtype, operands, c.fast)
         if text is not None:
             return text
         if fallback is None:
