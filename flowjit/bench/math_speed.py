@@ -4,7 +4,9 @@
 
 One loop per function over uniform inputs in [-100, 100] (positive for the logs, above -1
 for log1p, in [-1, 1] for arcsin and arccos, both arguments for arctan2); best of 7.
-sigmoid has no libm counterpart; numpy's column is scipy for sigmoid and erf.
+sigmoid has no libm counterpart; numpy's column is scipy for sigmoid and erf.  "fast" is the
+function's fast path where it has one (sin, cos, tan: ``fj.sin_f32_fast``), which kernels take
+for the blocks whose arguments all fit it (every input here does).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=7, help="runs per measurement; the best counts")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
-    print(f"{'function':<10}{'dtype':<9}{'flowjit':>10}{'numba libm':>12}{'numpy':>9}   (ns/element)")
+    print(f"{'function':<10}{'dtype':<9}{'flowjit':>10}{'fast':>8}{'numba libm':>12}{'numpy':>9}   (ns/element)")
     for (name, dtype_name), function_name in library.ROUTINES.items():
         dtype = np.dtype(dtype_name)
         low = LOW.get(name, -100.0)
@@ -64,17 +66,19 @@ def main(argv=None) -> int:
         ours = _loop(library.FUNCTIONS[function_name], binary)
         libm_name = LIBM.get(name, name)
         libm = _loop(_libm(libm_name, binary), binary) if hasattr(math, libm_name) else None
+        fast_function = library.FUNCTIONS.get(f"{function_name}_fast")
+        fast = _loop(fast_function, binary) if fast_function is not None else None
         numpy_function = reference(name)
         row = []
-        for run in (lambda: ours(*arguments, out), (lambda: libm(*arguments, out)) if libm else None,
-                    lambda: numpy_function(*arguments, out=out)):
+        for run in (lambda: ours(*arguments, out), (lambda: fast(*arguments, out)) if fast else None,
+                    (lambda: libm(*arguments, out)) if libm else None, lambda: numpy_function(*arguments, out=out)):
             if run is None:
                 row.append("-")
                 continue
             with np.errstate(all="ignore"):
                 run()
                 row.append(f"{_best(run, args.repeat) / out.size * 1e9:.2f}")
-        print(f"{name:<10}{dtype_name:<9}{row[0]:>10}{row[1]:>12}{row[2]:>9}")
+        print(f"{name:<10}{dtype_name:<9}{row[0]:>10}{row[1]:>8}{row[2]:>12}{row[3]:>9}")
     return 0
 
 

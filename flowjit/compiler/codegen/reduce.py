@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from flowjit.compiler.codegen.scalar import CodegenError
-from flowjit.compiler.codegen.writer import KernelWriter, _identifier, _identity, split_index
+from flowjit.compiler.codegen.writer import Block, KernelWriter, _identifier, _identity, split_index
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
@@ -190,6 +190,7 @@ class ReduceWriter(KernelWriter):
         element = functools.partial(self.row_element, rows)
         has_body = bool(todo or stores or set(wanted) & rows.scratch)
         single, outer = len(rows.reduced) == 1, rows.outer
+        self.staged_body = self.body_stages(rows, todo, wanted, available, stores)
         if rows.parts and not single:
             self.reduce_rows_in_parts(outer, reductions, element, body if has_body else None, rows.reduced)
             after = []
@@ -207,6 +208,7 @@ class ReduceWriter(KernelWriter):
                 depth += 1
             body(depth)
             self.emit(depth, "t += 1")
+        self.staged_body = None
         self.names = {k: v for k, v in self.names.items() if k not in rows.full}
         for node in after:
             if node.op in ARG_REDUCTIONS:
@@ -214,6 +216,17 @@ class ReduceWriter(KernelWriter):
             else:
                 self.reduce_loop(outer, [node], lambda node: self.row_of(rows, node.inputs[0])("t"))
         self.compute_outer(rows, current + 1)
+
+    def body_stages(self, rows: "Rows", todo: set, wanted: list, available: set, stores: list):
+        """For a pass whose loop only computes what it reduces (no scratch, no stores) and needs
+        stages (writer.stages: chained math routines, or one with a fast path), its nodes, their
+        stages and the lines that index its loads: reduce_loop then runs each block of lanes in
+        stages (``np.sin(np.exp(x)).sum()``)."""
+        if stores or available or not todo or set(wanted) & rows.scratch or not (len(rows.reduced) == 1 or rows.parts):
+            return None
+        nodes = [value.producer for value in sorted(todo, key=rows.order.__getitem__)]
+        stage = self.stages(nodes)
+        return (nodes, stage, [f"i{rows.reduced[-1]} = t"]) if stage else None
 
     def pass_body(self, rows: "Rows", todo: list, wanted: list, available: set, stores: list, depth: int) -> None:
         """A pass's elementwise work at row position ``t`` (``i<axis>`` for one axis)."""
@@ -515,8 +528,8 @@ class ReduceWriter(KernelWriter):
             self.comment(depth, node)
             self.emit(depth, f"total_{_identifier(node.output)} = {start}")
 
-        def visit(depth: int, combine_into, in_lanes: bool) -> None:
-            if body is not None:
+        def visit(depth: int, combine_into, in_lanes: bool, computed: bool = False) -> None:
+            if body is not None and not computed:
                 body(depth)
             for node, (dtype, _, combine) in rules.items():
                 into = lane[node] if in_lanes else dtype
@@ -542,9 +555,19 @@ class ReduceWriter(KernelWriter):
             for node, (dtype, start, _) in rules.items():
                 self.accumulators(inner, node, "lanes_", lane[node], dtype, start, LANES)
             self.emit(inner, f"for block in range({length} // {LANES}):")
-            self.emit(inner + 1, f"for j in range({LANES}):")
-            self.emit(inner + 2, f"t = block * {LANES} + j")
-            visit(inner + 2, lambda node: f"lanes_{_identifier(node.output)}[j]", in_lanes=True)
+            if body is not None and self.staged_body is not None:
+                nodes_in_body, stage, index = self.staged_body
+
+                def into_lanes(depth: int, number: int) -> None:        # (the last stage's loop adds its values)
+                    if number == max(stage.values()):
+                        visit(depth, lambda node: f"lanes_{_identifier(node.output)}[j]", in_lanes=True, computed=True)
+                self.staged_block(inner + 1, nodes_in_body, stage, Block(
+                    str(LANES), LANES, [f"t = block * {LANES} + j"] + index, into_lanes,
+                    tuple(node.inputs[0] for node in nodes)))
+            else:
+                self.emit(inner + 1, f"for j in range({LANES}):")
+                self.emit(inner + 2, f"t = block * {LANES} + j")
+                visit(inner + 2, lambda node: f"lanes_{_identifier(node.output)}[j]", in_lanes=True)
             if narrowed:
                 self.emit(inner + 1, f"if block % {FLUSH_BLOCKS} == {FLUSH_BLOCKS - 1}:")
                 flush(inner + 2)

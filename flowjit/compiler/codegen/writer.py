@@ -6,7 +6,9 @@ kernel.py says what kernels look like.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -28,6 +30,16 @@ STAGE_BLOCK = 256                       # elements per block of a staged innermo
 # (mathlib.known_last_extent): the axis an operand broadcast along kept apart from the others
 # (``img * alpha[..., None]``).  One AVX2 vector: a row that fills one vectorises as it is.
 SHORT_AXIS_BYTES = 32
+
+
+@dataclass
+class Block:
+    """A block of the innermost loop that ``KernelWriter.staged_block`` runs in stages."""
+    count: str                  # its length (an expression)
+    size: int                   # its largest length (the stack buffers')
+    index: list[str]            # the lines that set the loads' indices from j, the position in it
+    finish: Callable            # finish(depth, stage): the element's own work at the end of each stage
+    reads: tuple = ()           # values ``finish`` reads in the last stage
 
 
 @dataclass
@@ -139,6 +151,7 @@ class KernelWriter:
         self.index_names: dict[int, str] = {}     # axis -> its index variable, where not i<axis>
         self.access: dict[Value, str] = {}        # a view of an argument that loads and stores go through
         self.fast = False                         # computing routines by their fast paths (write_stages)
+        self.staged_body = None                   # (reduce.ReduceWriter: a pass's loop run in stages)
 
     # -- names ------------------------------------------------------------------------------------
     def var(self, value: Value) -> str:
@@ -357,50 +370,65 @@ class KernelWriter:
         return stage if guarded or max(stage.values(), default=0) >= 2 else {}
 
     def write_stages(self, depth: int, nodes: list[Node], stage: dict[Node, int], outputs: list[Value]) -> None:
-        """The innermost loop as blocks of STAGE_BLOCK elements, each block one loop per stage;
-        values read by a later stage pass through stack buffers (kept in the loop's frame).
-
-        A stage with routines that have a fast path first finds the largest magnitude of each
-        one's argument over the block (a loop that vectorises, reading the buffer or the input),
-        then runs its loop twice over: with the fast paths when every argument fits them, with
-        the exact routines when one does not (float32 sin: 1.4 ns per element against 6.7)."""
+        """The innermost loop as blocks of STAGE_BLOCK elements, each block one loop per stage
+        (``staged_block``)."""
         last = len(self.domain) - 1
-        produced = {node.output: stage[node] for node in nodes}
-        crossing: dict[Value, str] = {}
-        for node in nodes:
-            for value in node.inputs:
-                if produced.get(value, stage[node]) < stage[node] and value not in crossing:
-                    crossing[value] = f"stage_{_identifier(value)}"
         self.emit(depth, self.for_loop("block", f"(n{last} + {STAGE_BLOCK - 1}) // {STAGE_BLOCK}", outer=last == 0))
         depth += 1
         self.emit(depth, f"low = block * {STAGE_BLOCK}")
         self.emit(depth, f"count = min({STAGE_BLOCK}, n{last} - low)")
         self.emit(depth, "high = low + count")
-        for value, buffer in crossing.items():
-            self.emit(depth, f"{buffer} = fj.stack_array({self._buffer_type(value)}, {STAGE_BLOCK})")
         # Loads and stores along the innermost axis go through the block's slices, read at j:
         # indexing the arrays at low + j, LLVM vectorised the stage loops of a parallel twin
         # (a prange's body, outlined) at half the serial loop's speed (exp of float32, 2M
         # elements, one thread: 1.4-2.0 ns against 0.6-0.8; through slices 0.8).
         slices_at = len(self.lines)
         self.slicing, self.slice_index, self.slices = last, "j", {}
-        for number in range(1, max(stage.values()) + 1):
-            self.emit(depth, f"# stage {number}")
-            members = [node for node in nodes if stage[node] == number]
-            checks = self.fast_checks(depth, members, crossing)
-            if not checks:
-                self.stage_loop(depth, number, members, crossing, produced, outputs)
-                continue
-            self.emit(depth, f"if {' and '.join(checks)}:")
-            self.fast = True
-            self.stage_loop(depth + 1, number, members, crossing, produced, outputs)
-            self.fast = False
-            self.emit(depth, "else:")
-            self.stage_loop(depth + 1, number, members, crossing, produced, outputs)
+        produced = {node.output: stage[node] for node in nodes}
+
+        def store(depth: int, number: int) -> None:
+            for value in outputs:
+                if produced.get(value, number) == number and (value in produced or number == 1):
+                    self.store(depth, value)
+        self.staged_block(depth, nodes, stage, Block("count", STAGE_BLOCK, [f"i{last} = low + j"], store))
         self.slicing = None
         self.insert_slices(slices_at, depth)
 
-    def fast_checks(self, depth: int, members: list[Node], crossing: dict[Value, str]) -> list[str]:
+    def staged_block(self, depth: int, nodes: list[Node], stage: dict[Node, int], block: "Block") -> None:
+        """One block of the innermost loop, one loop over it per stage; values read by a later
+        stage pass through stack buffers (kept in the loop's frame).
+
+        A stage with routines that have a fast path first finds the largest magnitude of each
+        one's argument over the block (a loop that vectorises, reading the buffer or the input),
+        then runs its loop twice over: with the fast paths when every argument fits them, with
+        the exact routines when one does not (float32 sin: 1.4 ns per element against 6.7)."""
+        produced = {node.output: stage[node] for node in nodes}
+        final = max(stage.values())
+        crossing: dict[Value, str] = {}
+        readers = [(node.inputs, stage[node]) for node in nodes] + [(block.reads, final)]
+        for values, number in readers:
+            for value in values:
+                if produced.get(value, number) < number and value not in crossing:
+                    crossing[value] = f"stage_{_identifier(value)}"
+        for value, buffer in crossing.items():
+            self.emit(depth, f"{buffer} = fj.stack_array({self._buffer_type(value)}, {block.size})")
+        for number in range(1, final + 1):
+            self.emit(depth, f"# stage {number}")
+            members = [node for node in nodes if stage[node] == number]
+            checks = self.fast_checks(depth, members, crossing, block)
+            loop = functools.partial(self.stage_loop, number=number, members=members, crossing=crossing,
+                                     produced=produced, block=block, final=number == final)
+            if not checks:
+                loop(depth)
+                continue
+            self.emit(depth, f"if {' and '.join(checks)}:")
+            self.fast = True
+            loop(depth + 1)
+            self.fast = False
+            self.emit(depth, "else:")
+            loop(depth + 1)
+
+    def fast_checks(self, depth: int, members: list[Node], crossing: dict[Value, str], block: "Block") -> list[str]:
         """For a stage's routines with fast paths: a loop over the block taking the largest
         magnitude of each one's argument (``fj.magnitude_f32``: integers, so that the loop
         vectorises and NaN counts as large), and the conditions that they fit."""
@@ -413,8 +441,9 @@ class KernelWriter:
             peaks.setdefault(node.inputs[0], f"peak{len(peaks)}")
         for peak in peaks.values():
             self.emit(depth, f"{peak} = 0")
-        self.emit(depth, "for j in range(count):")
-        self.emit(depth + 1, f"i{len(self.domain) - 1} = low + j")
+        self.emit(depth, f"for j in range({block.count}):")
+        for line in block.index:
+            self.emit(depth + 1, line)
         for value, peak in peaks.items():
             node, (_, magnitude, loop) = next((node, path) for node, path in guarded if node.inputs[0] is value)
             read = f"{crossing[value]}[j]" if value in crossing else \
@@ -423,16 +452,17 @@ class KernelWriter:
         return list(dict.fromkeys(f"{check}({peaks[node.inputs[0]]})" for node, (check, _, _) in guarded))
 
     def stage_loop(self, depth: int, number: int, members: list[Node], crossing: dict[Value, str],
-                   produced: dict[Value, int], outputs: list[Value]) -> None:
+                   produced: dict[Value, int], block: "Block", final: bool) -> None:
         """One stage's loop over the block: read what earlier stages left in buffers, compute
-        the stage's nodes, leave what later stages read, store the outputs made here."""
-        self.emit(depth, "for j in range(count):")
+        the stage's nodes, leave what later stages read, then the block's own work."""
+        self.emit(depth, f"for j in range({block.count}):")
         inner = depth + 1
-        last = len(self.domain) - 1
-        self.emit(inner, f"i{last} = low + j")
-        reads = {value for node in members for value in node.inputs if value in crossing and produced[value] < number}
+        for line in block.index:
+            self.emit(inner, line)
+        reads = {value for node in members for value in node.inputs}
+        reads |= set(block.reads) if final else set()
         for value, buffer in crossing.items():
-            if value in reads:
+            if value in reads and produced[value] < number:
                 read = f"{buffer}[j]" if value.dtype != np.bool_ else f"({buffer}[j] != 0)"
                 self.emit(inner, f"{self.var(value)} = {read}")
         for node in members:
@@ -440,9 +470,7 @@ class KernelWriter:
         for value, buffer in crossing.items():
             if produced[value] == number:
                 self.emit(inner, f"{buffer}[j] = {self.var(value)}")
-        for value in outputs:
-            if produced.get(value, number) == number and (value in produced or number == 1):
-                self.store(inner, value)
+        block.finish(inner, number)
 
     @staticmethod
     def _buffer_type(value: Value) -> str:
