@@ -4,9 +4,9 @@
   of rows; per row, one pass per dependent reduction, each a loop that does the pass's
   elementwise work and accumulates its reductions in vectorised stack-array lanes
   (``reduce_loop``); argmax/argmin find the extreme that way, then its first position.
-- The whole domain as one row: reduced in parallel parts (``reduce_in_parts``, in
-  reduce_parts.py); over several
-  axes that make no one row, in parts of whole rows (``reduce_rows_in_parts``).
+- The whole domain as one row: reduced in parallel parts (``reduce_in_parts``); over several
+  axes that make no one row, in parts of whole rows (``reduce_rows_in_parts``; both in
+  reduce_parts.py).
 - Outer axes (the innermost axis kept): blocks of adjacent outputs, adding contiguous row
   stretches into them (``write_columns``).
 Several trailing reduced axes reach here merged into one (collapse.py).
