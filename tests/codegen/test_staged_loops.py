@@ -129,3 +129,28 @@ def test_reductions_of_chains_run_their_blocks_of_lanes_in_stages(program):
         reducing = [source for source in sources.values() if "lanes_" in source]
         assert reducing and all("# stage 1\n" in source for source in reducing), sources
         _assert_matches(jitted, (x,), fuse_too=False)
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param(lambda old: np.sin(old * 3) + old, id="sin-of-computed"),
+    pytest.param(lambda old: np.tanh(np.tanh(old)) + old, id="tanh-chain"),
+    pytest.param(lambda old: (np.cos(old * 3) * old, old * 5), id="an-output-from-stage-1"),
+])
+@pytest.mark.parametrize("shape", [(1000,), (3, 700), ((1 << 18) + 300,)], ids=["1d", "2d", "parallel"])
+def test_a_staged_kernel_that_assigns_a_variable_in_place_reads_its_old_value(body, shape):
+    """The driver lets a kernel write a variable's buffer that it also reads when it reads each
+    element at the index it writes (driver.old_value_dead); a staged loop keeps that by storing
+    every output in its last stage.  Before, an output stored in stage 1 was read back by
+    stage 2 as the old value: ``np.sin(old * 3) + old`` gave ``np.sin(old * 3) + 2 * old``."""
+    init = np.random.default_rng(9).uniform(-1, 1, shape).astype(np.float32)
+    w = flowjit.Variable(init.copy(), name="w")
+
+    @flowjit.jit
+    def step():
+        old = w.value()
+        w.assign(old * 2)
+        return body(old)
+    got, want = step(), body(init)
+    for value, expected in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert close(value, expected, 2e-6), (value, expected)
+    assert np.array_equal(w.numpy(), init * 2)

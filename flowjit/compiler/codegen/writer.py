@@ -384,13 +384,19 @@ class KernelWriter:
         # elements, one thread: 1.4-2.0 ns against 0.6-0.8; through slices 0.8).
         slices_at = len(self.lines)
         self.slicing, self.slice_index, self.slices = last, "j", {}
-        produced = {node.output: stage[node] for node in nodes}
+        final = max(stage.values())
 
         def store(depth: int, number: int) -> None:
-            for value in outputs:
-                if produced.get(value, number) == number and (value in produced or number == 1):
+            # Every output is stored in the last stage (those made earlier pass through buffers),
+            # after every read of the block: a kernel may write a variable's buffer that it also
+            # reads (driver.old_value_dead: each element read at the index written), and a store
+            # in stage 1 was read back as the old value by stage 2 (``w.assign(old * 2)``
+            # beside ``np.sin(old * 3) + old``).
+            if number == final:
+                for value in outputs:
                     self.store(depth, value)
-        self.staged_block(depth, nodes, stage, Block("count", STAGE_BLOCK, [f"i{last} = low + j"], store))
+        self.staged_block(depth, nodes, stage, Block("count", STAGE_BLOCK, [f"i{last} = low + j"], store,
+                                                     tuple(outputs)))
         self.slicing = None
         self.insert_slices(slices_at, depth)
 
