@@ -42,6 +42,7 @@ import numpy as np
 POLL_S = 0.5                   # how often a blocked read or write looks at its link and deadline
 CONNECT_TIMEOUT_S = 10.0       # the longest a connection and its handshake may take
 SMALL = 1 << 16                # a message this small goes out in one write
+GREETINGS = 32                 # handshakes a listener runs at once (more connections are closed at once)
 KEEPALIVE_S = 6                # idle seconds before TCP probes a silent peer (then 3 probes, 1 s apart)
 _LENGTH = struct.Struct("<Q")
 _NONCE = 32
@@ -227,10 +228,14 @@ def connect(address: tuple[str, int], key: bytes, name: str, peer: str,
 
 class Listener:
     """Accepts links, as ``name``, from processes that know ``key``: ``on_link(link)`` gets
-    each one (its ``peer`` the name the other end gave), on a thread of its own."""
+    each one (its ``peer`` the name the other end gave), on a thread of its own.  At most
+    ``GREETINGS`` handshakes run at once, each within ``CONNECT_TIMEOUT_S``: a flood of
+    connections that never prove anything costs that many threads, not one per connection
+    (a cluster's own processes connect to a task once each)."""
 
     def __init__(self, key: bytes, host: str, on_link: Callable[[Link], None], name: str):
         self.key, self.on_link, self.name = key, on_link, name
+        self.greetings = threading.BoundedSemaphore(GREETINGS)
         self.sock = socket.create_server((host, 0))
         self.sock.settimeout(POLL_S)
         self.address = (host, self.sock.getsockname()[1])
@@ -245,10 +250,25 @@ class Listener:
                 continue
             except OSError:
                 return
+            if not self.greetings.acquire(blocking=False):
+                sock.close()                             # (its connect fails: it may try again)
+                continue
             threading.Thread(target=self._greet, args=(sock,), name="flowjit-link", daemon=True).start()
 
     def _greet(self, sock: socket.socket) -> None:
         """The handshake (``connect``'s other half)."""
+        try:
+            link = self._handshake(sock)
+        except OSError:                                  # (reset before the handshake began)
+            sock.close()
+            link = None
+        finally:
+            self.greetings.release()
+        if link is not None:
+            self.on_link(link)
+
+    def _handshake(self, sock: socket.socket) -> Link | None:
+        """The link, once the other end proved it holds the key (None: it did not)."""
         link = Link(sock, "a process connecting")
         deadline = time.monotonic() + CONNECT_TIMEOUT_S
         ours = os.urandom(_NONCE)
@@ -265,9 +285,9 @@ class Listener:
             accepted = False
         if not accepted:
             link.close()
-            return
+            return None
         link.peer = name
-        self.on_link(link)
+        return link
 
     def close(self) -> None:
         self.closed = True

@@ -171,6 +171,34 @@ def test_a_send_to_a_peer_that_does_not_read_gives_up_at_its_deadline():
     listener.close()
 
 
+def test_a_flood_of_silent_connections_holds_a_bounded_number_of_handshakes(monkeypatch):
+    """Connections that never prove anything take at most GREETINGS handshake threads; the
+    ones beyond are closed at once, and once the silent ones are gone a real peer connects."""
+    from flowjit.runtime import cluster_links
+    monkeypatch.setattr(cluster_links, "CONNECT_TIMEOUT_S", 2.0)
+    listener, _ = _echo_server()
+    before = sum(thread.name == "flowjit-link" for thread in threading.enumerate())
+    silent = [socket.create_connection(listener.address) for _ in range(cluster_links.GREETINGS + 8)]
+    time.sleep(0.5)
+    greeting = sum(thread.name == "flowjit-link" for thread in threading.enumerate()) - before
+    assert greeting <= cluster_links.GREETINGS
+    refused = 0
+    for sock in silent:
+        sock.settimeout(0.05)
+        try:
+            refused += sock.recv(1) == b""               # (closed by the listener: end of stream)
+        except (socket.timeout, ConnectionResetError):
+            pass
+    assert refused >= 8
+    for sock in silent:
+        sock.close()
+    link = connect(listener.address, KEY, "test", "echo", timeout=5)
+    link.send("through")
+    assert link.receive(time.monotonic() + 5) == "through"
+    link.close()
+    listener.close()
+
+
 def test_the_switchboard_posts_replies_to_their_step_and_a_lost_task_to_every_step_waiting():
     def task(link):
         try:
