@@ -236,7 +236,8 @@ class Listener:
     def __init__(self, key: bytes, host: str, on_link: Callable[[Link], None], name: str):
         self.key, self.on_link, self.name = key, on_link, name
         self.greetings = threading.BoundedSemaphore(GREETINGS)
-        self.sock = socket.create_server((host, 0))
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET         # (a node's IPv6 address too)
+        self.sock = socket.create_server((host, 0), family=family)
         self.sock.settimeout(POLL_S)
         self.address = (host, self.sock.getsockname()[1])
         self.closed = False

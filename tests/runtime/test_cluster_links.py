@@ -171,6 +171,21 @@ def test_a_send_to_a_peer_that_does_not_read_gives_up_at_its_deadline():
     listener.close()
 
 
+def test_links_over_ipv6():
+    """A node whose address is IPv6 (Ray gives the node's IP, either family)."""
+    try:
+        socket.create_server(("::1", 0), family=socket.AF_INET6).close()
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    listener = Listener(KEY, "::1", lambda link: link.send(link.receive()), "echo6")
+    link = connect(listener.address, KEY, "test", "echo6")
+    link.send(("v6", np.arange(4)))
+    got = link.receive(time.monotonic() + 5)
+    assert got[0] == "v6" and np.array_equal(got[1], np.arange(4))
+    link.close()
+    listener.close()
+
+
 def test_a_flood_of_silent_connections_holds_a_bounded_number_of_handshakes(monkeypatch):
     """Connections that never prove anything take at most GREETINGS handshake threads; the
     ones beyond are closed at once, and once the silent ones are gone a real peer connects."""
