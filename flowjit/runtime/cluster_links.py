@@ -144,11 +144,12 @@ class Link:
         while len(view):
             if self.closed:
                 raise LinkClosed("the link was closed")
+            if deadline is not None and time.monotonic() > deadline:     # (also a peer reading a trickle)
+                raise LinkClosed("its deadline passed with the other end not reading", True)
             try:
                 view = view[self.sock.send(view):]
             except socket.timeout:
-                if deadline is not None and time.monotonic() > deadline:
-                    raise LinkClosed("its deadline passed with the other end not reading", True) from None
+                continue
 
     def receive(self, deadline: float | None = None):
         """The next message; ``LinkClosed`` when the other end is gone, the link was closed, or
@@ -168,11 +169,11 @@ class Link:
         while got < size:
             if self.closed:
                 raise LinkClosed("the link was closed")
+            if deadline is not None and time.monotonic() > deadline:     # (also a peer sending a trickle)
+                raise LinkClosed("no answer before the deadline", True)
             try:
                 count = self.sock.recv_into(view[got:])
             except socket.timeout:
-                if deadline is not None and time.monotonic() > deadline:
-                    raise LinkClosed("no answer before the deadline", True) from None
                 continue
             except OSError as error:
                 raise LinkClosed(str(error)) from None

@@ -171,6 +171,25 @@ def test_a_send_to_a_peer_that_does_not_read_gives_up_at_its_deadline():
     listener.close()
 
 
+def test_a_peer_that_sends_a_trickle_does_not_hold_a_handshake_past_its_deadline(monkeypatch):
+    """A byte at a time, each sooner than a poll: the handshake still ends at its deadline."""
+    from flowjit.runtime import cluster_links
+    monkeypatch.setattr(cluster_links, "CONNECT_TIMEOUT_S", 1.0)
+    listener, _ = _echo_server()
+    sock = socket.create_connection(listener.address)
+    started = time.monotonic()
+    closed_after = None
+    try:
+        for _ in range(100):                             # 10 s of trickle at most
+            sock.sendall(b"x")
+            time.sleep(0.1)
+    except OSError:                                      # (the listener closed it)
+        closed_after = time.monotonic() - started
+    sock.close()
+    listener.close()
+    assert closed_after is not None and closed_after < 4.0
+
+
 def test_links_over_ipv6():
     """A node whose address is IPv6 (Ray gives the node's IP, either family)."""
     try:
