@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from flowjit.compiler.codegen.reduce_parts import PART_MIN, PARTS, PartsWriter  # noqa: F401  (PART_MIN, PARTS: read here)
+from flowjit.compiler.codegen.reduce_parts import PART_MIN, PARTS, PartsWriter  # noqa: F401  (tests read them here)
 from flowjit.compiler.codegen.scalar import CodegenError
 from flowjit.compiler.codegen.writer import Block, KernelWriter, _identifier, _identity, split_index
 from flowjit.compiler.ir import ops

@@ -349,10 +349,10 @@ class KernelWriter:
         has independent iterations.  A node's stage is the count of inlined functions on its
         longest input path, itself included (at least 1).
 
-        A routine with a fast path (``scalar.fast_path``: float32 sin, cos, tan) also runs in
-        stages, its argument computed in a stage before its own: its stage then checks the
-        block's arguments and runs the fast path when they all fit (write_stages).  With fewer
-        than two stages and no such routine nothing changes.
+        A routine with a fast path (``scalar.fast_path``: sin, cos and tan) also runs in stages,
+        its argument computed in a stage before its own: its stage then checks the block's
+        arguments and runs the fast path when they all fit (``staged_block``).  With fewer than
+        two stages and no such routine nothing changes.
         """
         depth: dict[Value, int] = {}
         stage: dict[Node, int] = {}
