@@ -62,7 +62,7 @@ def test_a_run_with_tasks_killed_at_random_steps_ends_as_one_without_faults(clus
 
     w, b, step = _model("killed")
     chooser = random.Random(18)
-    at = sorted(chooser.sample(range(1, STEPS), KILLS))
+    at = sorted(chooser.sample(range(1, STEPS - 2), KILLS))     # (steps after each kill notice it)
     killed: list[tuple[int, str]] = []
     timers = []
 
@@ -80,7 +80,7 @@ def test_a_run_with_tasks_killed_at_random_steps_ends_as_one_without_faults(clus
         return batches[position % len(batches)]
 
     run = train.loop(flowjit.jit(step, devices=cluster), data, steps=STEPS, checkpoint_dir=tmp_path / "killed",
-                     every_steps=2)
+                     every_steps=2, recoveries=2 * KILLS)        # (make chaos kills more than the default 10)
     for timer in timers:
         timer.join(5)
     print("killed", killed, "\n" + "\n".join(run.recovered))
