@@ -163,24 +163,23 @@ class ClusterExecutable:
             self.first = False
             step = next(self.steps)
             self.in_flight.add(step)
+            horizon = min(self.in_flight)                # (every step below it is over here)
             if registered:
                 self.compiling.add(step)
         try:
-            return self._run(step, arrays, profile, compiles)
+            return self._run(step, horizon, arrays, profile, compiles)
         finally:
             with self.lock:
                 self.in_flight.discard(step)
                 self.compiling.discard(step)
 
-    def _run(self, step: int, arrays, profile: bool, compiles: bool):
-        """Send ``step``'s run to every task and wait for their outputs."""
+    def _run(self, step: int, horizon: int, arrays, profile: bool, compiles: bool):
+        """Send ``step``'s run (with its horizon) to every task and wait for their outputs."""
         timeout = self.step_timeout_s
         if timeout is not None and compiles:
             timeout += FIRST_CALL_ALLOWANCE
         actors = self.cluster.actors()
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self.lock:                                  # (every step below it is over here)
-            horizon = min(self.in_flight)
         messages = {task: encode(("run", self.program, step, horizon, self.input_count,
                                   None if timeout is None else timeout + 5.0,
                                   {feed: arrays[feed] for feed in plan["feeds"]}, profile))

@@ -56,7 +56,6 @@ bits_float32 = _bitcast("bits_float32", types.int32, types.float32, llvm_ir.Floa
                         "The float32 whose IEEE bits are the given int32.")
 
 
-
 @intrinsic
 def stack_array(typingctx, dtype, size):
     """A C-contiguous 1-D array of a literal ``size`` in the caller's stack frame.
@@ -112,7 +111,6 @@ def known_last_extent(typingctx, array, extent):
 
 
 INLINE = dict(inline="always", error_model="numpy", cache=True)
-
 
 
 @njit(**INLINE)

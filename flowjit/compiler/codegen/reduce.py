@@ -459,10 +459,8 @@ class ReduceWriter(PartsWriter, KernelWriter):
             self.emit(inner, f"for block in range({length} // {LANES}):")
             if body is not None and self.staged_body is not None:
                 nodes_in_body, stage, index = self.staged_body
-
-                def into_lanes(depth: int, number: int) -> None:        # (the last stage's loop adds its values)
-                    if number == max(stage.values()):
-                        visit(depth, lambda node: f"lanes_{_identifier(node.output)}[j]", in_lanes=True, computed=True)
+                into_lanes = functools.partial(visit, combine_into=lambda node: f"lanes_{_identifier(node.output)}[j]",
+                                               in_lanes=True, computed=True)
                 self.staged_block(inner + 1, nodes_in_body, stage, Block(
                     str(LANES), LANES, [f"t = block * {LANES} + j"] + index, into_lanes,
                     tuple(node.inputs[0] for node in nodes)))

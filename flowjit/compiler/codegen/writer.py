@@ -38,8 +38,8 @@ class Block:
     count: str                  # its length (an expression)
     size: int                   # its largest length (the stack buffers')
     index: list[str]            # the lines that set the loads' indices from j, the position in it
-    finish: Callable            # finish(depth, stage): the element's own work at the end of each stage
-    reads: tuple = ()           # values ``finish`` reads in the last stage
+    finish: Callable            # finish(depth): the element's own work, at the end of the last stage
+    reads: tuple = ()           # values ``finish`` reads
 
 
 @dataclass
@@ -384,17 +384,15 @@ class KernelWriter:
         # elements, one thread: 1.4-2.0 ns against 0.6-0.8; through slices 0.8).
         slices_at = len(self.lines)
         self.slicing, self.slice_index, self.slices = last, "j", {}
-        final = max(stage.values())
 
-        def store(depth: int, number: int) -> None:
+        def store(depth: int) -> None:
             # Every output is stored in the last stage (those made earlier pass through buffers),
             # after every read of the block: a kernel may write a variable's buffer that it also
             # reads (driver.old_value_dead: each element read at the index written), and a store
             # in stage 1 was read back as the old value by stage 2 (``w.assign(old * 2)``
             # beside ``np.sin(old * 3) + old``).
-            if number == final:
-                for value in outputs:
-                    self.store(depth, value)
+            for value in outputs:
+                self.store(depth, value)
         self.staged_block(depth, nodes, stage, Block("count", STAGE_BLOCK, [f"i{last} = low + j"], store,
                                                      tuple(outputs)))
         self.slicing = None
@@ -451,16 +449,16 @@ class KernelWriter:
         for line in block.index:
             self.emit(depth + 1, line)
         for value, peak in peaks.items():
-            node, (_, magnitude, loop) = next((node, path) for node, path in guarded if node.inputs[0] is value)
+            node, (_, magnitude, dtype) = next((node, path) for node, path in guarded if node.inputs[0] is value)
             read = f"{crossing[value]}[j]" if value in crossing else \
                 self.operand(node, value, self.embed[node.output], node.output.type.rank)
-            self.emit(depth + 1, f"{peak} = max({peak}, {magnitude}({constructor(loop)}({read})))")
+            self.emit(depth + 1, f"{peak} = max({peak}, {magnitude}({constructor(dtype)}({read})))")
         return list(dict.fromkeys(f"{check}({peaks[node.inputs[0]]})" for node, (check, _, _) in guarded))
 
     def stage_loop(self, depth: int, number: int, members: list[Node], crossing: dict[Value, str],
                    produced: dict[Value, int], block: "Block", final: bool) -> None:
         """One stage's loop over the block: read what earlier stages left in buffers, compute
-        the stage's nodes, leave what later stages read, then the block's own work."""
+        the stage's nodes, leave what later stages read; in the last, the block's own work."""
         self.emit(depth, f"for j in range({block.count}):")
         inner = depth + 1
         for line in block.index:
@@ -476,7 +474,8 @@ class KernelWriter:
         for value, buffer in crossing.items():
             if produced[value] == number:
                 self.emit(inner, f"{buffer}[j] = {self.var(value)}")
-        block.finish(inner, number)
+        if final:
+            block.finish(inner)
 
     @staticmethod
     def _buffer_type(value: Value) -> str:
