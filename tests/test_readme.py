@@ -132,6 +132,7 @@ def environment(tmp_path) -> dict:
         script.chmod(0o755)
     env = dict(os.environ, PATH=f"{bin_directory}{os.pathsep}{os.environ['PATH']}", COLUMNS="80")
     env.pop("NUMBA_ENABLE_CUDASIM", None)       # (as on a user's machine: the tests' conftest sets it)
+    env["FLOWJIT_VECTOR_BITS"] = "512"          # kernels as a CPU with AVX-512 gets them, on every machine
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     return env
 

@@ -20,24 +20,36 @@ from numba import njit
 
 from flowjit.compiler.codegen import library
 from flowjit.compiler.codegen.accuracy import BINARY, reference
+from flowjit.config import vector_bits
 
 LIBM = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2"}
 LOW = {"log": 0.0, "log2": 0.0, "log10": 0.0, "log1p": -1.0, "arcsin": -1.0, "arccos": -1.0}
 
 
 def _loop(function, binary: bool = False):
+    """A loop over ``function`` as kernels compile it: at the vector width they ask for."""
+    bits = vector_bits() or 0
+    width = library.vector_width if bits else _no_width
+
     if binary:
         @njit(error_model="numpy", fastmath={"contract"})
         def run_binary(x, y, out):
+            width(bits)
             for i in range(x.shape[0]):
                 out[i] = function(x[i], y[i])
         return run_binary
 
     @njit(error_model="numpy", fastmath={"contract"})
     def run(x, out):
+        width(bits)
         for i in range(x.shape[0]):
             out[i] = function(x[i])
     return run
+
+
+@njit
+def _no_width(bits):
+    pass
 
 
 def _best(call, repeat: int = 7) -> float:

@@ -61,6 +61,12 @@ CASES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _avx512_width(monkeypatch):
+    """The snapshots are the kernels a CPU with AVX-512 gets (fj.vector_width), on every machine."""
+    monkeypatch.setenv("FLOWJIT_VECTOR_BITS", "512")
+
+
 def kernels_text(function, args) -> str:
     """The kernels the program compiles, as compiled (less the module header they share)."""
     shared = MODULE_HEADER

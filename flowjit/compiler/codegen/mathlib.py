@@ -84,6 +84,24 @@ def stack_array(typingctx, dtype, size):
 
 
 @intrinsic
+def vector_width(typingctx, bits):
+    """Asks LLVM to vectorise the function this is called in with ``bits``-wide registers
+    (a literal: 128, 256 or 512), through the function attribute ``"prefer-vector-width"``;
+    it emits no instruction.  Kernels call it first thing, and first thing in each ``prange``
+    body (numba outlines those into functions of their own); config.vector_bits decides it."""
+    if not isinstance(bits, types.IntegerLiteral) or bits.literal_value not in (128, 256, 512):
+        return None
+    attribute = f'"prefer-vector-width"="{bits.literal_value}"'
+
+    def codegen(context, builder, signature, args):
+        # llvmlite's FunctionAttributes takes only its list of keyword attributes; a string
+        # attribute is written out as it is held.
+        set.add(builder.function.attributes, attribute)
+        return context.get_dummy_value()
+    return types.none(bits), codegen
+
+
+@intrinsic
 def known_last_extent(typingctx, array, extent):
     """``array`` whose last extent is the literal ``extent`` (which it must be), so that LLVM
     sees the stride of its second-to-last axis as a constant.

@@ -12,6 +12,7 @@ from typing import Callable
 
 import numpy as np
 
+from flowjit.config import vector_bits
 from flowjit.compiler.codegen.scalar import CodegenError, expression, fast_path
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
@@ -267,7 +268,24 @@ class KernelWriter:
         parameters = ", ".join([name for v in inputs for name in self.parameters(v)] + [self.argument[v] for v in outputs]
                                + [name for name, _ in self.scratch_parameters])
         name = PARALLEL if self.parallel else SERIAL
-        return "\n".join([f"def {name}({parameters}):"] + header + body_lines), inputs, outputs
+        lines = self.vector_width(header + body_lines)
+        return "\n".join([f"def {name}({parameters}):"] + lines), inputs, outputs
+
+    def vector_width(self, lines: list[str]) -> list[str]:
+        """``lines`` with ``fj.vector_width(bits)`` first in the function and in each ``prange``
+        body (numba compiles those as functions of their own), where config.vector_bits asks
+        for a width: what LLVM vectorises with is then in the source, and in the cache key."""
+        bits = vector_bits() if self.target == "cpu" else None
+        if bits is None:
+            return lines
+        call = f"fj.vector_width({bits})"
+        widened = [INDENT + call]
+        for line in lines:
+            widened.append(line)
+            text = line.lstrip()
+            if text.startswith("for ") and " in prange(" in text:
+                widened.append(line[:len(line) - len(text)] + INDENT + call)
+        return widened
 
     def outer_value(self, value: Value) -> Value:
         if value in self.outer_of:

@@ -1,5 +1,6 @@
 # k0_sub_exp: loop kernel, domain [4,8]
 def kernel(in0_reshape, in1_reshape_1, out0):
+    fj.vector_width(512)
     n0 = in0_reshape.shape[0]
     n1 = in1_reshape_1.shape[1]
     for i0 in range(n0):
@@ -12,9 +13,11 @@ def kernel(in0_reshape, in1_reshape_1, out0):
 
 
 def kernel_parallel(in0_reshape, in1_reshape_1, out0):
+    fj.vector_width(512)
     n0 = in0_reshape.shape[0]
     n1 = in1_reshape_1.shape[1]
     for i0 in prange(n0):
+        fj.vector_width(512)
         for i1 in range(n1):
             # %sub = sub %reshape, %reshape_1 : f32[4,8] loc(...)
             v_sub = np.float32((in0_reshape[i0, 0] - in1_reshape_1[0, i1]))

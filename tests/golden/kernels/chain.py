@@ -1,5 +1,6 @@
 # k0_mul_add_mul_abs_div_sub: loop kernel, domain [8]
 def kernel(in0_x, out0):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     for i0 in range(n0):
         # %mul = mul %x, %constant : f64[8] loc(...)
@@ -18,8 +19,10 @@ def kernel(in0_x, out0):
 
 
 def kernel_parallel(in0_x, out0):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     for i0 in prange(n0):
+        fj.vector_width(512)
         # %mul = mul %x, %constant : f64[8] loc(...)
         v_mul = np.float64((in0_x[i0] * np.float64(2.0)))
         # %add = add %mul, %constant_1 : f64[8] loc(...)

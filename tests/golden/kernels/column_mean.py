@@ -1,5 +1,6 @@
 # k0_mean: reduce kernel, domain [4,8]
 def kernel(in0_x, out0):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n0
@@ -31,10 +32,12 @@ def kernel(in0_x, out0):
 
 
 def kernel_parallel(in0_x, out0):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n0
     for block in prange((n1 + 1023) // 1024):
+        fj.vector_width(512)
         low = block * 1024
         high = min(n1, low + 1024)
         # %mean = mean %x {axes=[0]} : f32[8] loc(...)

@@ -1,5 +1,6 @@
 # k0_mul_add: loop kernel, domain [8]
 def kernel(in0_x, in1_y, out0):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     for i0 in range(n0):
         # %mul = mul %x, %y : f16[8] loc(...)
@@ -10,8 +11,10 @@ def kernel(in0_x, in1_y, out0):
 
 
 def kernel_parallel(in0_x, in1_y, out0):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     for i0 in prange(n0):
+        fj.vector_width(512)
         # %mul = mul %x, %y : f16[8] loc(...)
         v_mul = fj.round_float16(np.float32((in0_x[i0] * in1_y[i0])))
         # %add = add %mul, %constant : f16[8] loc(...)

@@ -1,5 +1,6 @@
 # k0_mul_add_mul_tanh_add_mul: loop kernel, domain [32]
 def kernel(in0_x, out0):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     for i0 in range(n0):
         # %mul = mul %constant, %x : f32[32] loc(...)
@@ -24,8 +25,10 @@ def kernel(in0_x, out0):
 
 
 def kernel_parallel(in0_x, out0):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     for i0 in prange(n0):
+        fj.vector_width(512)
         # %mul = mul %constant, %x : f32[32] loc(...)
         v_mul = np.float32((np.float32(0.5) * in0_x[i0]))
         # %mul_1 = mul %constant_1, %x : f32[32] loc(...)

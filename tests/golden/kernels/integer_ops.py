@@ -1,5 +1,6 @@
 # k0_floordiv_mod_mul_add_gt_sub: loop kernel, domain [16]
 def kernel(in0_i, out0):
+    fj.vector_width(512)
     n0 = in0_i.shape[0]
     for i0 in range(n0):
         # %floordiv = floordiv %i, %constant : i32[16] loc(...)
@@ -18,8 +19,10 @@ def kernel(in0_i, out0):
 
 
 def kernel_parallel(in0_i, out0):
+    fj.vector_width(512)
     n0 = in0_i.shape[0]
     for i0 in prange(n0):
+        fj.vector_width(512)
         # %floordiv = floordiv %i, %constant : i32[16] loc(...)
         v_floordiv = np.int32(fj.floordiv_int(in0_i[i0], np.int32(3)))
         # %mod = mod %floordiv, %constant_1 : i32[16] loc(...)

@@ -1,5 +1,6 @@
 # k0_mean_sub_square_mean_add_sqrt: reduce kernel, domain [2,128]
 def kernel(in0_x, in1_gamma, in2_beta, out0):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n1
@@ -99,10 +100,12 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
 
 
 def kernel_parallel(in0_x, in1_gamma, in2_beta, out0):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n1
     for chunk in prange((n0 + 63) // 64):
+        fj.vector_width(512)
         s_sub = np.empty(ninner, np.float32)
         for i0 in range(chunk * 64, min(n0, (chunk + 1) * 64)):
             # %mean = mean %x {axes=[1], keepdims=true} : f32[2,1] loc(...)

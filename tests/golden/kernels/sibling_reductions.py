@@ -1,5 +1,6 @@
 # k0_sum_max: reduce kernel, domain [4,8]
 def kernel(in0_x, out0, out1):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n1
@@ -21,10 +22,12 @@ def kernel(in0_x, out0, out1):
 
 
 def kernel_parallel(in0_x, out0, out1):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n1
     for chunk in prange((n0 + 63) // 64):
+        fj.vector_width(512)
         for i0 in range(chunk * 64, min(n0, (chunk + 1) * 64)):
             # %sum = sum %x {axes=[1]} : f32[4] loc(...)
             total_sum = np.float64(0.0)

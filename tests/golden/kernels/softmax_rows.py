@@ -1,5 +1,6 @@
 # k0_max_sub_exp_sum_div: reduce kernel, domain [2,128]
 def kernel(in0_x, out0):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n1
@@ -82,10 +83,12 @@ def kernel(in0_x, out0):
 
 
 def kernel_parallel(in0_x, out0):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n1
     for chunk in prange((n0 + 63) // 64):
+        fj.vector_width(512)
         s_exp = np.empty(ninner, np.float32)
         for i0 in range(chunk * 64, min(n0, (chunk + 1) * 64)):
             # %max = max %x {axes=[1], keepdims=true} : f32[2,1] loc(...)

@@ -1,5 +1,6 @@
 # k0_sum: reduce kernel, domain [32]
 def kernel(in0_x, out0):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     ninner = n0
     nparts = max(1, min(64, ninner // 65536))
@@ -48,11 +49,13 @@ def kernel(in0_x, out0):
 
 
 def kernel_parallel(in0_x, out0):
+    fj.vector_width(512)
     n0 = in0_x.shape[0]
     ninner = n0
     nparts = max(1, min(64, ninner // 65536))
     partials_sum = np.empty(nparts, np.float64)
     for part in prange(nparts):
+        fj.vector_width(512)
         low = part * ninner // nparts
         high = (part + 1) * ninner // nparts
         row0_in0_x = in0_x[low:high]

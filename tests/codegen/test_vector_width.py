@@ -1,0 +1,117 @@
+"""The vector width kernels ask LLVM for (``fj.vector_width``, config.vector_bits): where the
+call goes in a kernel's source, that it changes the registers LLVM vectorises with (512-bit
+zmm on a CPU with AVX-512, which LLVM tunes to 256 by default on Intel's server CPUs), and
+that the results do not change with it."""
+
+import re
+
+import numpy as np
+import pytest
+from llvmlite import binding
+
+import flowjit
+from flowjit.compiler.codegen.driver import PARALLEL_MIN_ELEMENTS
+from flowjit.compiler.codegen.writer import PARALLEL, SERIAL
+from flowjit.config import vector_bits
+from helpers import compiled_serial, packed
+
+AVX512 = binding.get_host_cpu_features().get("avx512f", False)
+
+
+def _source(program, *args) -> str:
+    ((_, source),) = flowjit.jit(program).lower(*args).kernel_sources().items()
+    return source
+
+
+def _function(source: str, name: str) -> list[str]:
+    lines = source.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith(f"def {name}(")))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("def ")), len(lines))
+    return lines[start:end]
+
+
+@pytest.mark.parametrize("setting, bits", [("128", 128), ("256", 256), ("512", 512), ("default", None),
+                                           ("0", None), (" 512 ", 512)])
+def test_the_setting_is_read_from_the_environment(monkeypatch, setting, bits):
+    monkeypatch.setenv("FLOWJIT_VECTOR_BITS", setting)
+    assert vector_bits() == bits
+
+
+def test_auto_asks_for_512_bits_where_the_cpu_has_avx512(monkeypatch):
+    monkeypatch.delenv("FLOWJIT_VECTOR_BITS", raising=False)
+    assert vector_bits() == (512 if AVX512 else None)
+    monkeypatch.setenv("FLOWJIT_VECTOR_BITS", "auto")
+    assert vector_bits() == (512 if AVX512 else None)
+
+
+def test_an_unknown_setting_is_an_error_that_names_the_choices(monkeypatch):
+    monkeypatch.setenv("FLOWJIT_VECTOR_BITS", "1024")
+    with pytest.raises(ValueError, match="FLOWJIT_VECTOR_BITS='1024'.*128, 256, 512"):
+        vector_bits()
+
+
+PROGRAMS = {
+    "loop": (lambda x: np.tanh(x) * 2.0 + 1.0, (64, 33)),
+    "row-reduce": (lambda x: np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1), (300, 130)),
+    "column-reduce": (lambda x: (x * x).sum(axis=0), (300, 130)),
+    "whole-reduce": (lambda x: np.sin(x).sum(), (70000,)),
+}
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=list(PROGRAMS))
+def test_the_call_comes_first_in_the_kernel_and_in_each_prange_body(monkeypatch, program):
+    function, shape = PROGRAMS[program]
+    x = np.ones(shape, np.float32)
+    monkeypatch.setenv("FLOWJIT_VECTOR_BITS", "512")
+    source = _source(function, x)
+    for name in (SERIAL, PARALLEL):
+        lines = _function(source, name)
+        assert lines[1] == "    fj.vector_width(512)", lines[:3]
+        for index, line in enumerate(lines):
+            if " in prange(" in line:
+                indent = len(line) - len(line.lstrip())
+                assert lines[index + 1] == " " * (indent + 4) + "fj.vector_width(512)", lines[index:index + 2]
+    assert sum(" in prange(" in line for line in _function(source, PARALLEL)) >= 1
+    monkeypatch.setenv("FLOWJIT_VECTOR_BITS", "default")
+    assert "fj.vector_width" not in _source(function, x)
+
+
+@pytest.mark.skipif(not AVX512, reason="the host CPU has no AVX-512")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_512_bits_vectorise_with_zmm_registers_and_256_without(monkeypatch, dtype):
+    """The test that fails without the call: LLVM's tuning for Intel's AVX-512 server CPUs
+    (Skylake-SP on) keeps loops in ymm registers."""
+    x = np.linspace(-3, 3, 1000).astype(dtype)
+    registers = {}
+    for setting in ("256", "512"):
+        monkeypatch.setenv("FLOWJIT_VECTOR_BITS", setting)
+        source = _source(lambda x: np.tanh(x) * 0.5 + x, x)
+        assembly = "".join(compiled_serial(source, "vector_width.py", [x, np.empty_like(x)]).inspect_asm().values())
+        assert packed(assembly, "arith", dtype)
+        registers[setting] = len(re.findall(r"%zmm", assembly))
+    assert registers["256"] == 0 and registers["512"] > 0, registers
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_width_gives_the_same_bits(monkeypatch, dtype):
+    """Lanes are independent and reductions keep their own lane order: the width changes
+    no result, in serial kernels or parallel twins."""
+    rng = np.random.default_rng(7)
+    small = rng.standard_normal((40, 300)).astype(dtype) * 3
+    large = rng.standard_normal((PARALLEL_MIN_ELEMENTS // 256 + 64, 256)).astype(dtype) * 3
+
+    def program(x):
+        shifted = x - x.max(axis=1, keepdims=True)
+        return np.tanh(x) * np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True), np.sin(x).sum()
+
+    results = {}
+    for setting in ("256", "512", "default"):
+        monkeypatch.setenv("FLOWJIT_VECTOR_BITS", setting)
+        jitted = flowjit.jit(program)
+        results[setting] = [jitted(small), jitted(large)]
+        flowjit.wait_for_compiles()
+        results[setting].append(jitted(large))
+    for setting in ("512", "default"):
+        for got, want in zip(results[setting], results["256"]):
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(a, b, strict=True)
