@@ -274,24 +274,11 @@ def _tanh_taylor(terms: int) -> tuple[float, ...]:
     return tuple(float(quotient[2 * n + 1]) for n in range(terms))
 
 
-TANH_TAYLOR = _tanh_taylor(20)
-T0, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16, T17, T18, T19 = TANH_TAYLOR
+TANH_TAYLOR = _tanh_taylor(10)
 TANH_SMALL = 0.55
 
 
-@njit(**INLINE)
-def tanh_f64(x):
-    a = abs(x)
-    z = a * a
-    small = a * (T0 + z * (T1 + z * (T2 + z * (T3 + z * (T4 + z * (T5 + z * (T6 + z * (T7 + z * (
-        T8 + z * (T9 + z * (T10 + z * (T11 + z * (T12 + z * (T13 + z * (T14 + z * (T15 + z * (
-            T16 + z * (T17 + z * (T18 + z * T19)))))))))))))))))))
-    large = 1.0 - 2.0 / (exp_f64(2.0 * min(a, 40.0)) + 1.0)
-    result = small if a < TANH_SMALL else large
-    return math.copysign(result, x)            # keeps -0.0; copysign of NaN is NaN
-
-
-F_T = tuple(np.float32(c) for c in TANH_TAYLOR[:10])       # the first terms do not depend on the count
+F_T = tuple(np.float32(c) for c in TANH_TAYLOR)
 F_T0, F_T1, F_T2, F_T3, F_T4, F_T5, F_T6, F_T7, F_T8, F_T9 = F_T
 
 
