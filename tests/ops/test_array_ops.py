@@ -193,9 +193,16 @@ WEIGHTS = RNG.normal(size=(8, 9))
 
 
 def test_gradients_flow_through_the_compositions():
+    """Each part's cotangent is (2 part + 1) * weights: it depends on x (so the backward program
+    is computed, not folded) and is not zero where a part is (triu's and diag's zeros, so a rule
+    that leaks cotangent into entries it masks is caught), as sin's cos(part) was.  sin runs once,
+    on x: a sin (and its cos) inlined into every part's kernels, forward and backward, made this
+    one program 35 kernels and 130 s of a cold compile (a kernel inlining six of them took 36 s);
+    now it is ~10 s.  sin's own rule: test_gradients.py's test_unary_rules[sin]."""
     def loss(x):
-        parts = (np.diff(x, n=2, axis=1), np.roll(x, 2, axis=(0, 1)), np.pad(x, (1, 2), mode="reflect"),
-                 np.pad(x, 1, mode="edge"), np.triu(x, 1), np.diag(np.diag(x[:, :4]), 1), np.outer(x[0], x[1]),
-                 np.convolve(x[0], x[1, :3], "same")[None])
-        return sum((np.sin(part) * WEIGHTS[:part.shape[0], :part.shape[1]]).sum() for part in parts)
+        y = np.sin(x)
+        parts = (np.diff(y, n=2, axis=1), np.roll(y, 2, axis=(0, 1)), np.pad(y, (1, 2), mode="reflect"),
+                 np.pad(y, 1, mode="edge"), np.triu(y, 1), np.diag(np.diag(y[:, :4]), 1), np.outer(y[0], y[1]),
+                 np.convolve(y[0], y[1, :3], "same")[None])
+        return sum((part * (part + 1.0) * WEIGHTS[:part.shape[0], :part.shape[1]]).sum() for part in parts)
     check(loss, F64, paths=GRADIENT_PATHS)
