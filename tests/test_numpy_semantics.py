@@ -197,12 +197,18 @@ def split_cases(cases: dict, *args):
 
 
 OPS_PER_PROGRAM = 16
+# Cases whose kernels inline a math routine (exp, log, trig, pow: a fast and a general path
+# each) go at most two to a program: numba's compile time grows much faster than the number of
+# routines a kernel inlines.  The 17 float64 routine cases took 35 s of CPU as one kernel, 31 s
+# as two (the 16 a program above), 16 s as five and 14 s as nine or as seventeen.  Two still
+# puts routines side by side in a kernel, where their fast paths' guards combine.
+ROUTINES_PER_PROGRAM = 2
 
 
-def chunks(names: list[str]) -> list[list[str]]:
-    """``names`` in equal runs of at most OPS_PER_PROGRAM: compile time grows faster than a
+def chunks(names: list[str], per_program: int = OPS_PER_PROGRAM) -> list[list[str]]:
+    """``names`` in equal runs of at most ``per_program``: compile time grows faster than a
     kernel's size, so a table compiles as a few programs rather than one."""
-    count = -(-len(names) // OPS_PER_PROGRAM)
+    count = -(-len(names) // per_program)
     size = -(-len(names) // count) if names else 1
     return [names[start:start + size] for start in range(0, len(names), size)]
 
@@ -225,15 +231,16 @@ def paths(dtypes, which=None) -> list[tuple[str, dict]]:
     return [(path, options[path]) for path in which]
 
 
-def check_table(cases: dict, args: tuple, dtypes, approximate=frozenset(), which=None) -> None:
-    """Every case numpy computes, on every path (``which``, or paths' default), against numpy;
-    every case numpy rejects, rejected."""
+def check_table(cases: dict, args: tuple, dtypes, approximate=frozenset(), which=None,
+                per_program: int = OPS_PER_PROGRAM) -> None:
+    """Every case numpy computes, on every path (``which``, or paths' default), against numpy,
+    ``per_program`` cases a jitted program; every case numpy rejects, rejected."""
     good, bad = split_cases(cases, *args)
     names = sorted(good)
     rtol = max(TOLERANCE.get(np.dtype(d), 0.0) for d in dtypes) or TOLERANCE[np.dtype(np.float16)]
     for path, options in paths(dtypes, which):
         results = []
-        for chunk in chunks(names):
+        for chunk in chunks(names, per_program):
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 results.extend(flowjit.jit(table_program(cases, chunk), **options)(*args))
@@ -318,7 +325,8 @@ def test_unary_ops_on_special_values(dtype):
     routine_paths = ("interpreter", "fused") if dtype in ROUTINE_DTYPES else ("interpreter",)
     for cases, args, approximate in unary_tables(dtype):
         check_table(_part(cases, routines=False), args, [dtype], approximate)
-        check_table(_part(cases, routines=True), args, [dtype], approximate, which=routine_paths)
+        check_table(_part(cases, routines=True), args, [dtype], approximate, which=routine_paths,
+                    per_program=ROUTINES_PER_PROGRAM)
 
 
 @pytest.mark.sweep
@@ -337,7 +345,8 @@ def test_unary_math_routines_of_the_other_integers(dtype):
     """The rest of test_unary_ops_on_special_values: the math-routine cases of the integers
     outside ROUTINE_DTYPES, fused (a sweep: ``make test-slow`` runs it)."""
     for cases, args, approximate in unary_tables(dtype):
-        check_table(_part(cases, routines=True), args, [dtype], approximate, which=("fused",))
+        check_table(_part(cases, routines=True), args, [dtype], approximate, which=("fused",),
+                    per_program=ROUTINES_PER_PROGRAM)
 
 
 @pytest.mark.parametrize("dtype", dtype_params())
@@ -353,7 +362,8 @@ def _power_fast_path_tables(dtype, which) -> None:
         "same_shape": lambda x, e: np.power(x, e), "one_by_one": lambda x, e: np.power(x[:1, :1], e[:1, :1]),
     }
     for exponent in (0.5, -1.0, 2.0, 1.0, 0.0):
-        check_table(cases, (base, np.full((2, 2), exponent, dtype)), [dtype], which=which)
+        check_table(cases, (base, np.full((2, 2), exponent, dtype)), [dtype], which=which,
+                    per_program=ROUTINES_PER_PROGRAM)     # each case inlines a pow
 
 
 def test_power_fast_paths_follow_the_exponents_broadcast():
