@@ -261,39 +261,6 @@ def log_f32(x):
     return np.float32(log_f64(np.float64(x)))
 
 
-def _tanh_taylor(terms: int) -> tuple[float, ...]:
-    """Coefficients c_n of tanh(x) = sum c_n x**(2n+1), exactly, from tanh = sinh / cosh."""
-    size = 2 * terms + 2
-    sinh = [Fraction(0)] * size
-    cosh = [Fraction(0)] * size
-    for n in range(size):
-        (sinh if n % 2 else cosh)[n] = Fraction(1, math.factorial(n))
-    quotient = [Fraction(0)] * size
-    for n in range(size):                      # sinh = tanh * cosh, solved term by term
-        quotient[n] = sinh[n] - sum(quotient[k] * cosh[n - k] for k in range(n))
-    return tuple(float(quotient[2 * n + 1]) for n in range(terms))
-
-
-TANH_TAYLOR = _tanh_taylor(10)
-TANH_SMALL = 0.55
-
-
-F_T = tuple(np.float32(c) for c in TANH_TAYLOR)
-F_T0, F_T1, F_T2, F_T3, F_T4, F_T5, F_T6, F_T7, F_T8, F_T9 = F_T
-
-
-@njit(**INLINE)
-def tanh_f32(x):
-    a = abs(x)
-    z = a * a
-    small = a * (F_T0 + z * (F_T1 + z * (F_T2 + z * (F_T3 + z * (F_T4 + z * (F_T5 + z * (
-        F_T6 + z * (F_T7 + z * (F_T8 + z * F_T9)))))))))
-    large = np.float32(1.0) - np.float32(2.0) / (exp_f32(np.float32(2.0) * min(a, np.float32(20.0)))
-                                                 + np.float32(1.0))
-    result = small if a < np.float32(TANH_SMALL) else large
-    return np.float32(math.copysign(result, x))
-
-
 @njit(**INLINE)
 def _sigmoid(x, flush_below):
     e = exp_f64(-abs(x))
