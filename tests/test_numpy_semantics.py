@@ -3,7 +3,8 @@
 Table-driven.  For each dtype flowjit compiles, arrays hold its special values (+-0, +-inf,
 NaN, the integer extremes) and, for binary ops, every pair of them.  A few jitted functions
 compute the ops of a table, up to 16 each (a few compiles per dtype and path, not one per op;
-one kernel of a whole 51-op table took 60% more compile time than four of 13), and the
+one kernel of a whole 51-op table took 60% more compile time than four of 13), math-routine
+cases two each, a reduction table whole (its reductions fuse as siblings), and the
 interpreter, the fused kernels and the unfused ones must each give numpy's dtype and
 values: bit for bit (NaN where numpy has NaN, the sign of every zero, inf), and within the
 dtype's tolerance only where a libm function may round differently.  Where numpy raises,
@@ -203,6 +204,10 @@ OPS_PER_PROGRAM = 16
 # as two (the 16 a program above), 16 s as five and 14 s as nine or as seventeen.  Two still
 # puts routines side by side in a kernel, where their fast paths' guards combine.
 ROUTINES_PER_PROGRAM = 2
+# Reductions of one input fuse into a few sibling-reduction kernels: a whole table in one
+# program compiles fused as 6 kernels (float16: 9 s of CPU), where 16 cases a program made 16
+# (15 s).  Unfused, each op is a kernel however the table is split.
+REDUCTIONS_PER_PROGRAM = 64
 
 
 def chunks(names: list[str], per_program: int = OPS_PER_PROGRAM) -> list[list[str]]:
@@ -363,7 +368,7 @@ def _power_fast_path_tables(dtype, which) -> None:
     }
     for exponent in (0.5, -1.0, 2.0, 1.0, 0.0):
         check_table(cases, (base, np.full((2, 2), exponent, dtype)), [dtype], which=which,
-                    per_program=ROUTINES_PER_PROGRAM)     # each case inlines a pow
+                    per_program=1)     # each case inlines a pow: one a program is cheapest
 
 
 def test_power_fast_paths_follow_the_exponents_broadcast():
@@ -440,7 +445,8 @@ REDUCTION_DTYPES = [np.bool_, np.int8, np.int64, np.uint64, np.float16, np.float
 
 @pytest.mark.parametrize("dtype", REDUCTION_DTYPES, ids=lambda d: np.dtype(d).name)
 def test_reductions_with_special_values(dtype):
-    check_table(REDUCTIONS, (reduction_input(dtype),), [dtype], REDUCTION_APPROXIMATE)
+    check_table(REDUCTIONS, (reduction_input(dtype),), [dtype], REDUCTION_APPROXIMATE,
+                per_program=REDUCTIONS_PER_PROGRAM)
 
 
 @pytest.mark.sweep
@@ -449,7 +455,8 @@ def test_reductions_with_more_ddofs(dtype):
     """The rest of test_reductions_with_special_values: var and std with SWEEP_DDOFS (a sweep:
     ``make test-slow`` runs it), unfused also where UNFUSED_SWEEP_DTYPES has the dtype."""
     which = PATHS if dtype in UNFUSED_SWEEP_DTYPES else None
-    check_table(SWEEP_REDUCTIONS, (reduction_input(dtype),), [dtype], REDUCTION_APPROXIMATE, which=which)
+    check_table(SWEEP_REDUCTIONS, (reduction_input(dtype),), [dtype], REDUCTION_APPROXIMATE, which=which,
+                per_program=REDUCTIONS_PER_PROGRAM)
 
 
 @pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0,)], ids=str)
@@ -459,7 +466,8 @@ def test_reductions_of_empty_arrays(shape):
     kept = ("sum", "prod", "mean", "max", "min", "argmax", "argmin", "all", "any", "var_ddof0", "std_ddof1")
     cases = {name: case for name, case in REDUCTIONS.items()
              if name.startswith(kept) and (len(shape) == 2 or "axis1" not in name)}
-    check_table(cases, (np.zeros(shape, np.float32),), [np.float32], REDUCTION_APPROXIMATE)
+    check_table(cases, (np.zeros(shape, np.float32),), [np.float32], REDUCTION_APPROXIMATE,
+                per_program=REDUCTIONS_PER_PROGRAM)
     bool_cases = {name: case for name, case in cases.items() if name.startswith(("all", "any"))}
     check_table(bool_cases, (np.zeros(shape, np.int8),), [np.int8])
 
