@@ -100,16 +100,18 @@ def test_kernel_keys_rename_locals_only():
 
 
 def test_short_rows_compile_without_lane_loops():
-    """A row the traced shapes make shorter than the lane width gets the one plain loop (less
-    for numba to compile); a long one the lanes; both match numpy."""
+    """A row the traced shapes make shorter than twice the short lanes gets the one plain loop
+    (less for numba to compile); a longer one 16 lanes, a long one 64; all match numpy."""
     def softmax(x):
         e = np.exp(x - x.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
     jitted = flowjit.jit(softmax)
-    for length, lanes in ((10, False), (127, False), (128, True), (300, True)):
+    for length, lanes in ((10, None), (31, None), (32, 16), (127, 16), (128, 64), (300, 64)):
         x = np.random.default_rng(length).standard_normal((3, length)).astype(np.float32)
         (source,) = jitted.lower(x).kernel_sources().values()
-        assert ("lanes_" in source) == lanes, (length, source)
+        assert ("lanes_" in source) == (lanes is not None), (length, source)
+        if lanes is not None:
+            assert f"lanes_max = fj.stack_array(np.float32, {lanes})" in source, (length, source)
         np.testing.assert_allclose(jitted(x), softmax(x), rtol=1e-5, atol=1e-7)
 
 

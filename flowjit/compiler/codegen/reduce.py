@@ -37,6 +37,7 @@ PARALLEL_ROWS = 4 * ROW_CHUNK   # a first kept axis this long gives the parallel
 LANES = 64                      # independent accumulators in a reduction (a power of two)
 WIDE_ROW = 2 * LANES            # rows at least this long use them
 FOLDED = 16                     # lanes left after the vector fold (a divisor of LANES)
+SHORT_LANES = FOLDED            # rows the traced shapes make shorter than WIDE_ROW: this many lanes
 FLUSH_BLOCKS = 16               # float32 sum lanes pass into float64 ones after this many blocks
 COLUMN_BLOCK = 1024             # adjacent outputs per task when reducing over outer axes
 
@@ -420,8 +421,10 @@ class ReduceWriter(PartsWriter, KernelWriter):
         the row a vector fold leaves ``FOLDED`` lanes, combined one by one (a full tree
         scalarised into ~250 instructions a row).  One loop then takes what the lanes left:
         the last ``ninner % LANES`` elements, or the whole of a shorter row.  A row the traced
-        shapes make shorter than ``WIDE_ROW`` gets that one loop only: the lane loops would never
-        run, and they are most of what numba would compile (a softmax over 10 classes).
+        shapes make shorter than ``WIDE_ROW`` has ``SHORT_LANES`` lanes from twice that length
+        (a softmax over 64 classes: one dependent step per 16 elements, not per element), and
+        shorter ones that one loop only: the lane loops would never run, and they are most of
+        what numba would compile (a softmax over 10 classes).
         """
         rules = {node: self.reduction_rule(node) for node in nodes}
         lane = {node: lane_dtype(node) for node in nodes}
@@ -439,34 +442,36 @@ class ReduceWriter(PartsWriter, KernelWriter):
                 target = combine_into(node)
                 self.emit(depth, f"{target} = {combine(target, 'x')}")
 
+        short = length == "ninner" and self.row_length() < WIDE_ROW
+        lanes = SHORT_LANES if short else LANES
+
         def flush(depth: int) -> None:
             """Add the narrow lanes into the wide ones."""
             for node in narrowed:
                 dtype, _, combine = rules[node]
-                lanes, wide = "lanes_" + _identifier(node.output), "wide_" + _identifier(node.output)
-                self.emit(depth, f"for j in range({LANES}):")
-                narrow = cast(f"{lanes}[j]", lane[node], dtype)
-                self.emit(depth + 1, f"{wide}[j] = {combine(f'{wide}[j]', narrow)}")
-                self.emit(depth + 1, f"{lanes}[j] = {literal(0, lane[node])}")
+                narrow, wide = "lanes_" + _identifier(node.output), "wide_" + _identifier(node.output)
+                self.emit(depth, f"for j in range({lanes}):")
+                self.emit(depth + 1, f"{wide}[j] = {combine(f'{wide}[j]', cast(f'{narrow}[j]', lane[node], dtype))}")
+                self.emit(depth + 1, f"{narrow}[j] = {literal(0, lane[node])}")
 
         head = f"for t in range({length}):"
-        if nodes and not (length == "ninner" and self.row_length() < WIDE_ROW):
+        if nodes and not (short and self.row_length() < 2 * SHORT_LANES):
             self.emit(depth, "tail = 0")
-            self.emit(depth, f"if {length} >= {WIDE_ROW}:")
+            self.emit(depth, f"if {length} >= {2 * lanes}:")
             inner = depth + 1
             for node, (dtype, start, _) in rules.items():
-                self.accumulators(inner, node, "lanes_", lane[node], dtype, start, LANES)
-            self.emit(inner, f"for block in range({length} // {LANES}):")
+                self.accumulators(inner, node, "lanes_", lane[node], dtype, start, lanes)
+            self.emit(inner, f"for block in range({length} // {lanes}):")
             if body is not None and self.staged_body is not None:
                 nodes_in_body, stage, index = self.staged_body
                 into_lanes = functools.partial(visit, combine_into=lambda node: f"lanes_{_identifier(node.output)}[j]",
                                                in_lanes=True, computed=True)
                 self.staged_block(inner + 1, nodes_in_body, stage, Block(
-                    str(LANES), LANES, [f"t = block * {LANES} + j"] + index, into_lanes,
+                    str(lanes), lanes, [f"t = block * {lanes} + j"] + index, into_lanes,
                     tuple(node.inputs[0] for node in nodes)))
             else:
-                self.emit(inner + 1, f"for j in range({LANES}):")
-                self.emit(inner + 2, f"t = block * {LANES} + j")
+                self.emit(inner + 1, f"for j in range({lanes}):")
+                self.emit(inner + 2, f"t = block * {lanes} + j")
                 visit(inner + 2, lambda node: f"lanes_{_identifier(node.output)}[j]", in_lanes=True)
             if narrowed:
                 self.emit(inner + 1, f"if block % {FLUSH_BLOCKS} == {FLUSH_BLOCKS - 1}:")
@@ -476,13 +481,14 @@ class ReduceWriter(PartsWriter, KernelWriter):
             for node, (_, _, combine) in rules.items():
                 acc = ("wide_" if node in narrowed else "lanes_") + _identifier(node.output)
                 total = "total_" + _identifier(node.output)
-                self.emit(inner, f"for j in range({FOLDED}):")
-                self.emit(inner + 1, f"for group in range(1, {LANES // FOLDED}):")
-                self.emit(inner + 2, f"x = {acc}[j + group * {FOLDED}]")
-                self.emit(inner + 2, f"{acc}[j] = {combine(f'{acc}[j]', 'x')}")
+                if lanes > FOLDED:
+                    self.emit(inner, f"for j in range({FOLDED}):")
+                    self.emit(inner + 1, f"for group in range(1, {lanes // FOLDED}):")
+                    self.emit(inner + 2, f"x = {acc}[j + group * {FOLDED}]")
+                    self.emit(inner + 2, f"{acc}[j] = {combine(f'{acc}[j]', 'x')}")
                 self.emit(inner, f"for j in range({FOLDED}):")
                 self.emit(inner + 1, f"{total} = {combine(total, f'{acc}[j]')}")
-            self.emit(inner, f"tail = {length} - {length} % {LANES}")
+            self.emit(inner, f"tail = {length} - {length} % {lanes}")
             # What the lanes left (all of a short row), one accumulator.
             head = f"for t in range(tail, {length}):"
         self.emit(depth, head)
