@@ -100,13 +100,13 @@ def test_kernel_keys_rename_locals_only():
 
 
 def test_short_rows_compile_without_lane_loops():
-    """A row the traced shapes make shorter than twice the short lanes gets the one plain loop
-    (less for numba to compile); a longer one 16 lanes, a long one 64; all match numpy."""
+    """A row the traced shapes make shorter than 16 gets the one plain loop (less for numba to
+    compile); a longer one 8 lanes, from 32 on 16, a long one 64; all match numpy."""
     def softmax(x):
         e = np.exp(x - x.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
     jitted = flowjit.jit(softmax)
-    for length, lanes in ((10, None), (31, None), (32, 16), (127, 16), (128, 64), (300, 64)):
+    for length, lanes in ((10, None), (15, None), (16, 8), (31, 8), (32, 16), (127, 16), (128, 64), (300, 64)):
         x = np.random.default_rng(length).standard_normal((3, length)).astype(np.float32)
         (source,) = jitted.lower(x).kernel_sources().values()
         assert ("lanes_" in source) == (lanes is not None), (length, source)

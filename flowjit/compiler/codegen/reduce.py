@@ -37,7 +37,7 @@ PARALLEL_ROWS = 4 * ROW_CHUNK   # a first kept axis this long gives the parallel
 LANES = 64                      # independent accumulators in a reduction (a power of two)
 WIDE_ROW = 2 * LANES            # rows at least this long use them
 FOLDED = 16                     # lanes left after the vector fold (a divisor of LANES)
-SHORT_LANES = FOLDED            # rows the traced shapes make shorter than WIDE_ROW: this many lanes
+SHORT_LANES = FOLDED            # rows the traced shapes make shorter than WIDE_ROW: this many lanes (half under 32)
 FLUSH_BLOCKS = 16               # float32 sum lanes pass into float64 ones after this many blocks
 COLUMN_BLOCK = 1024             # adjacent outputs per task when reducing over outer axes
 
@@ -422,9 +422,9 @@ class ReduceWriter(PartsWriter, KernelWriter):
         scalarised into ~250 instructions a row).  One loop then takes what the lanes left:
         the last ``ninner % LANES`` elements, or the whole of a shorter row.  A row the traced
         shapes make shorter than ``WIDE_ROW`` has ``SHORT_LANES`` lanes from twice that length
-        (a softmax over 64 classes: one dependent step per 16 elements, not per element), and
-        shorter ones that one loop only: the lane loops would never run, and they are most of
-        what numba would compile (a softmax over 10 classes).
+        (a softmax over 64 classes: one dependent step per 16 elements, not per element), half
+        as many from 16 elements, and shorter ones that one loop only: the lane loops would
+        never run, and they are most of what numba would compile (a softmax over 10 classes).
         """
         rules = {node: self.reduction_rule(node) for node in nodes}
         lane = {node: lane_dtype(node) for node in nodes}
@@ -443,7 +443,8 @@ class ReduceWriter(PartsWriter, KernelWriter):
                 self.emit(depth, f"{target} = {combine(target, 'x')}")
 
         short = length == "ninner" and self.row_length() < WIDE_ROW
-        lanes = SHORT_LANES if short else LANES
+        lanes = (SHORT_LANES if self.row_length() >= 2 * SHORT_LANES else SHORT_LANES // 2) if short else LANES
+        folded = min(FOLDED, lanes)
 
         def flush(depth: int) -> None:
             """Add the narrow lanes into the wide ones."""
@@ -455,7 +456,7 @@ class ReduceWriter(PartsWriter, KernelWriter):
                 self.emit(depth + 1, f"{narrow}[j] = {literal(0, lane[node])}")
 
         head = f"for t in range({length}):"
-        if nodes and not (short and self.row_length() < 2 * SHORT_LANES):
+        if nodes and not (short and self.row_length() < 2 * lanes):
             self.emit(depth, "tail = 0")
             self.emit(depth, f"if {length} >= {2 * lanes}:")
             inner = depth + 1
@@ -486,7 +487,7 @@ class ReduceWriter(PartsWriter, KernelWriter):
                     self.emit(inner + 1, f"for group in range(1, {lanes // FOLDED}):")
                     self.emit(inner + 2, f"x = {acc}[j + group * {FOLDED}]")
                     self.emit(inner + 2, f"{acc}[j] = {combine(f'{acc}[j]', 'x')}")
-                self.emit(inner, f"for j in range({FOLDED}):")
+                self.emit(inner, f"for j in range({folded}):")
                 self.emit(inner + 1, f"{total} = {combine(total, f'{acc}[j]')}")
             self.emit(inner, f"tail = {length} - {length} % {lanes}")
             # What the lanes left (all of a short row), one accumulator.
