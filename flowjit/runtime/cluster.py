@@ -143,7 +143,7 @@ class TaskInfo:
     node: str                  # the node's IP address
     hostname: str
     node_id: str
-    address: tuple             # where its listener takes links (cluster_links)
+    address: tuple             # where its listener takes links: its endpoint (cluster_links)
 
 
 class TaskHome:

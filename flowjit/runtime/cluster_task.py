@@ -79,7 +79,7 @@ class Task:
         import ray
         context = ray.get_runtime_context()
         return {"pid": os.getpid(), "node": ray.util.get_node_ip_address(), "hostname": socket.gethostname(),
-                "node_id": context.get_node_id(), "address": self.listener.address}
+                "node_id": context.get_node_id(), "address": self.listener.endpoint}
 
     def ping(self) -> bool:
         return True
