@@ -230,6 +230,8 @@ class Link:
             for position, (index, (size, pooled)) in enumerate(shared):
                 fd, descriptors[position] = descriptors[position], -1
                 buffers[index] = self.maps.array(fd, size, pooled)
+        except LinkClosed:
+            raise
         except (ValueError, OSError) as error:
             raise LinkClosed(f"{self.peer} sent shared memory that could not be mapped: {error}") from None
         finally:

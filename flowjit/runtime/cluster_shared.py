@@ -139,6 +139,14 @@ def _release(mapping: mmap.mmap) -> None:
         pass
 
 
+_counts = {"received": 0}      # arrays this process received as shared memory (``received()``)
+
+
+def received() -> int:
+    """How many arrays this process has received as shared memory."""
+    return _counts["received"]
+
+
 class SegmentMaps:
     """The receiving side of a link: each segment it passed, mapped (pooled ones once)."""
 
@@ -164,6 +172,7 @@ class SegmentMaps:
         finally:
             os.close(fd)
         array = np.frombuffer(mapping, np.uint8, nbytes, HEADER)
+        _counts["received"] += 1                               # (a statistic: a lost increment is no harm)
         if pooled:
             weakref.finalize(array, _release, mapping)
         return array
