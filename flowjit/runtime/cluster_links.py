@@ -150,8 +150,9 @@ class Link:
         owned: list[int] = []                          # one-off segments' descriptors: closed once sent
         try:
             for raw in raws:
-                if self.local and raw.nbytes >= cluster_shared.SHARED_MIN and not self.closed:
-                    fd, pooled, once = self.pool.put(raw)
+                segment = self._share(raw)
+                if segment is not None:
+                    fd, pooled, once = segment
                     descriptors.append(fd)
                     if once:
                         owned.append(fd)
@@ -178,6 +179,17 @@ class Link:
         finally:
             for fd in owned:
                 os.close(fd)
+
+    def _share(self, raw: memoryview) -> tuple[int, bool, bool] | None:
+        """``raw`` copied into a segment (``SegmentPool.put``), or None: it goes inline (a
+        link between nodes, a small array, or no segment to be had: out of memory or
+        descriptors, where the stream still works)."""
+        if not self.local or raw.nbytes < cluster_shared.SHARED_MIN or self.closed:
+            return None
+        try:
+            return self.pool.put(raw)
+        except OSError:
+            return None
 
     def _write(self, view: memoryview, deadline: float | None) -> None:
         while len(view):
