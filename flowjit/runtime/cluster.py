@@ -206,6 +206,7 @@ class Cluster:
         self.links = Switchboard(self.key)
         self._lock = threading.Lock()
         self._actors: dict = {}
+        self._senders = None
         self._info: dict[str, TaskInfo] = {}
         self.generation: dict[str, int] = {task: 0 for task in self.tasks}
         self.closed = False
@@ -254,6 +255,14 @@ class Cluster:
         addresses = {task: self._info[task].address for task in actors}
         self._get([actor.set_peers.remote(addresses) for actor in actors.values()], timeout, "connecting the tasks",
                   list(actors))
+
+    def senders(self):
+        """The threads that send a step's heavy runs side by side (``cluster_executable``)."""
+        with self._lock:
+            if self._senders is None:
+                from concurrent.futures import ThreadPoolExecutor
+                self._senders = ThreadPoolExecutor(max(1, len(self.tasks) - 1), thread_name_prefix="flowjit-send")
+            return self._senders
 
     def link(self, task: str, timeout: float) -> Link:
         """The driver's link to ``task`` (``LinkClosed`` when its process is gone)."""
@@ -479,6 +488,8 @@ class Cluster:
             pass                               # (a variable it could not fetch stays marked as lost)
         self.closed = True
         self.links.close()
+        if self._senders is not None:
+            self._senders.shutdown(wait=False)
         with self._lock:
             actors, self._actors = dict(self._actors), {}
         for actor in actors.values():

@@ -41,6 +41,7 @@ from flowjit.runtime.cluster_links import LinkClosed, RemoteError, encode, resto
 from flowjit.runtime.executor import DEFAULT_STEP_TIMEOUT, FIRST_CALL_ALLOWANCE
 
 ABORT_GRACE = 1.0              # seconds the other tasks get to report an abort
+HEAVY_RUN = 1 << 20            # a run carrying this many bytes of arrays goes out beside the others
 REGISTER_POLL_S = 0.2          # how often a registration looks at the other tasks' links
 
 
@@ -185,20 +186,13 @@ class ClusterExecutable:
                                   {feed: arrays[feed] for feed in plan["feeds"]}, profile))
                     for task, plan in self.plan.items()}                 # (all before any is sent)
         replies = self.cluster.links.expect(self.program, step)
-        begun: list[str] = []
         try:
-            for task, message in messages.items():
-                remaining = None if deadline is None else deadline - time.monotonic()
-                try:
-                    if remaining is not None and remaining <= 0:
-                        raise LinkClosed("the step's deadline passed before its feeds went out", True)
-                    link = self.cluster.link(task, CALL_TIMEOUT if remaining is None else min(remaining, CALL_TIMEOUT))
-                    link.send_encoded(message, timeout=remaining)
-                except LinkClosed as error:
-                    if error.timed_out:
-                        self._hung(step, [task], replies, begun, actors, CALL_TIMEOUT if timeout is None else timeout)
-                    self._failed(step, task, "died", f"its process died ({error})", replies, begun, actors)
-                begun.append(task)
+            failures = self._send_runs(messages, deadline)
+            begun = [task for task in messages if task not in failures]
+            for task, error in failures.items():
+                if error.timed_out:
+                    self._hung(step, [task], replies, begun, actors, CALL_TIMEOUT if timeout is None else timeout)
+                self._failed(step, task, "died", f"its process died ({error})", replies, begun, actors)
             results = self._wait(step, replies, actors, deadline, timeout)
         except ClusterError:
             raise
@@ -215,6 +209,26 @@ class ClusterExecutable:
                 value = value.copy()                     # (a read-only array keeps its flag through pickle)
             outputs.append(value)
         return outputs, results
+
+    def _send_runs(self, messages: dict, deadline: float | None) -> dict[str, LinkClosed]:
+        """Send each task its run; the tasks whose link failed, with why.  Runs that carry
+        ``HEAVY_RUN`` bytes of arrays or more go out at once, from threads: each is copied
+        into its link's shared memory, or written to its socket, while the others are."""
+        def send(task: str, message) -> LinkClosed | None:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            try:
+                if remaining is not None and remaining <= 0:
+                    raise LinkClosed("the step's deadline passed before its feeds went out", True)
+                link = self.cluster.link(task, CALL_TIMEOUT if remaining is None else min(remaining, CALL_TIMEOUT))
+                link.send_encoded(message, timeout=remaining)
+            except LinkClosed as error:
+                return error
+            return None
+        heavy = [task for task, (_, raws) in messages.items() if sum(raw.nbytes for raw in raws) >= HEAVY_RUN]
+        pending = {task: self.cluster.senders().submit(send, task, messages[task]) for task in heavy[1:]}
+        outcomes = {task: send(task, message) for task, message in messages.items() if task not in pending}
+        outcomes.update({task: future.result() for task, future in pending.items()})
+        return {task: outcomes[task] for task in messages if outcomes[task] is not None}
 
     def _wait(self, step: int, replies, actors: dict, deadline: float | None, timeout: float | None) -> dict:
         """Each task's outputs for ``step``; the first failure or lost task fails the step."""
