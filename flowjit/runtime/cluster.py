@@ -8,7 +8,8 @@ multi-device executor inside its process (``cluster_task``).  A cluster is a dev
 ``jit(f, devices=cluster)`` places, partitions by task and device, and registers each
 task's partitions with it once (``cluster_executable``).  Ray starts, registers and
 restarts; the steps themselves travel over links, direct connections between this process
-and the tasks and between tasks (``cluster_links``), which a key only this cluster holds opens.
+and the tasks and between tasks (``cluster_links``), which a key only this cluster holds opens
+(on one node: Unix sockets, large arrays as shared memory, ``cluster_shared``).
 
 ``shutdown()`` (or leaving a ``with cluster:`` block) kills every actor it started, and
 the local Ray cluster if it started one; ``pids()`` maps task names to process ids;

@@ -4,8 +4,10 @@ The driver plays the master.  It has placed and partitioned the program by devic
 here the partitions are grouped by task and registered with each task once, as IR text
 with the compiler that turns a node into a kernel (each task compiles from its own
 cache).  A step sends each task, over the link to it (``cluster_links``), only a step id
-and the feeds its partitions read, and gets back the outputs they produce on the same
-link; cross-task tensors go task to task under their rendezvous keys (``cluster_task``).
+and the feeds its partitions read (runs carrying large feeds to several tasks side by side,
+so that the last task's kernels do not wait for the others' feeds), and gets back the
+outputs they produce on the same link; cross-task tensors go task to task under their
+rendezvous keys (``cluster_task``).
 A task restarted since the last step is registered with again before the step.
 
 Faults: the step waits on every task with one deadline (``step_timeout_s``; the first step
