@@ -17,11 +17,12 @@ descriptor goes along (``SCM_RIGHTS``): the receiver maps it, without a copy (ho
 what it measured, is in ``cluster_shared``).  Each task listens on its node's address and
 on a Unix socket in the abstract namespace (no file: nothing is left when it is killed);
 its ``endpoint`` names both and its node, and ``connect`` takes the Unix socket when it is
-on that node (TCP when that fails: another network namespace).  Both ends of a new connection prove they know the
-cluster's key, and who they are, before a message goes either way: each sends a nonce, and
-each answers with an HMAC of both nonces and both names (so nothing is unpickled from a
-process that does not hold the key, and a process that took over a dead task's port is
-refused); the handshake is the same on either kind of socket.  Links are not encrypted: as Ray itself, a cluster wants a trusted network.
+on that node (TCP when that fails: another network namespace).  Both ends of a new
+connection prove they know the cluster's key, and who they are, before a message goes
+either way: each sends a nonce, and each answers with an HMAC of both nonces and both names
+(so nothing is unpickled from a process that does not hold the key, and a process that took
+over a dead task's port is refused); the handshake is the same on either kind of socket.
+Links are not encrypted: as Ray itself, a cluster wants a trusted network.
 
 Every wait has a deadline or ends with the peer: a send gives up at its deadline (a peer
 that stops reading is hung), a reader waits for the next message until the link closes,
@@ -165,6 +166,8 @@ class Link:
             if sum(len(part) if isinstance(part, bytes) else part.nbytes for part in parts) <= SMALL:
                 parts = [b"".join(parts)]
             if not self.lock.acquire(timeout=-1 if timeout is None else timeout):
+                if self.local:
+                    self.pool.release(descriptors)           # (nothing of it went out: free again)
                 raise LinkClosed(f"sending to {self.peer}: another send held the link past the deadline", True)
             try:
                 for part in parts:

@@ -122,6 +122,13 @@ class SegmentPool:
             segment.map[0] = BUSY
             return segment
 
+    def release(self, descriptors: list[int]) -> None:
+        """The pooled segments of ``descriptors`` are free again (their message was not sent)."""
+        with self.lock:
+            for segment in self.segments:
+                if segment.fd in descriptors:
+                    segment.map[0] = FREE
+
     def close(self) -> None:
         """Drop the segments (a mapping still used by a copy goes with its last reference)."""
         with self.lock:

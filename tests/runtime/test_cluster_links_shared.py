@@ -163,6 +163,18 @@ def test_a_send_of_shared_arrays_to_a_peer_that_does_not_read_gives_up_at_its_de
     listener.close()
 
 
+def test_a_send_that_never_got_the_link_frees_its_segment_and_leaves_the_link_open(echo):
+    """Another send holds the link past this one's deadline: nothing of it went out, so its
+    segment is free for the next message and the link goes on."""
+    with echo.lock:
+        with pytest.raises(LinkClosed) as caught:
+            echo.send(np.ones(BIG, np.float32), timeout=0.2)
+    assert caught.value.timed_out and not echo.closed
+    assert [segment.free() for segment in echo.pool.segments] == [True]
+    assert (_round_trip(echo, np.full(BIG, 3.0, np.float32)) == 3.0).all()
+    assert len(echo.pool.segments) == 1
+
+
 def test_a_message_whose_segments_never_come_fails_at_the_receivers_deadline():
     """A peer that sends a message's head and then stops: the receiver gives up at its
     deadline, and not later."""
