@@ -8,7 +8,8 @@ multi-device executor inside its process (``cluster_task``).  A cluster is a dev
 ``jit(f, devices=cluster)`` places, partitions by task and device, and registers each
 task's partitions with it once (``cluster_executable``).  Ray starts, registers and
 restarts; the steps themselves travel over links, direct connections between this process
-and the tasks and between tasks (``cluster_links``), which a key only this cluster holds opens.
+and the tasks and between tasks (``cluster_links``), which a key only this cluster holds opens
+(on one node: Unix sockets, large arrays as shared memory, ``cluster_shared``).
 
 ``shutdown()`` (or leaving a ``with cluster:`` block) kills every actor it started, and
 the local Ray cluster if it started one; ``pids()`` maps task names to process ids;
@@ -143,7 +144,7 @@ class TaskInfo:
     node: str                  # the node's IP address
     hostname: str
     node_id: str
-    address: tuple             # where its listener takes links (cluster_links)
+    address: tuple             # where its listener takes links: its endpoint (cluster_links)
 
 
 class TaskHome:
@@ -206,6 +207,7 @@ class Cluster:
         self.links = Switchboard(self.key)
         self._lock = threading.Lock()
         self._actors: dict = {}
+        self._senders = None
         self._info: dict[str, TaskInfo] = {}
         self.generation: dict[str, int] = {task: 0 for task in self.tasks}
         self.closed = False
@@ -254,6 +256,14 @@ class Cluster:
         addresses = {task: self._info[task].address for task in actors}
         self._get([actor.set_peers.remote(addresses) for actor in actors.values()], timeout, "connecting the tasks",
                   list(actors))
+
+    def senders(self):
+        """The threads that send a step's heavy runs side by side (``cluster_executable``)."""
+        with self._lock:
+            if self._senders is None:
+                from concurrent.futures import ThreadPoolExecutor
+                self._senders = ThreadPoolExecutor(max(1, len(self.tasks) - 1), thread_name_prefix="flowjit-send")
+            return self._senders
 
     def link(self, task: str, timeout: float) -> Link:
         """The driver's link to ``task`` (``LinkClosed`` when its process is gone)."""
@@ -479,6 +489,8 @@ class Cluster:
             pass                               # (a variable it could not fetch stays marked as lost)
         self.closed = True
         self.links.close()
+        if self._senders is not None:
+            self._senders.shutdown(wait=False)
         with self._lock:
             actors, self._actors = dict(self._actors), {}
         for actor in actors.values():

@@ -4,8 +4,10 @@ The driver plays the master.  It has placed and partitioned the program by devic
 here the partitions are grouped by task and registered with each task once, as IR text
 with the compiler that turns a node into a kernel (each task compiles from its own
 cache).  A step sends each task, over the link to it (``cluster_links``), only a step id
-and the feeds its partitions read, and gets back the outputs they produce on the same
-link; cross-task tensors go task to task under their rendezvous keys (``cluster_task``).
+and the feeds its partitions read (runs carrying large feeds to several tasks side by side,
+so that the last task's kernels do not wait for the others' feeds), and gets back the
+outputs they produce on the same link; cross-task tensors go task to task under their
+rendezvous keys (``cluster_task``).
 A task restarted since the last step is registered with again before the step.
 
 Faults: the step waits on every task with one deadline (``step_timeout_s``; the first step
@@ -41,6 +43,7 @@ from flowjit.runtime.cluster_links import LinkClosed, RemoteError, encode, resto
 from flowjit.runtime.executor import DEFAULT_STEP_TIMEOUT, FIRST_CALL_ALLOWANCE
 
 ABORT_GRACE = 1.0              # seconds the other tasks get to report an abort
+HEAVY_RUN = 1 << 20            # a run carrying this many bytes of arrays goes out beside the others
 REGISTER_POLL_S = 0.2          # how often a registration looks at the other tasks' links
 
 
@@ -185,20 +188,13 @@ class ClusterExecutable:
                                   {feed: arrays[feed] for feed in plan["feeds"]}, profile))
                     for task, plan in self.plan.items()}                 # (all before any is sent)
         replies = self.cluster.links.expect(self.program, step)
-        begun: list[str] = []
         try:
-            for task, message in messages.items():
-                remaining = None if deadline is None else deadline - time.monotonic()
-                try:
-                    if remaining is not None and remaining <= 0:
-                        raise LinkClosed("the step's deadline passed before its feeds went out", True)
-                    link = self.cluster.link(task, CALL_TIMEOUT if remaining is None else min(remaining, CALL_TIMEOUT))
-                    link.send_encoded(message, timeout=remaining)
-                except LinkClosed as error:
-                    if error.timed_out:
-                        self._hung(step, [task], replies, begun, actors, CALL_TIMEOUT if timeout is None else timeout)
-                    self._failed(step, task, "died", f"its process died ({error})", replies, begun, actors)
-                begun.append(task)
+            failures = self._send_runs(messages, deadline)
+            begun = [task for task in messages if task not in failures]
+            for task, error in failures.items():
+                if error.timed_out:
+                    self._hung(step, [task], replies, begun, actors, CALL_TIMEOUT if timeout is None else timeout)
+                self._failed(step, task, "died", f"its process died ({error})", replies, begun, actors)
             results = self._wait(step, replies, actors, deadline, timeout)
         except ClusterError:
             raise
@@ -215,6 +211,26 @@ class ClusterExecutable:
                 value = value.copy()                     # (a read-only array keeps its flag through pickle)
             outputs.append(value)
         return outputs, results
+
+    def _send_runs(self, messages: dict, deadline: float | None) -> dict[str, LinkClosed]:
+        """Send each task its run; the tasks whose link failed, with why.  Runs that carry
+        ``HEAVY_RUN`` bytes of arrays or more go out at once, from threads: each is copied
+        into its link's shared memory, or written to its socket, while the others are."""
+        def send(task: str, message) -> LinkClosed | None:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            try:
+                if remaining is not None and remaining <= 0:
+                    raise LinkClosed("the step's deadline passed before its feeds went out", True)
+                link = self.cluster.link(task, CALL_TIMEOUT if remaining is None else min(remaining, CALL_TIMEOUT))
+                link.send_encoded(message, timeout=remaining)
+            except LinkClosed as error:
+                return error
+            return None
+        heavy = [task for task, (_, raws) in messages.items() if sum(raw.nbytes for raw in raws) >= HEAVY_RUN]
+        pending = {task: self.cluster.senders().submit(send, task, messages[task]) for task in heavy[1:]}
+        outcomes = {task: send(task, message) for task, message in messages.items() if task not in pending}
+        outcomes.update({task: future.result() for task, future in pending.items()})
+        return {task: outcomes[task] for task in messages if outcomes[task] is not None}
 
     def _wait(self, step: int, replies, actors: dict, deadline: float | None, timeout: float | None) -> dict:
         """Each task's outputs for ``step``; the first failure or lost task fails the step."""

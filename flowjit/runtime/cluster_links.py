@@ -1,4 +1,4 @@
-"""Links: the data plane of a cluster's steps, as direct TCP connections between processes.
+"""Links: the data plane of a cluster's steps, as direct connections between processes.
 
 Ray is the control plane: it starts and restarts the task processes, registers programs,
 moves variables, and carries ``abort`` and ``pending``.  What a step sends -- the driver's
@@ -8,14 +8,21 @@ a 2-core machine, an actor call's round trip took 1.1 ms (1.7 ms carrying a smal
 ms carrying 8 MB), and a step from task A to B and back makes four of them; a link's round
 trip took 0.1 ms, and 8 MB went one way in 2.6 ms.
 
-A link is one TCP connection (``TCP_NODELAY``) carrying whole messages both ways: a
-message is pickled with protocol 5, its arrays' memory out of band, so an array is sent
-from its own buffer and received straight into a new one (no copy but the socket's).  Each
-task listens on its node's address.  Both ends of a new connection prove they know the
-cluster's key, and who they are, before a message goes either way: each sends a nonce, and
-each answers with an HMAC of both nonces and both names (so nothing is unpickled from a
-process that does not hold the key, and a process that took over a dead task's port is
-refused).  Links are not encrypted: as Ray itself, a cluster wants a trusted network.
+A link is one connection carrying whole messages both ways: a message is pickled with
+protocol 5, its arrays' memory out of band.  Between nodes it is TCP (``TCP_NODELAY``): an
+array is sent from its own buffer and received straight into a new one (no copy but the
+socket's).  Between two processes on one node it is a Unix domain socket, and an array of
+``cluster_shared.SHARED_MIN`` bytes or more is copied once into shared memory whose file
+descriptor goes along (``SCM_RIGHTS``): the receiver maps it, without a copy (how, and
+what it measured, is in ``cluster_shared``).  Each task listens on its node's address and
+on a Unix socket in the abstract namespace (no file: nothing is left when it is killed);
+its ``endpoint`` names both and its node, and ``connect`` takes the Unix socket when it is
+on that node (TCP when that fails: another network namespace).  Both ends of a new
+connection prove they know the cluster's key, and who they are, before a message goes
+either way: each sends a nonce, and each answers with an HMAC of both nonces and both names
+(so nothing is unpickled from a process that does not hold the key, and a process that took
+over a dead task's port is refused); the handshake is the same on either kind of socket.
+Links are not encrypted: as Ray itself, a cluster wants a trusted network.
 
 Every wait has a deadline or ends with the peer: a send gives up at its deadline (a peer
 that stops reading is hung), a reader waits for the next message until the link closes,
@@ -39,6 +46,9 @@ from typing import Callable
 
 import numpy as np
 
+from flowjit.runtime import cluster_shared
+from flowjit.runtime.cluster_shared import SegmentMaps, SegmentPool, node_identity
+
 POLL_S = 0.5                   # how often a blocked read or write looks at its link and deadline
 CONNECT_TIMEOUT_S = 10.0       # the longest a connection and its handshake may take
 SMALL = 1 << 16                # a message this small goes out in one write
@@ -48,6 +58,8 @@ _LENGTH = struct.Struct("<Q")
 _NONCE = 32
 _NAME = struct.Struct("<H")
 _PROOF = hashlib.sha256().digest_size
+_MAX_FDS = 250                 # descriptors passed with one marker byte (the kernel takes 253 at most)
+LOCAL_LINKS = cluster_shared.AVAILABLE     # whether processes on one node link over Unix sockets
 
 
 class LinkClosed(ConnectionError):
@@ -59,14 +71,12 @@ class LinkClosed(ConnectionError):
         self.timed_out = timed_out
 
 
-def encode(message) -> list:
-    """The parts to write for ``message``: a length, then the pickled message with the sizes
-    of its out-of-band buffers, then each buffer."""
+def encode(message) -> tuple:
+    """``message`` pickled, its arrays' memory out of band: (payload, [each buffer's bytes]);
+    each link frames it its own way (``Link.send_encoded``)."""
     buffers: list = []
     payload = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
-    raws = [buffer.raw() for buffer in buffers]
-    head = pickle.dumps((payload, [raw.nbytes for raw in raws]), protocol=5)
-    return [_LENGTH.pack(len(head)) + head, *raws]
+    return payload, [buffer.raw() for buffer in buffers]
 
 
 def portable_error(error: BaseException) -> tuple:
@@ -105,40 +115,84 @@ class RemoteError(Exception):
 
 class Link:
     """One connection: ``send`` writes whole messages (one writer at a time), ``receive``
-    reads the next one (one reader)."""
+    reads the next one (one reader).  ``local``: a Unix socket to a process on this node,
+    which passes large arrays as shared memory."""
 
     def __init__(self, sock: socket.socket, peer: str):
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        for option, value in (("TCP_KEEPIDLE", KEEPALIVE_S), ("TCP_KEEPINTVL", 1), ("TCP_KEEPCNT", 3)):
-            if hasattr(socket, option):                  # (Linux; elsewhere the system's defaults)
-                sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
+        self.local = sock.family == socket.AF_UNIX
+        if not self.local:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            for option, value in (("TCP_KEEPIDLE", KEEPALIVE_S), ("TCP_KEEPINTVL", 1), ("TCP_KEEPCNT", 3)):
+                if hasattr(socket, option):              # (Linux; elsewhere the system's defaults)
+                    sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
         sock.settimeout(POLL_S)
         self.sock, self.peer = sock, peer
         self.address: tuple | None = None          # what it was connected to (the connecting side's)
         self.lock = threading.Lock()
         self.closed = False
+        self.pool = SegmentPool() if self.local else None       # segments this end sends in
+        self.maps = SegmentMaps() if self.local else None       # segments the other end sent in
 
     def send(self, message, timeout: float | None = None) -> None:
         """Write ``message``; ``LinkClosed`` when the other end is gone or ``timeout`` seconds
         pass first (the link is then closed: a message half written cannot be taken back)."""
         self.send_encoded(encode(message), timeout)
 
-    def send_encoded(self, parts: list, timeout: float | None = None) -> None:
-        """``send`` of what ``encode`` made of a message."""
-        if sum(len(part) if isinstance(part, bytes) else part.nbytes for part in parts) <= SMALL:
-            parts = [b"".join(parts)]
+    def send_encoded(self, encoded: tuple, timeout: float | None = None) -> None:
+        """``send`` of what ``encode`` made of a message: a length and the pickled (payload,
+        layout), the inline buffers, then (a local link) the shared ones' descriptors.  The
+        layout gives each buffer's size, or (size, pooled) for one in shared memory."""
+        payload, raws = encoded
         deadline = None if timeout is None else time.monotonic() + timeout
-        if not self.lock.acquire(timeout=-1 if timeout is None else timeout):
-            raise LinkClosed(f"sending to {self.peer}: another send held the link past the deadline", True)
+        layout: list = []
+        inline: list = []
+        descriptors: list[int] = []
+        owned: list[int] = []                          # one-off segments' descriptors: closed once sent
         try:
-            for part in parts:
-                self._write(memoryview(part).cast("B"), deadline)
-        except (OSError, LinkClosed) as error:
-            self.close()
-            raise LinkClosed(f"sending to {self.peer}: {error}", getattr(error, "timed_out", False)) from None
+            for raw in raws:
+                segment = self._share(raw)
+                if segment is not None:
+                    fd, pooled, once = segment
+                    descriptors.append(fd)
+                    if once:
+                        owned.append(fd)
+                    layout.append((raw.nbytes, pooled))
+                else:
+                    layout.append(raw.nbytes)
+                    inline.append(raw)
+            head = pickle.dumps((payload, layout), protocol=5)
+            parts = [_LENGTH.pack(len(head)) + head, *inline]
+            if sum(len(part) if isinstance(part, bytes) else part.nbytes for part in parts) <= SMALL:
+                parts = [b"".join(parts)]
+            if not self.lock.acquire(timeout=-1 if timeout is None else timeout):
+                if self.local:
+                    self.pool.release(descriptors)           # (nothing of it went out: free again)
+                raise LinkClosed(f"sending to {self.peer}: another send held the link past the deadline", True)
+            try:
+                for part in parts:
+                    self._write(memoryview(part).cast("B"), deadline)
+                for first in range(0, len(descriptors), _MAX_FDS):
+                    self._write_descriptors(descriptors[first:first + _MAX_FDS], deadline)
+            except (OSError, LinkClosed) as error:
+                self.close()
+                raise LinkClosed(f"sending to {self.peer}: {error}", getattr(error, "timed_out", False)) from None
+            finally:
+                self.lock.release()
         finally:
-            self.lock.release()
+            for fd in owned:
+                os.close(fd)
+
+    def _share(self, raw: memoryview) -> tuple[int, bool, bool] | None:
+        """``raw`` copied into a segment (``SegmentPool.put``), or None: it goes inline (a
+        link between nodes, a small array, or no segment to be had: out of memory or
+        descriptors, where the stream still works)."""
+        if not self.local or raw.nbytes < cluster_shared.SHARED_MIN or self.closed:
+            return None
+        try:
+            return self.pool.put(raw)
+        except OSError:
+            return None
 
     def _write(self, view: memoryview, deadline: float | None) -> None:
         while len(view):
@@ -151,17 +205,74 @@ class Link:
             except socket.timeout:
                 continue
 
+    def _write_descriptors(self, descriptors: list[int], deadline: float | None) -> None:
+        """One marker byte carrying ``descriptors`` (it goes whole or not at all)."""
+        while True:
+            if self.closed:
+                raise LinkClosed("the link was closed")
+            if deadline is not None and time.monotonic() > deadline:
+                raise LinkClosed("its deadline passed with the other end not reading", True)
+            try:
+                if socket.send_fds(self.sock, [b"F"], descriptors):
+                    return
+            except socket.timeout:
+                continue
+
     def receive(self, deadline: float | None = None):
         """The next message; ``LinkClosed`` when the other end is gone, the link was closed, or
         ``deadline`` (a ``time.monotonic()``; None: none) passes first."""
         try:
             (length,) = _LENGTH.unpack(self._read(_LENGTH.size, deadline))
-            payload, sizes = pickle.loads(self._read(length, deadline))
-            buffers = [self._read(size, deadline) for size in sizes]
+            payload, layout = pickle.loads(self._read(length, deadline))
+            buffers = [self._read(entry, deadline) if isinstance(entry, int) else None for entry in layout]
+            shared = [(index, entry) for index, entry in enumerate(layout) if not isinstance(entry, int)]
+            if shared:
+                self._map_shared(buffers, shared, deadline)
         except LinkClosed:
             self.close()                 # (half a message read: the stream cannot be resumed)
             raise
         return pickle.loads(payload, buffers=buffers)
+
+    def _map_shared(self, buffers: list, shared: list, deadline: float | None) -> None:
+        """Fill ``buffers`` at each (index, (size, pooled)) of ``shared`` with the segment
+        whose descriptor comes next, mapped."""
+        if not self.local:
+            raise LinkClosed(f"{self.peer} sent shared memory over a link between nodes")
+        descriptors: list[int] = []
+        try:
+            while len(descriptors) < len(shared):
+                descriptors += self._read_descriptors(min(_MAX_FDS, len(shared) - len(descriptors)), deadline)
+            for position, (index, (size, pooled)) in enumerate(shared):
+                fd, descriptors[position] = descriptors[position], -1
+                buffers[index] = self.maps.array(fd, size, pooled)
+        except LinkClosed:
+            raise
+        except (ValueError, OSError) as error:
+            raise LinkClosed(f"{self.peer} sent shared memory that could not be mapped: {error}") from None
+        finally:
+            for fd in descriptors:
+                if fd >= 0:
+                    os.close(fd)
+
+    def _read_descriptors(self, count: int, deadline: float | None) -> list[int]:
+        while True:
+            if self.closed:
+                raise LinkClosed("the link was closed")
+            if deadline is not None and time.monotonic() > deadline:
+                raise LinkClosed("no answer before the deadline", True)
+            try:
+                data, descriptors, flags, _ = socket.recv_fds(self.sock, 1, count)
+            except socket.timeout:
+                continue
+            except OSError as error:
+                raise LinkClosed(str(error)) from None
+            if not data:
+                raise LinkClosed(f"{self.peer} closed the link")
+            if data != b"F" or len(descriptors) != count or flags & socket.MSG_CTRUNC:
+                for fd in descriptors:
+                    os.close(fd)
+                raise LinkClosed(f"{self.peer} sent {len(descriptors)} descriptors where {count} were due")
+            return descriptors
 
     def _read(self, size: int, deadline: float | None = None) -> np.ndarray:
         buffer = np.empty(size, np.uint8)
@@ -189,6 +300,9 @@ class Link:
         except OSError:
             pass
         self.sock.close()
+        if self.local:
+            self.pool.close()
+            self.maps.close()
 
 
 def _proof(key: bytes, role: bytes, first: bytes, second: bytes, names: tuple[str, str]) -> bytes:
@@ -196,20 +310,38 @@ def _proof(key: bytes, role: bytes, first: bytes, second: bytes, names: tuple[st
     return hmac.new(key, text, hashlib.sha256).digest()
 
 
-def connect(address: tuple[str, int], key: bytes, name: str, peer: str,
-            timeout: float = CONNECT_TIMEOUT_S) -> Link:
-    """A link to the listener at ``address``, which must be ``peer`` (the name its listener
-    was given), introduced as ``name``; ``LinkClosed`` when it refuses, does not answer within
-    ``timeout`` seconds, or cannot prove it holds ``key`` and is ``peer``."""
+def _connect_locally(address: tuple, deadline: float) -> socket.socket | None:
+    """A Unix socket to the listener at ``address`` (an ``endpoint``) when it is on this
+    node; None when it is not, or cannot be reached so (TCP is tried then)."""
+    if not LOCAL_LINKS or len(address) < 4 or not address[2] or address[3] != node_identity():
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(max(deadline - time.monotonic(), 1e-3))
+        sock.connect(address[2])
+    except OSError:                                      # (another network namespace, or it is gone)
+        sock.close()
+        return None
+    return sock
+
+
+def connect(address: tuple, key: bytes, name: str, peer: str, timeout: float = CONNECT_TIMEOUT_S) -> Link:
+    """A link to the listener at ``address`` (its ``endpoint``, or a TCP (host, port)), which
+    must be ``peer`` (the name its listener was given), introduced as ``name``: a Unix socket
+    when the listener is on this node, else TCP; ``LinkClosed`` when it refuses, does not
+    answer within ``timeout`` seconds, or cannot prove it holds ``key`` and is ``peer``."""
+    address = tuple(address)
     deadline = time.monotonic() + timeout
     where = f"connecting to {peer} at {address[0]}:{address[1]}"
-    try:
-        sock = socket.create_connection(tuple(address), timeout=max(timeout, 1e-3))
-    except OSError as error:
-        raise LinkClosed(f"{where}: {error}", isinstance(error, socket.timeout) or time.monotonic() > deadline) \
-            from None
+    sock = _connect_locally(address, deadline)
+    if sock is None:
+        try:
+            sock = socket.create_connection(address[:2], timeout=max(deadline - time.monotonic(), 1e-3))
+        except OSError as error:
+            raise LinkClosed(f"{where}: {error}", isinstance(error, socket.timeout) or time.monotonic() > deadline) \
+                from None
     link = Link(sock, peer)
-    link.address = tuple(address)
+    link.address = address
     ours = os.urandom(_NONCE)
     introduction = name.encode()
     try:
@@ -232,7 +364,11 @@ class Listener:
     each one (its ``peer`` the name the other end gave), on a thread of its own.  At most
     ``GREETINGS`` handshakes run at once, each within ``CONNECT_TIMEOUT_S``: a flood of
     connections that never prove anything costs that many threads, not one per connection
-    (a cluster's own processes connect to a task once each)."""
+    (a cluster's own processes connect to a task once each).
+
+    It listens on TCP at ``address`` (host, port) and, where links may be local, on a Unix
+    socket in the abstract namespace; ``endpoint`` (host, port, Unix name, node) names both,
+    for ``connect``."""
 
     def __init__(self, key: bytes, host: str, on_link: Callable[[Link], None], name: str):
         self.key, self.on_link, self.name = key, on_link, name
@@ -241,13 +377,22 @@ class Listener:
         self.sock = socket.create_server((host, 0), family=family)
         self.sock.settimeout(POLL_S)
         self.address = (host, self.sock.getsockname()[1])
+        self.endpoint: tuple = self.address
+        self.local = None
+        if LOCAL_LINKS:
+            self.local = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.local.bind("\0flowjit-link-" + os.urandom(12).hex())      # (abstract: no file to leave behind)
+            self.local.listen()
+            self.local.settimeout(POLL_S)
+            self.endpoint = (*self.address, self.local.getsockname(), node_identity())
         self.closed = False
-        threading.Thread(target=self._accept, name="flowjit-link-listener", daemon=True).start()
+        for sock in filter(None, (self.sock, self.local)):
+            threading.Thread(target=self._accept, args=(sock,), name="flowjit-link-listener", daemon=True).start()
 
-    def _accept(self) -> None:
+    def _accept(self, listening: socket.socket) -> None:
         while not self.closed:
             try:
-                sock, _ = self.sock.accept()
+                sock, _ = listening.accept()
             except socket.timeout:
                 continue
             except OSError:
@@ -294,6 +439,8 @@ class Listener:
     def close(self) -> None:
         self.closed = True
         self.sock.close()
+        if self.local is not None:
+            self.local.close()
 
 
 class LinkTable:

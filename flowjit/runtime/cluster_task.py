@@ -40,6 +40,7 @@ import time
 import numpy as np
 
 from flowjit.devices import Device, DeviceSet
+from flowjit.runtime import cluster_shared
 from flowjit.runtime.cluster_links import (CONNECT_TIMEOUT_S, POLL_S, Link, LinkClosed, LinkTable, Listener,
                                            portable_error)
 from flowjit.runtime.executor import ExecutionError, MultiDeviceExecutable, StepTimeoutError
@@ -79,7 +80,7 @@ class Task:
         import ray
         context = ray.get_runtime_context()
         return {"pid": os.getpid(), "node": ray.util.get_node_ip_address(), "hostname": socket.gethostname(),
-                "node_id": context.get_node_id(), "address": self.listener.address}
+                "node_id": context.get_node_id(), "address": self.listener.endpoint}
 
     def ping(self) -> bool:
         return True
@@ -334,11 +335,19 @@ class Task:
         return call.pending_report() if call is not None else []
 
     def stats(self) -> dict:
-        """How often programs were registered here and steps run, and what is held now."""
+        """How often programs were registered here and steps run, what is held now, and how
+        many arrays came here as shared memory (``shared_received``)."""
         with self.lock:
             return {**self.counts, "programs": len(self.programs), "running": len(self.calls),
                     "early": len(self.early), "aborted": len(self.aborted),
-                    "begun": sum(len(steps) for steps in self.begun.values())}
+                    "begun": sum(len(steps) for steps in self.begun.values()),
+                    "shared_received": cluster_shared.received()}
+
+    def set_shared_min(self, nbytes: int) -> int:
+        """Send arrays of ``nbytes`` or more as shared memory to tasks on this node (and to a
+        driver there); returns the size before.  (Tests lower it to share tiny arrays.)"""
+        previous, cluster_shared.SHARED_MIN = cluster_shared.SHARED_MIN, nbytes
+        return previous
 
     def running(self) -> list[tuple[str, int]]:
         """The steps running here: (program, step) each."""
