@@ -141,3 +141,23 @@ def child_report(test_file, timeout: float) -> dict:
                             capture_output=True, text=True, env=unsimulated_env(), timeout=timeout)
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def echo_server(key: bytes, served: list | None = None):
+    """A cluster link listener on 127.0.0.1 whose links send back every message they get (the
+    arrays they received, shared memory from their own pool); ``served`` gets each of its links,
+    and the queue it returns each link's end."""
+    import queue
+
+    from flowjit.runtime.cluster_links import LinkClosed, Listener
+    closed = queue.Queue()
+
+    def serve(link):
+        if served is not None:
+            served.append(link)
+        try:
+            while True:
+                link.send(link.receive())
+        except LinkClosed as error:
+            closed.put(str(error))
+    return Listener(key, "127.0.0.1", serve, "echo"), closed

@@ -20,21 +20,13 @@ from flowjit.runtime.cluster_links import (POLL_S, LinkClosed, Listener, RemoteE
 from flowjit.compiler.codegen.driver import PARALLEL_MIN_ELEMENTS
 from flowjit.compiler.ir import ops
 from flowjit.runtime.executor import ExecutionError, MultiDeviceExecutable
+from helpers import echo_server
 
 KEY = b"k" * 32
 
 
 def _echo_server(key=KEY):
-    """A listener whose links send back every message they get; ``closed`` gets each link's end."""
-    closed = queue.Queue()
-
-    def serve(link):
-        try:
-            while True:
-                link.send(link.receive())
-        except LinkClosed as error:
-            closed.put(str(error))
-    return Listener(key, "127.0.0.1", serve, "echo"), closed
+    return echo_server(key)
 
 
 MESSAGES = [

@@ -18,6 +18,7 @@ import pytest
 from flowjit.runtime import cluster_links, cluster_shared
 from flowjit.runtime.cluster_links import LinkClosed, Listener, connect
 from flowjit.runtime.cluster_shared import SHARED_MIN, mapped_memory
+from helpers import echo_server
 
 pytestmark = pytest.mark.skipif(not cluster_shared.AVAILABLE, reason="Unix sockets with SCM_RIGHTS and memfd (Linux)")
 
@@ -26,19 +27,7 @@ BIG = SHARED_MIN // 4                 # float32 elements of an array at the thre
 
 
 def _echo_server(key=KEY, served=None):
-    """A listener whose links send back every message they get (the arrays they received,
-    from their own pool); ``served`` gets each of its links."""
-    closed = queue.Queue()
-
-    def serve(link):
-        if served is not None:
-            served.append(link)
-        try:
-            while True:
-                link.send(link.receive())
-        except LinkClosed as error:
-            closed.put(str(error))
-    return Listener(key, "127.0.0.1", serve, "echo"), closed
+    return echo_server(key, served)
 
 
 @pytest.fixture
