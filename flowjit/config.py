@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass
 
@@ -79,24 +80,38 @@ def background_compile(option: bool | None) -> bool:
     return env_flag("FLOWJIT_BACKGROUND_COMPILE", "1").lower() not in ("0", "off", "no", "false")
 
 
+# CPUs (LLVM's names) whose cores run 512-bit vector code at the clock of 256-bit code, where
+# LLVM's tuning still prefers 256-bit vectors (Intel's) or is asked to anyway (AMD's Zen 4 and 5,
+# which split 512-bit operations in two, lose nothing).  Skylake-SP to Ice Lake lower their clock
+# for 512-bit floating point, which is why LLVM prefers 256 there: they keep its choice.
+WIDE_VECTOR_CPUS = frozenset({"sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d", "diamondrapids",
+                              "znver4", "znver5"})
+
+
 def vector_bits() -> int | None:
     """The vector width CPU kernels ask LLVM for (``"prefer-vector-width"``): ``FLOWJIT_VECTOR_BITS``
     (``128``, ``256``, ``512``; ``default`` or ``0``: LLVM's own choice for the CPU), else 512 on
-    a CPU with AVX-512, else LLVM's choice.
+    the CPUs of ``WIDE_VECTOR_CPUS``, else LLVM's choice.
 
-    LLVM tunes Intel's AVX-512 server CPUs (Skylake-SP to Emerald Rapids) to vectorise with 256-bit
-    registers, for the clock speed Skylake lost in 512-bit code.  flowjit's kernels are long
-    polynomial chains: on an Emerald Rapids core, 512-bit lanes ran tanh and erf 1.2-1.7x
-    faster (float32 and float64, bit for bit the same results), as numpy's SVML loops do."""
-    configured = env_flag("FLOWJIT_VECTOR_BITS", "auto").strip().lower()
+    LLVM tunes Intel's AVX-512 server CPUs to vectorise with 256-bit registers, for the clock
+    speed Skylake lost in 512-bit code.  flowjit's kernels are long polynomial chains: on an
+    Emerald Rapids core, 512-bit lanes ran tanh and erf 1.2-1.7x faster (float32 and float64,
+    bit for bit the same results), as numpy's SVML loops do."""
+    configured = env_flag("FLOWJIT_VECTOR_BITS").strip().lower() or "auto"
     if configured in ("default", "0", "none"):
         return None
-    if configured != "auto":
-        if configured not in ("128", "256", "512"):
-            raise ValueError(f"FLOWJIT_VECTOR_BITS={configured!r}: expected 128, 256, 512, default or auto")
-        return int(configured)
+    if configured == "auto":
+        return 512 if host_cpu_name() in WIDE_VECTOR_CPUS else None
+    if configured not in ("128", "256", "512"):
+        raise ValueError(f"FLOWJIT_VECTOR_BITS={configured!r}: expected 128, 256, 512, default or auto")
+    return int(configured)
+
+
+@functools.lru_cache(maxsize=None)
+def host_cpu_name() -> str:
+    """LLVM's name for this CPU (``emeraldrapids``, ``znver4``), asked once."""
     import llvmlite.binding as llvm
-    return 512 if llvm.get_host_cpu_features().get("avx512f", False) else None
+    return llvm.get_host_cpu_name()
 
 
 def cache_directory_origin(directory: str) -> str:

@@ -8,10 +8,13 @@ import re
 import numpy as np
 import pytest
 from llvmlite import binding
+from numba import njit, typeof
 
 import flowjit
 from flowjit.compiler.codegen.driver import PARALLEL_MIN_ELEMENTS
 from flowjit.compiler.codegen.writer import PARALLEL, SERIAL
+from flowjit import config
+from flowjit.compiler.codegen import mathlib
 from flowjit.config import vector_bits
 from helpers import compiled_serial, packed
 
@@ -37,11 +40,43 @@ def test_the_setting_is_read_from_the_environment(monkeypatch, setting, bits):
     assert vector_bits() == bits
 
 
-def test_auto_asks_for_512_bits_where_the_cpu_has_avx512(monkeypatch):
-    monkeypatch.delenv("FLOWJIT_VECTOR_BITS", raising=False)
-    assert vector_bits() == (512 if AVX512 else None)
-    monkeypatch.setenv("FLOWJIT_VECTOR_BITS", "auto")
-    assert vector_bits() == (512 if AVX512 else None)
+@pytest.mark.parametrize("cpu, bits", [("emeraldrapids", 512), ("sapphirerapids", 512), ("znver4", 512),
+                                       ("skylake-avx512", None), ("icelake-server", None), ("znver3", None),
+                                       ("neoverse-v2", None)])
+@pytest.mark.parametrize("setting", [None, "", "auto"])
+def test_auto_asks_for_512_bits_on_the_cpus_that_run_them_at_full_clock(monkeypatch, cpu, bits, setting):
+    """Not on Skylake-SP to Ice Lake, whose cores slow down in 512-bit floating point."""
+    monkeypatch.setattr(config, "host_cpu_name", lambda: cpu)
+    if setting is None:
+        monkeypatch.delenv("FLOWJIT_VECTOR_BITS", raising=False)
+    else:
+        monkeypatch.setenv("FLOWJIT_VECTOR_BITS", setting)
+    assert vector_bits() == bits
+
+
+def test_kernels_go_without_the_call_where_llvmlite_cannot_compile_it(monkeypatch):
+    """The call relies on how llvmlite holds function attributes: where that fails, one warning
+    and LLVM's choice, never a kernel that does not compile."""
+    monkeypatch.setenv("FLOWJIT_VECTOR_BITS", "512")
+    monkeypatch.setattr(mathlib, "vector_width_works", lambda: False)
+    assert mathlib.kernel_vector_bits() is None
+    assert "fj.vector_width" not in _source(lambda x: np.tanh(x) + 1.0, np.ones(8, np.float32))
+    monkeypatch.undo()
+    mathlib.vector_width_works.cache_clear()
+    with pytest.warns(RuntimeWarning, match="FLOWJIT_VECTOR_BITS=default"):
+        monkeypatch.setattr(mathlib, "set", _BrokenSet, raising=False)
+        assert mathlib.vector_width_works() is False
+    monkeypatch.undo()
+    mathlib.vector_width_works.cache_clear()
+    assert mathlib.vector_width_works() is True
+
+
+class _BrokenSet:
+    """Stands for an llvmlite whose function attributes are no longer a set."""
+
+    @staticmethod
+    def add(attributes, attribute):
+        raise TypeError("descriptor 'add' for 'set' objects doesn't apply to this object")
 
 
 def test_an_unknown_setting_is_an_error_that_names_the_choices(monkeypatch):
@@ -90,6 +125,30 @@ def test_512_bits_vectorise_with_zmm_registers_and_256_without(monkeypatch, dtyp
         assert packed(assembly, "arith", dtype)
         registers[setting] = len(re.findall(r"%zmm", assembly))
     assert registers["256"] == 0 and registers["512"] > 0, registers
+
+
+@pytest.mark.skipif(not AVX512, reason="the host CPU has no AVX-512")
+@pytest.mark.parametrize("program", ["loop", "row-reduce", "whole-reduce"])
+def test_the_prange_bodies_numba_outlines_vectorise_with_zmm_registers_too(monkeypatch, program):
+    """numba compiles a prange body as a function of its own (the parfor gufunc): the call
+    inside it is what puts that function's loops in 512-bit registers."""
+    function, shape = PROGRAMS[program]
+    x = np.linspace(-3, 3, int(np.prod(shape))).astype(np.float32).reshape(shape)
+    counts = {}
+    for setting in ("256", "512"):
+        monkeypatch.setenv("FLOWJIT_VECTOR_BITS", setting)
+        jitted = flowjit.jit(function)
+        lowered = jitted.lower(x)
+        (source,) = lowered.kernel_sources().values()
+        (node,) = [n for n in lowered.fused.nodes if n.op.name == "fused"]
+        namespace = {}
+        exec(compile(source, f"vector_width_{program}.py", "exec"), namespace)
+        parallel = njit(parallel=True, error_model="numpy", fastmath={"contract"})(namespace[PARALLEL])
+        parallel.compile(tuple(typeof(np.empty(v.shape or (1,), v.dtype)) for v in list(node.inputs) + list(node.outputs)))
+        assembly = parallel.inspect_asm(parallel.signatures[0])
+        gufuncs = [part for part in assembly.split("\n\n") if "parfor_gufunc" in part or "__gufunc__" in part]
+        counts[setting] = len(re.findall(r"%zmm", "".join(gufuncs) or assembly))
+    assert counts["512"] > counts["256"], counts
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

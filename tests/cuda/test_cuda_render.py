@@ -23,7 +23,8 @@ def softmax(x):
     return e / e.sum(axis=1, keepdims=True)
 
 
-def test_kernel_sources_for_a_gpu_are_cuda_kernels():
+def test_kernel_sources_for_a_gpu_are_cuda_kernels(monkeypatch):
+    monkeypatch.setenv("FLOWJIT_VECTOR_BITS", "512")          # CPU kernels ask for a width; CUDA ones never
     x = np.zeros((4, 8), np.float32)
     sources = flowjit.jit(softmax, devices=["gpu:0"]).lower(x).kernel_sources()
     (source,) = sources.values()
@@ -32,8 +33,10 @@ def test_kernel_sources_for_a_gpu_are_cuda_kernels():
     assert "cuda.syncthreads()" in source and "prange" not in source
     assert "other = fj.shfl_xor(acc_sum, 16)" in source                 # warp shuffles, then the warps' partials
     assert "math.exp(v_sub)" in source                   # libdevice's expf, not the CPU's fj.exp_f32
+    assert "vector_width" not in source
     cpu = flowjit.jit(softmax).lower(x).kernel_sources()
     assert "fj.exp_f32" in "".join(cpu.values()) and "from numba import cuda" not in "".join(cpu.values())
+    assert "fj.vector_width(512)" in "".join(cpu.values())
 
 
 def test_loop_kernels_are_grid_stride_loops_in_float32():

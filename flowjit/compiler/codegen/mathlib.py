@@ -9,13 +9,12 @@ in plain arithmetic, bit casts and selects, inlined into the kernels:
   results and k = 1024 need no branch).
 - ``log``: x = m 2**e with m in [sqrt(1/2), sqrt(2)); log(m) = f - s (f - R(s**2)) with
   f = m - 1, s = f / (2 + f) and R the atanh series; denormals are scaled first.
-- ``tanh``: an odd Taylor polynomial below 0.55, 1 - 2 / (exp(2|x|) + 1) above.
 - ``sigmoid``: 1 / (1 + e) or e / (1 + e) with e = exp(-|x|).
 - ``erf``: x h(x*x) below 1, 1 - exp(-x*x) g(t) above, g by Horner in powers of u.
 
 sin and cos (and tan, arctan, arcsin, arccos) are in mathlib_trig.py, exp2, log2, log10,
-expm1, log1p and pow in mathlib_explog.py.  The exp and erf polynomials are economized Taylor series (polyfit.py, exact arithmetic).
-float32 exp, tanh, sigmoid and erf compute in float32 (16 lanes per AVX-512 vector; a
+expm1, log1p, tanh and pow in mathlib_explog.py.  The exp and erf polynomials are economized Taylor series (polyfit.py, exact arithmetic).
+float32 exp, sigmoid and erf compute in float32 (16 lanes per AVX-512 vector; a
 float32 Cody-Waite reduction, shorter erf polynomials); float32 log evaluates the float64
 core and rounds once.  ``tests/codegen/test_mathlib.py`` measures the error
 against numpy on 10**6 points per function and dtype (the table is in docs/math.md).
@@ -23,6 +22,7 @@ against numpy on 10**6 points per function and dtype (the table is in docs/math.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -95,10 +95,36 @@ def vector_width(typingctx, bits):
 
     def codegen(context, builder, signature, args):
         # llvmlite's FunctionAttributes takes only its list of keyword attributes; a string
-        # attribute is written out as it is held.
+        # attribute is written out as it is held (vector_width_works checks that it still is).
         set.add(builder.function.attributes, attribute)
         return context.get_dummy_value()
     return types.none(bits), codegen
+
+
+@functools.lru_cache(maxsize=None)
+def vector_width_works() -> bool:
+    """Whether ``vector_width`` compiles with this llvmlite (it relies on how llvmlite holds and
+    writes function attributes): tried once; if not, a warning says so and kernels go without."""
+    try:
+        @njit
+        def probe(x):
+            vector_width(512)
+            return x + 1.0
+        probe(1.0)
+        return True
+    except Exception as error:                   # any llvmlite or numba change that breaks it
+        import warnings
+        warnings.warn(f"flowjit kernels cannot ask LLVM for a vector width with this llvmlite "
+                      f"({type(error).__name__}: {str(error)[:200]}); they use LLVM's choice for the CPU "
+                      f"(FLOWJIT_VECTOR_BITS=default says so and silences this)", RuntimeWarning, stacklevel=2)
+        return False
+
+
+def kernel_vector_bits() -> int | None:
+    """The width kernels ask for: config.vector_bits, where ``vector_width`` works."""
+    from flowjit.config import vector_bits
+    bits = vector_bits()
+    return bits if bits is not None and vector_width_works() else None
 
 
 @intrinsic

@@ -1,4 +1,4 @@
-"""exp2, expm1, log1p, log2, log10, sinh, cosh and pow, vectorisable as mathlib's functions are.
+"""exp2, expm1, log1p, log2, log10, sinh, cosh, tanh and pow, vectorisable as mathlib's functions are.
 
 Built on mathlib's pieces (the economized exp polynomial, the atanh series of log, the bit
 casts); plain arithmetic, bit casts and selects, inlined into the kernel loops:
@@ -14,6 +14,8 @@ casts); plain arithmetic, bit casts and selects, inlined into the kernel loops:
   e times its head is exact) + log(m)/ln10.  log2 of a power of two is exact.
 - ``cosh``: (e + 1/e)/2 with e = exp(|x|) below 22, exp(|x|)/2 (the scale 2**(k-1) taken in
   exp's reconstruction, so cosh(710.4) is finite) above.
+- ``tanh``: t / (t + 2) with t = expm1(2|x|), one path for every argument; float32 in float32
+  arithmetic (16 lanes to a 512-bit vector), with its own float32 expm1.
 - ``sinh``: fdlibm's forms in t = expm1(|x|): (2t - t*t/(t+1))/2 below 1, (t + t/(t+1))/2
   below 22, exp(|x|)/2 above; the sign of x.
 - ``pow``: exp(b log|a|) with log|a| and the product in double-double (Dekker's exact
@@ -131,7 +133,8 @@ def tanh_f32(x):
     u = r + r * r * (F_M0 + r * (F_M1 + r * (F_M2 + r * (F_M3 + r * (F_M4 + r * (F_M5 + r * F_M6))))))
     scale = bits_float32(np.int32((np.int32(k) + 127) << 23))
     t = scale * u + (scale - np.float32(1.0))
-    return np.float32(math.copysign(t / (t + np.float32(2.0)), x))     # keeps -0.0; NaN stays NaN
+    result = np.float32(math.copysign(t / (t + np.float32(2.0)), x))   # keeps -0.0
+    return x if x != x else result        # (a NaN's k converts to an undefined integer)
 
 
 @njit(**INLINE)

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from flowjit.config import vector_bits
+from flowjit.compiler.codegen.mathlib import kernel_vector_bits
 from flowjit.compiler.codegen.scalar import CodegenError, expression, fast_path
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
@@ -275,7 +275,7 @@ class KernelWriter:
         """``lines`` with ``fj.vector_width(bits)`` first in the function and in each ``prange``
         body (numba compiles those as functions of their own), where config.vector_bits asks
         for a width: what LLVM vectorises with is then in the source, and in the cache key."""
-        bits = vector_bits() if self.target == "cpu" else None
+        bits = kernel_vector_bits() if self.target == "cpu" else None
         if bits is None:
             return lines
         call = f"fj.vector_width({bits})"
