@@ -105,14 +105,19 @@ def vector_width(typingctx, bits):
 def vector_width_works() -> bool:
     """Whether ``vector_width`` compiles with this llvmlite (it relies on how llvmlite holds and
     writes function attributes): tried once; if not, a warning says so and kernels go without."""
-    try:
-        @njit
-        def probe(x):
-            vector_width(512)
-            return x + 1.0
-        probe(1.0)
+    import llvmlite.binding as llvm
+    attribute = '"prefer-vector-width"="512"'
+    try:                                          # (llvmlite alone: compiling a probe cost 0.3 s a process)
+        module = llvm_ir.Module()
+        function = llvm_ir.Function(module, llvm_ir.FunctionType(llvm_ir.VoidType(), []), "probe")
+        set.add(function.attributes, attribute)
+        llvm_ir.IRBuilder(function.append_basic_block()).ret_void()
+        parsed = llvm.parse_assembly(str(module))
+        parsed.verify()
+        if attribute not in str(parsed):
+            raise ValueError(f"LLVM dropped {attribute}")
         return True
-    except Exception as error:                   # any llvmlite or numba change that breaks it
+    except Exception as error:                   # any llvmlite change that breaks it
         import warnings
         warnings.warn(f"flowjit kernels cannot ask LLVM for a vector width with this llvmlite "
                       f"({type(error).__name__}: {str(error)[:200]}); they use LLVM's choice for the CPU "
