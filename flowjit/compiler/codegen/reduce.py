@@ -444,7 +444,6 @@ class ReduceWriter(PartsWriter, KernelWriter):
 
         short = length == "ninner" and self.row_length() < WIDE_ROW
         lanes = (SHORT_LANES if self.row_length() >= 2 * SHORT_LANES else SHORT_LANES // 2) if short else LANES
-        folded = min(FOLDED, lanes)
 
         def flush(depth: int) -> None:
             """Add the narrow lanes into the wide ones."""
@@ -478,17 +477,9 @@ class ReduceWriter(PartsWriter, KernelWriter):
                 self.emit(inner + 1, f"if block % {FLUSH_BLOCKS} == {FLUSH_BLOCKS - 1}:")
                 flush(inner + 2)
                 flush(inner)
-            # Lanes fold to one vector's worth with vector operations, then one by one.
             for node, (_, _, combine) in rules.items():
-                acc = ("wide_" if node in narrowed else "lanes_") + _identifier(node.output)
-                total = "total_" + _identifier(node.output)
-                if lanes > FOLDED:
-                    self.emit(inner, f"for j in range({FOLDED}):")
-                    self.emit(inner + 1, f"for group in range(1, {lanes // FOLDED}):")
-                    self.emit(inner + 2, f"x = {acc}[j + group * {FOLDED}]")
-                    self.emit(inner + 2, f"{acc}[j] = {combine(f'{acc}[j]', 'x')}")
-                self.emit(inner, f"for j in range({folded}):")
-                self.emit(inner + 1, f"{total} = {combine(total, f'{acc}[j]')}")
+                self.fold_lanes(inner, ("wide_" if node in narrowed else "lanes_") + _identifier(node.output),
+                                "total_" + _identifier(node.output), combine, lanes)
             self.emit(inner, f"tail = {length} - {length} % {lanes}")
             # What the lanes left (all of a short row), one accumulator.
             head = f"for t in range(tail, {length}):"
@@ -498,6 +489,17 @@ class ReduceWriter(PartsWriter, KernelWriter):
             if node.op not in ARG_REDUCTIONS:         # arg_reduce finds the position
                 self.emit(depth, f"{self.var(node.output)} = "
                                  f"{self.reduction_result(node, 'total_' + _identifier(node.output))}")
+
+    def fold_lanes(self, depth: int, acc: str, total: str, combine, lanes: int) -> None:
+        """``lanes`` accumulators ``acc`` into ``total``: folded to one vector's worth
+        (``FOLDED``) with vector operations, then one by one."""
+        if lanes > FOLDED:
+            self.emit(depth, f"for j in range({FOLDED}):")
+            self.emit(depth + 1, f"for group in range(1, {lanes // FOLDED}):")
+            self.emit(depth + 2, f"x = {acc}[j + group * {FOLDED}]")
+            self.emit(depth + 2, f"{acc}[j] = {combine(f'{acc}[j]', 'x')}")
+        self.emit(depth, f"for j in range({min(FOLDED, lanes)}):")
+        self.emit(depth + 1, f"{total} = {combine(total, f'{acc}[j]')}")
 
     def row_length(self) -> int:
         """``ninner`` as the traced shapes give it (huge for a dimension known only at run time)."""
