@@ -12,7 +12,6 @@ from typing import Callable
 
 import numpy as np
 
-from flowjit.compiler.codegen.mathlib import kernel_vector_bits
 from flowjit.compiler.codegen.scalar import CodegenError, expression, fast_path
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
@@ -275,7 +274,10 @@ class KernelWriter:
         """``lines`` with ``fj.vector_width(bits)`` first in the function and in each ``prange``
         body (numba compiles those as functions of their own), where config.vector_bits asks
         for a width: what LLVM vectorises with is then in the source, and in the cache key."""
-        bits = kernel_vector_bits() if self.target == "cpu" else None
+        if self.target != "cpu":
+            return lines
+        from flowjit.compiler.codegen.mathlib import kernel_vector_bits   # (numba: the CPU's path only)
+        bits = kernel_vector_bits()
         if bits is None:
             return lines
         call = f"fj.vector_width({bits})"
