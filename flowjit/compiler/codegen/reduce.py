@@ -281,17 +281,7 @@ class ReduceWriter(PartsWriter, KernelWriter):
         out (fuse.py).
         """
         start = len(self.lines)
-        self.constants(1)
-        self.emit(1, "ninner = " + " * ".join(f"n{axis}" for axis in reduced))
-        last, depth = kept[-1], 1
-        for index, axis in enumerate(kept[:-1]):
-            self.emit(depth, self.for_loop(f"i{axis}", f"n{axis}", outer=index == 0))
-            depth += 1
-        self.emit(depth, self.for_loop("block", f"(n{last} + {COLUMN_BLOCK - 1}) // {COLUMN_BLOCK}",
-                                       outer=not kept[:-1]))
-        depth += 1
-        self.emit(depth, f"low = block * {COLUMN_BLOCK}")
-        self.emit(depth, f"high = min(n{last}, low + {COLUMN_BLOCK})")
+        last, depth = kept[-1], self.open_columns(reduced, kept)
         reductions = [n for n in members if n.op.kind is OpKind.REDUCTION]
         rules = {node: self.reduction_rule(node) for node in reductions}
         lane = {node: lane_dtype(node) for node in reductions}
@@ -355,6 +345,22 @@ class ReduceWriter(PartsWriter, KernelWriter):
             if value not in stored:
                 self.store(depth + 1, value)
         return self.lines[start:]
+
+    def open_columns(self, reduced: list[int], kept: list[int]) -> int:
+        """Constants, the row count, loops over the kept axes but the last, and the (parallel)
+        loop over its blocks of ``COLUMN_BLOCK`` outputs, ``low`` to ``high``; the depth inside."""
+        self.constants(1)
+        self.emit(1, "ninner = " + " * ".join(f"n{axis}" for axis in reduced))
+        last, depth = kept[-1], 1
+        for index, axis in enumerate(kept[:-1]):
+            self.emit(depth, self.for_loop(f"i{axis}", f"n{axis}", outer=index == 0))
+            depth += 1
+        self.emit(depth, self.for_loop("block", f"(n{last} + {COLUMN_BLOCK - 1}) // {COLUMN_BLOCK}",
+                                       outer=not kept[:-1]))
+        depth += 1
+        self.emit(depth, f"low = block * {COLUMN_BLOCK}")
+        self.emit(depth, f"high = min(n{last}, low + {COLUMN_BLOCK})")
+        return depth
 
     def accumulators(self, depth: int, node: Node, prefix: str, lane: np.dtype, dtype: np.dtype, start: str,
                      size: int, used: str | None = None) -> None:
