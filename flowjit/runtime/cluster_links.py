@@ -196,10 +196,7 @@ class Link:
 
     def _write(self, view: memoryview, deadline: float | None) -> None:
         while len(view):
-            if self.closed:
-                raise LinkClosed("the link was closed")
-            if deadline is not None and time.monotonic() > deadline:     # (also a peer reading a trickle)
-                raise LinkClosed("its deadline passed with the other end not reading", True)
+            self._still_open(deadline, "its deadline passed with the other end not reading")   # (each chunk)
             try:
                 view = view[self.sock.send(view):]
             except socket.timeout:
@@ -208,10 +205,7 @@ class Link:
     def _write_descriptors(self, descriptors: list[int], deadline: float | None) -> None:
         """One marker byte carrying ``descriptors`` (it goes whole or not at all)."""
         while True:
-            if self.closed:
-                raise LinkClosed("the link was closed")
-            if deadline is not None and time.monotonic() > deadline:
-                raise LinkClosed("its deadline passed with the other end not reading", True)
+            self._still_open(deadline, "its deadline passed with the other end not reading")
             try:
                 if socket.send_fds(self.sock, [b"F"], descriptors):
                     return
@@ -256,10 +250,7 @@ class Link:
 
     def _read_descriptors(self, count: int, deadline: float | None) -> list[int]:
         while True:
-            if self.closed:
-                raise LinkClosed("the link was closed")
-            if deadline is not None and time.monotonic() > deadline:
-                raise LinkClosed("no answer before the deadline", True)
+            self._still_open(deadline, "no answer before the deadline")
             try:
                 data, descriptors, flags, _ = socket.recv_fds(self.sock, 1, count)
             except socket.timeout:
@@ -278,10 +269,7 @@ class Link:
         buffer = np.empty(size, np.uint8)
         view, got = memoryview(buffer), 0
         while got < size:
-            if self.closed:
-                raise LinkClosed("the link was closed")
-            if deadline is not None and time.monotonic() > deadline:     # (also a peer sending a trickle)
-                raise LinkClosed("no answer before the deadline", True)
+            self._still_open(deadline, "no answer before the deadline")             # (each chunk)
             try:
                 count = self.sock.recv_into(view[got:])
             except socket.timeout:
@@ -292,6 +280,15 @@ class Link:
                 raise LinkClosed(f"{self.peer} closed the link")
             got += count
         return buffer
+
+    def _still_open(self, deadline: float | None, late: str) -> None:
+        """``LinkClosed`` when the link was closed, or ``deadline`` passed (``late`` says how):
+        checked before every chunk, so a peer reading or sending a trickle cannot hold a wait
+        past it."""
+        if self.closed:
+            raise LinkClosed("the link was closed")
+        if deadline is not None and time.monotonic() > deadline:
+            raise LinkClosed(late, True)
 
     def close(self) -> None:
         self.closed = True

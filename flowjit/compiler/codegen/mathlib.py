@@ -91,7 +91,7 @@ def vector_width(typingctx, bits):
     body (numba outlines those into functions of their own); config.vector_bits decides it."""
     if not isinstance(bits, types.IntegerLiteral) or bits.literal_value not in (128, 256, 512):
         return None
-    attribute = f'"prefer-vector-width"="{bits.literal_value}"'
+    attribute = _width_attribute(bits.literal_value)
 
     def codegen(context, builder, signature, args):
         # llvmlite's FunctionAttributes takes only its list of keyword attributes; a string
@@ -101,12 +101,16 @@ def vector_width(typingctx, bits):
     return types.none(bits), codegen
 
 
+def _width_attribute(bits: int) -> str:
+    return f'"prefer-vector-width"="{bits}"'
+
+
 @functools.lru_cache(maxsize=None)
 def vector_width_works() -> bool:
     """Whether ``vector_width`` compiles with this llvmlite (it relies on how llvmlite holds and
     writes function attributes): tried once; if not, a warning says so and kernels go without."""
     import llvmlite.binding as llvm
-    attribute = '"prefer-vector-width"="512"'
+    attribute = _width_attribute(512)
     try:                                          # (llvmlite alone: compiling a probe cost 0.3 s a process)
         module = llvm_ir.Module()
         function = llvm_ir.Function(module, llvm_ir.FunctionType(llvm_ir.VoidType(), []), "probe")
