@@ -101,11 +101,13 @@ def test_a_long_row_uses_every_thread_of_the_block():
                                           pytest.param(1, False, marks=pytest.mark.sweep),
                                           pytest.param(3, False, marks=pytest.mark.sweep)])
 def test_row_passes_unrolled_by_any_factor_match_the_interpreter(unroll, fuse, monkeypatch):
-    """A pass takes FLOWJIT_CUDA_ROW_UNROLL row elements a trip, then one at a time: rows shorter
-    than one trip, ending inside one and spanning several, with stores, sums, means, max and
-    argmax (whose first position must win), give the interpreter's results."""
+    """A pass over a row not kept in registers (FLOWJIT_CUDA_ROW_SLOTS=0 here; rows longer than
+    the slots hold) takes FLOWJIT_CUDA_ROW_UNROLL row elements a trip, then one at a time: rows
+    shorter than one trip, ending inside one and spanning several, with stores, sums, means, max
+    and argmax (whose first position must win), give the interpreter's results."""
     from flowjit.compiler.codegen.cuda import row_threads
     monkeypatch.setenv("FLOWJIT_CUDA_ROW_UNROLL", str(unroll))
+    monkeypatch.setenv("FLOWJIT_CUDA_ROW_SLOTS", "0")
     threads = row_threads()
     for length in (5, threads * unroll + 7, 2 * threads * unroll + threads + 1):
         x = rows((3, length))
@@ -119,6 +121,87 @@ def test_row_passes_unrolled_by_any_factor_match_the_interpreter(unroll, fuse, m
         actual = flowjit.jit(lambda x: (softmax(x), layernorm(x, x[0], x[2]), np.argmax(x, axis=1)),
                              devices=GPU, fuse=fuse)(x)
         assert_same_result(actual, expected, exact=False, rtol=tolerance_for(expected, (x,)))
+
+
+@pytest.mark.parametrize("threads", [32, 64])
+def test_rows_kept_in_registers_match_the_interpreter(threads, monkeypatch):
+    """A row of at most FLOWJIT_CUDA_ROW_SLOTS times the threads is loaded once, each thread's
+    elements into registers (inputs broadcast over the rows once per thread), and every pass
+    reads them there: rows shorter than the block, of a whole number of slots and ending inside
+    the last one, argmax ties, and reduced axes that are not the last, give the interpreter's
+    results; the launch refuses another row length; rows too long for the slots are read again
+    by each pass."""
+    monkeypatch.setenv("FLOWJIT_CUDA_ROW_THREADS", str(threads))
+    monkeypatch.setenv("FLOWJIT_CUDA_ROW_SLOTS", "4")
+
+    def program(x, gamma):
+        return softmax(x), layernorm(x, gamma, gamma * 2), np.argmax(x, axis=1)
+
+    for length, slots in ((6, 1), (threads, 1), (2 * threads + 1, 3), (4 * threads, 4), (4 * threads + 2, 0)):
+        x, gamma = rows((3, length)), rows((length,), seed=1)
+        x[1, length // 2] = x[1, length - 1] = 9.0       # (two maxima: the first one's position wins)
+        lowered = flowjit.jit(program, devices=GPU).lower(x, gamma)
+        sources = [kernel.source for kernel in lowered.executable.compiled]
+        kept = [source for source in sources if "row elements each in registers" in source]
+        assert bool(kept) == bool(slots), (length, sources)
+        assert all(f"ROW_THREADS = {min(threads, max(32, 1 << (length - 1).bit_length()))} " in s for s in kept)
+        assert all(f"{slots} row elements each" in source for source in kept)
+        expected = flowjit.jit(program, backend="interpreter")(x, gamma)
+        assert_same_result(flowjit.jit(program, devices=GPU)(x, gamma), expected, exact=False,
+                           rtol=tolerance_for(expected, (x, gamma)))
+    y = rows((2, 3, 5))
+    for axes in ((1, 2), (0, 2)):
+        def over(y):
+            return y.sum(axis=axes), y - y.mean(axis=axes, keepdims=True)
+        (source,) = flowjit.jit(over, devices=GPU).lower(y).kernel_sources().values()
+        assert "row elements each in registers" in source
+        assert_same_result(flowjit.jit(over, devices=GPU)(y), flowjit.jit(over, backend="interpreter")(y),
+                           exact=False, rtol=tolerance_for(y.sum(), (y,)))
+    (kernel,) = flowjit.jit(softmax, devices=GPU).lower(rows((3, 6))).executable.compiled
+    with pytest.raises(ValueError, match="holds rows of 6: got 7"):
+        kernel.serial.grid((rows((3, 7)), rows((3, 7))))
+
+
+def test_rows_whose_elements_would_not_fit_the_registers_are_read_again(monkeypatch):
+    """More inputs' elements than REGISTER_WORDS registers: the kernel reads each pass's again."""
+    monkeypatch.setenv("FLOWJIT_CUDA_ROW_SLOTS", "16")
+    args = [rows((2, 1024), seed=seed) for seed in range(5)]
+
+    def program(a, b, c, d, e):
+        total = a + b * c - d / (e * e + 1)
+        return total - total.max(axis=1, keepdims=True)
+
+    (source,) = flowjit.jit(program, devices=GPU).lower(*args).kernel_sources().values()
+    assert "ROW_THREADS" not in source and "elements a trip" in source
+    expected = flowjit.jit(program, backend="interpreter")(*args)
+    assert_same_result(flowjit.jit(program, devices=GPU)(*args), expected, exact=False,
+                       rtol=tolerance_for(expected, args))
+
+
+@pytest.mark.parametrize("unroll", [1, 3])
+def test_loop_kernels_unrolled_by_any_factor_match_the_interpreter(unroll, monkeypatch):
+    """A loop kernel's grid-stride loop takes FLOWJIT_CUDA_LOOP_UNROLL elements a trip, then one at
+    a time.  With two blocks (a real GPU's one wave covers millions of elements a trip; the
+    simulator's grid would cover these in one) threads take whole trips, part of one and none:
+    broadcast operands, several outputs and integer ops give the interpreter's results."""
+    from flowjit.compiler.codegen import cuda
+    monkeypatch.setenv("FLOWJIT_CUDA_LOOP_UNROLL", str(unroll))
+    monkeypatch.setattr(cuda, "MAX_BLOCKS", 2)
+
+    def program(x, row, column, i):
+        y = np.tanh(x * row) - column
+        return y, np.maximum(y, 0.0) * 2.0, (i // 3) % 5 - i * row.astype(np.int32)
+
+    for columns in (7, 400, 1100):
+        x, row, column = rows((3, columns)), rows((columns,), seed=1) * 4, rows((3, 1), seed=2)
+        i = np.arange(3 * columns, dtype=np.int32).reshape(3, columns) - columns
+        lowered = flowjit.jit(program, devices=GPU).lower(x, row, column, i)
+        sources = [kernel.source for kernel in lowered.executable.compiled]
+        assert any(f"({unroll} elements a trip" in source for source in sources) == (unroll > 1)
+        with np.errstate(all="ignore"):
+            expected = flowjit.jit(program, backend="interpreter")(x, row, column, i)
+            actual = flowjit.jit(program, devices=GPU)(x, row, column, i)
+        assert_same_result(actual, expected, exact=False, rtol=tolerance_for(expected, (x, row, column)))
 
 
 WHOLE = {

@@ -137,3 +137,17 @@ def test_variables_on_the_gpu_are_read_and_written():
     np.testing.assert_allclose(w.numpy(), 0.5 + x)
     step(x)
     np.testing.assert_allclose(w.numpy(), 0.25 + 1.5 * x)
+
+
+def test_a_grid_is_one_wave_of_the_blocks_the_kernel_fits():
+    """A loop kernel's and a row kernel's grid: as many blocks as the multiprocessors hold at once
+    with the kernel's registers (the driver's occupancy), not a fixed 2048 threads' worth."""
+    from flowjit.compiler.codegen.cuda import multiprocessors
+    for function, x in ((lambda x: ((x * 2 + 1) * x - 3) / (x * x + 1), rows((1 << 22,))),
+                        (softmax, rows((1 << 14, 1024)))):
+        (kernel,) = flowjit.jit(function, devices=GPU).lower(x).executable.compiled
+        launcher = kernel.serial
+        blocks, threads = launcher.grid((cupy.asarray(x), cupy.empty_like(cupy.asarray(x))))
+        fits = launcher.resident(threads)
+        assert 1 <= fits <= 2048 // threads
+        assert blocks == multiprocessors() * fits, (blocks, threads, fits)

@@ -40,7 +40,7 @@ from flowjit.compiler.codegen.compiled import CompiledKernel, canonical
 from flowjit.compiler.codegen.cuda_launch import RawLauncher, launch_path
 from flowjit.files import write_atomically
 from flowjit.gpu import device_array, is_device_array, numba_cuda, simulated, to_host
-from flowjit.compiler.codegen.cuda_writer import BLOCK, WARP, cuda_kernel_source
+from flowjit.compiler.codegen.cuda_writer import BLOCK, ROW_THREADS, WARP, cuda_kernel_source, row_threads
 from flowjit.compiler.codegen.writer import KernelSource
 from flowjit.compiler.ir.graph import Node
 from flowjit.compiler.ir.plan import KernelKind
@@ -61,29 +61,19 @@ def multiprocessors() -> int:
     return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
 
 
-# Threads per row of a reduce kernel.  Measured on an H100 (64M float32, rows of 1024; ms for
-# 32/64/128/256/512/1024 threads): softmax 0.506/0.378/0.407/0.453/0.563/0.842, layernorm
-# 0.519/0.540/0.539/0.568/0.748/1.238 (`python -m flowjit.bench.gpu_modes rows`).
-ROW_THREADS = 64
-
-
-def row_threads() -> int:
-    """Threads per row of a reduce kernel: ``FLOWJIT_CUDA_ROW_THREADS`` (a power of two, 32 to
-    1024), else ROW_THREADS."""
-    value = int(os.environ.get("FLOWJIT_CUDA_ROW_THREADS", ROW_THREADS))
-    if value < WARP or value > 1024 or value & (value - 1):
-        raise ValueError(f"FLOWJIT_CUDA_ROW_THREADS={value}: expected a power of two from 32 to 1024")
-    return value
-
-
 class Grid:
     """A kernel's launch configuration for its arguments, from the module's ``launch`` (the work):
     a loop kernel covers its elements with blocks of LOOP_THREADS; a reduce kernel gets a block
     per row, its threads a power of two, whole warps (its reductions shuffle within them), at
     most ``row_threads`` and the module's ``MAX_THREADS`` (argmax's tree in shared memory).
-    Blocks beyond one wave of the GPU's multiprocessors (``sms``) only repeat the per-thread
-    set-up that the grid-stride loops amortise; without ``sms`` (the simulator) up to MAX_BLOCKS.
-    The configurations of the last few works are kept (a call then costs ``launch`` and a look-up)."""
+    The grid is one wave: as many blocks as the GPU's multiprocessors (``sms``) hold at once,
+    ``resident(threads)`` each -- the driver's occupancy for the compiled kernel, whose registers
+    and shared memory may hold fewer than ``RESIDENT_THREADS`` -- since more only repeat the
+    per-thread set-up that the grid-stride loops amortise, and a second, partial wave of blocks
+    doing a full block's share leaves most of the GPU idle behind it (on an H200, a chain whose
+    kernel fits 6 blocks of 256 threads where 8 were launched took 1.4x its copy bound).
+    Without ``sms`` (the simulator) up to MAX_BLOCKS.  The configurations of the last few works
+    are kept (a call then costs ``launch`` and a look-up)."""
 
     KEPT = 16
 
@@ -93,9 +83,10 @@ class Grid:
         self.row_threads = min(row_threads, max_threads)
         self.max_threads = max_threads
         self.sizes: dict[tuple[int, int], tuple[int, int]] = {}
+        self.resident = lambda threads: RESIDENT_THREADS // threads     # (the launcher's occupancy, once loaded)
 
     def blocks(self, threads: int) -> int:
-        return MAX_BLOCKS if self.sms is None else self.sms * max(1, RESIDENT_THREADS // threads)
+        return MAX_BLOCKS if self.sms is None else self.sms * max(1, self.resident(threads))
 
     def size(self, units: int, row: int) -> tuple[int, int]:
         """Blocks and threads for ``units`` elements (a loop kernel) or rows of ``row`` (a reduce kernel)."""
@@ -363,11 +354,13 @@ class CudaBackend(Backend):
                 namespace = host_namespace(kernel)
                 reduce = kernel.kind is KernelKind.REDUCE
                 grid = Grid(namespace["launch"], reduce, multiprocessors() if self.resident else None,
-                            row_threads(), namespace.get("MAX_THREADS", BLOCK), namespace.get("PARTS"))
+                            namespace.get("ROW_THREADS", row_threads()), namespace.get("MAX_THREADS", BLOCK),
+                            namespace.get("PARTS"))
                 path = launch_path()
                 if path != "dispatcher" and self.resident:
                     launcher = RawLauncher(kernel.name, self.ptx(kernel, key, device_capability()), grid,
                                            packed=path == "raw")
+                    grid.resident = launcher.resident
                 else:
                     device_code = module_namespace(kernel)["kernel"]
                     launcher = Launcher(kernel.name, numba_cuda().jit(device_code), grid, len(kernel.inputs))

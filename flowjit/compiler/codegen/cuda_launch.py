@@ -124,6 +124,12 @@ class RawLauncher:
             self.extra_pointer = self.extra.ctypes.data
             self.lock = threading.Lock()
 
+    def resident(self, threads: int) -> int:
+        """Blocks of ``threads`` one multiprocessor holds at once with this kernel's registers and
+        shared memory (the driver's occupancy calculator)."""
+        from cupy_backends.cuda.api import driver
+        return driver.occupancyMaxActiveBlocksPerMultiprocessor(self.function.ptr, threads, 0)
+
     def __call__(self, *arrays) -> None:
         """Launch on device arrays (the resident driver's buffers: CuPy)."""
         blocks, threads = self.grid(arrays)

@@ -55,6 +55,7 @@ MAX_PARTS = 1024            # a whole-domain reduction: at most this many blocks
 PART_MIN = 16384            # of this many elements each at least,
 PART_THREADS = 256          # of this many threads
 ROW_UNROLL = 4              # row elements a thread takes per trip of a pass (measured: see row_unroll)
+LOOP_UNROLL = 4             # elements a thread of a loop kernel takes per trip (measured: see loop_unroll)
 
 MODULE_HEADER = '''"""flowjit CUDA kernel (generated): each line follows the IR line it implements."""
 import math
@@ -75,9 +76,47 @@ def row_unroll() -> int:
     element's accumulation.  On an H100 (64M float32, rows of 1024, 64 threads a row; ms for
     1/2/4 elements a trip, `python -m flowjit.bench.gpu_modes rows`): layernorm 0.476/0.417/0.340,
     softmax 0.368/0.363/0.327."""
-    value = int(os.environ.get("FLOWJIT_CUDA_ROW_UNROLL", ROW_UNROLL))
+    return _unroll("FLOWJIT_CUDA_ROW_UNROLL", ROW_UNROLL)
+
+
+# Threads per row of a reduce kernel.  Measured on an H100 (64M float32, rows of 1024; ms for
+# 32/64/128/256/512/1024 threads): softmax 0.506/0.378/0.407/0.453/0.563/0.842, layernorm
+# 0.519/0.540/0.539/0.568/0.748/1.238 (`python -m flowjit.bench.gpu_modes rows`).
+ROW_THREADS = 64
+ROW_SLOTS = 16              # row elements a thread keeps in registers at most (row_slots)
+REGISTER_WORDS = 64         # 32-bit registers those elements may take per thread at most
+
+
+def row_threads() -> int:
+    """Threads per row of a reduce kernel: ``FLOWJIT_CUDA_ROW_THREADS`` (a power of two, 32 to
+    1024), else ROW_THREADS."""
+    value = int(os.environ.get("FLOWJIT_CUDA_ROW_THREADS", ROW_THREADS))
+    if value < WARP or value > 1024 or value & (value - 1):
+        raise ValueError(f"FLOWJIT_CUDA_ROW_THREADS={value}: expected a power of two from 32 to 1024")
+    return value
+
+
+def row_slots() -> int:
+    """Row elements a reduce kernel's thread keeps in registers at most: ``FLOWJIT_CUDA_ROW_SLOTS``
+    (0 to 64; 0: never), else ROW_SLOTS.  A row of at most that many times the block's threads is
+    loaded once and every pass reads it from registers; a longer one is read again by each pass."""
+    value = int(os.environ.get("FLOWJIT_CUDA_ROW_SLOTS", ROW_SLOTS))
+    if not 0 <= value <= 64:
+        raise ValueError(f"FLOWJIT_CUDA_ROW_SLOTS={value}: expected 0 to 64")
+    return value
+
+
+def loop_unroll() -> int:
+    """Elements per trip of a loop kernel's grid-stride loop: ``FLOWJIT_CUDA_LOOP_UNROLL`` (1 to 8),
+    else LOOP_UNROLL.  A thread issues its next load only after its store: with one element a
+    trip, a wave of threads keeps a megabyte of loads in flight, too few to cover an HBM's latency."""
+    return _unroll("FLOWJIT_CUDA_LOOP_UNROLL", LOOP_UNROLL)
+
+
+def _unroll(variable: str, default: int) -> int:
+    value = int(os.environ.get(variable, default))
     if not 1 <= value <= 8:
-        raise ValueError(f"FLOWJIT_CUDA_ROW_UNROLL={value}: expected 1 to 8")
+        raise ValueError(f"{variable}={value}: expected 1 to 8")
     return value
 
 
@@ -91,9 +130,9 @@ def shuffled(value: str, offset: int, dtype: np.dtype) -> str:
     return f"np.{dtype.name}(fj.shfl_xor(np.int64({value}), {offset}))"
 
 
-def _ahead(position: str, trips: int) -> str:
-    """The row position ``trips`` block-strides after ``position``."""
-    return position if trips == 0 else f"{position} + nthreads" if trips == 1 else f"{position} + {trips} * nthreads"
+def _ahead(position: str, trips: int, step: str = "nthreads") -> str:
+    """The position ``trips`` steps (``step``: a block's threads, or a grid's) after ``position``."""
+    return position if trips == 0 else f"{position} + {step}" if trips == 1 else f"{position} + {trips} * {step}"
 
 
 class CudaLoopWriter(KernelWriter):
@@ -106,23 +145,72 @@ class CudaLoopWriter(KernelWriter):
         start = len(self.lines)
         self.constants(1)
         axes = list(range(len(self.domain)))
+        nodes = [node for node in self.body.nodes if node.op is not ops.constant and node is not self.matmul]
         self.emit(1, f"total = {' * '.join(f'n{axis}' for axis in axes) or '1'}")
         self.emit(1, "flat = cuda.grid(1)")
         self.emit(1, "stride = cuda.gridsize(1)")
+        unroll = loop_unroll()
+        if unroll > 1:
+            self.emit(1, f"while {_ahead('flat', unroll - 1, 'stride')} < total:     "
+                         f"# ({unroll} elements a trip: every load issued before the first store)")
+            self.write_elements(2, [f"f{copy}" for copy in range(unroll)], "flat", "stride", axes, nodes, [], outputs)
+            self.emit(2, f"flat += {unroll} * stride")
         self.emit(1, "while flat < total:            # (a grid-stride loop; range() would divide for its trip count)")
-        self.lines.extend(split_index(2, "flat", axes))
-        for node in self.body.nodes:
-            if node.op is ops.constant or node is self.matmul:
-                continue
-            self.compute(2, node)
-        for value in outputs:
-            self.store(2, value)
+        self.write_elements(2, ["flat"], "flat", "stride", axes, nodes, [], outputs)
         self.emit(2, "flat += stride")
         return self.lines[start:]
+
+    def write_elements(self, depth: int, positions: list[str], first: str, step: str, axes: list[int],
+                       nodes: list[Node], reductions: list[Node], stores: list[Value], end: str = "",
+                       guarded: frozenset = frozenset()) -> None:
+        """The work on the elements at ``positions`` (``first``; or ``f0``, ``f1``... at ``first``,
+        ``first + step``...), flat over ``axes``: each element's ``nodes``, then its accumulations
+        into ``reductions`` in order -- the order of the one-at-a-time loop, so unrolling changes
+        no result -- then its stores, so that every load is issued before the first store (an
+        output may alias an input as far as the compiler knows).  An unrolled copy's locals and
+        indices carry its number; a ``guarded`` copy accumulates and stores only below ``end``."""
+        outer = dict(self.names)
+        copies = []
+        for number, position in enumerate(positions):
+            self.copy = "" if position == first else f"_{number}"
+            self.names = dict(outer)
+            self.index_names = {axis: f"i{axis}{self.copy}" for axis in axes}
+            if position != first:
+                self.emit(depth, f"{position} = {_ahead(first, number, step)}")
+            self.lines.extend(split_index(depth, position, axes, self.copy))
+            for node in nodes:
+                self.compute(depth, node)
+            for node in reductions:
+                source = node.inputs[0]
+                element = self.names.get(source) or self.load(source, _identity(source.shape))
+                self.emit(depth, f"x_{_identifier(node.output)}{self.copy} = "
+                                 f"{cast(element, source.dtype, accumulator_dtype(node))}")
+            copies.append((self.copy, self.names, self.index_names, position))
+        def under_guard(number: int, position: str) -> int:
+            if number not in guarded:
+                return depth
+            self.emit(depth, f"if {position} < {end}:")
+            return depth + 1
+        for number, (copy, names, index_names, position) in enumerate(copies):
+            if reductions:
+                inner = under_guard(number, position)
+                for node in reductions:
+                    self.accumulate(inner, node, f"x_{_identifier(node.output)}{copy}", position)
+        for number, (copy, names, index_names, position) in enumerate(copies):
+            self.names, self.index_names = names, index_names
+            if stores:
+                inner = under_guard(number, position)
+                for value in stores:
+                    self.store(inner, value)
+        self.copy, self.index_names, self.names = "", {}, outer
 
     def max_threads(self) -> int | None:
         """The most threads a block of this kernel may have, where it has a limit (None: none)."""
         return None
+
+    def launch_checks(self) -> list[str]:
+        """Host lines of ``launch`` refusing work the kernel was not written for."""
+        return []
 
     def work(self) -> str:
         """What ``launch`` returns: the elements the grid covers, and 1."""
@@ -134,9 +222,12 @@ class CudaLoopWriter(KernelWriter):
         parameters = ", ".join(self.argument[v] for v in inputs + outputs)
         extents = [f"{INDENT}n{axis} = {self.extents.get(axis, '1')}" for axis in range(rank)]
         parts = ", *parts" if self.scratch_parameters else ""         # (the launcher's part buffers: unused here)
-        launch = "\n".join([f"def launch({parameters}{parts}):"] + extents + [f"{INDENT}return {self.work()}"])
+        launch = "\n".join([f"def launch({parameters}{parts}):"] + extents + self.launch_checks()
+                           + [f"{INDENT}return {self.work()}"])
         limit = self.max_threads()
         limit = f"MAX_THREADS = {limit}          # (threads per block at most: its shared arrays' size)\n" if limit else ""
+        if getattr(self, "registers", None):
+            limit += f"ROW_THREADS = {self.threads}          # (threads per row: {self.slots} row elements each in registers)\n"
         if self.scratch_parameters:
             limit += (f"PARTS = {MAX_PARTS}, {PART_MIN}, {PART_THREADS}      # (the domain in parts: at most, "
                       f"elements each at least, threads a block)\n")
@@ -148,7 +239,12 @@ class CudaLoopWriter(KernelWriter):
 
 
 class CudaReduceWriter(CudaLoopWriter):
-    """A reduce kernel: one block per row, a block-strided loop per pass, warp-shuffle reductions."""
+    """A reduce kernel: one block per row, a block-strided loop per pass (or the row in registers),
+    warp-shuffle reductions."""
+
+    def __init__(self, node: Node, keep_rows: bool = True):
+        super().__init__(node)
+        self.keep_rows = keep_rows
 
     def write_body(self, outputs: list[Value]) -> list[str]:
         if self.plan.strategy is None:
@@ -159,6 +255,7 @@ class CudaReduceWriter(CudaLoopWriter):
         self.level = levels(self.body)[0]
         self.full = full_values(self.body, self.plan)
         self.members = [n for n in self.body.nodes if n.op is not ops.constant]
+        self.registers, self.slots, self.guarded = None, 0, frozenset()
         named = {v.name: v for n in self.body.nodes for v in n.outputs}
         self.constants(1)
         self.emit(1, f"ninner = {' * '.join(f'n{axis}' for axis in self.reduced)}")
@@ -184,8 +281,10 @@ class CudaReduceWriter(CudaLoopWriter):
             self.write_parts(passes[0][0], per_row)
             return self.lines[start:]
         self.emit(1, "row = cuda.blockIdx.x")
+        hoisted_at = len(self.lines)
         self.emit(1, "while row < nrows:")
         self.lines.extend(split_index(2, "row", self.kept))
+        self.preload(len(self.lines), 2, hoisted_at)
         self.compute_outer(2, 0)
         for current, (pass_reductions, stores) in enumerate(passes):
             self.write_pass(2, pass_reductions, stores)
@@ -195,7 +294,71 @@ class CudaReduceWriter(CudaLoopWriter):
             for value in per_row:
                 self.store(3, value)
         self.emit(2, "row += cuda.gridDim.x")
+        self.write_preloads()
         return self.lines[start:]
+
+    # -- a row in registers ----------------------------------------------------------------------------
+    def row_slots(self) -> int:
+        """Row elements each thread keeps in registers, its input elements loaded once per row
+        and read by every pass from there (0: rows too long; the passes load them again).  The
+        row's length is static (the domain's), and so are the threads: ``self.threads``, which
+        the module's ``ROW_THREADS`` gives the launch."""
+        length = int(np.prod([self.domain[axis] for axis in self.reduced], dtype=np.int64))
+        self.row_length = length
+        self.threads = min(row_threads(), self.max_threads(), max(WARP, 1 << max(0, (length - 1).bit_length())))
+        slots = -(-length // self.threads)
+        return slots if self.keep_rows and 1 <= slots <= row_slots() else 0
+
+    def preload(self, at: int, depth: int, hoisted_at: int) -> None:
+        """Where the row's loads go (written last, once the passes have asked for them): loads
+        that vary along the kept axes at ``at``, once per row; the others (a ``gamma`` broadcast
+        over the rows) at ``hoisted_at``, once per thread."""
+        self.slots = self.row_slots()
+        self.registers: dict[str, tuple[str, int, np.dtype, bool]] | None = {} if self.slots else None
+        self.guarded = frozenset(copy for copy in range(self.slots) if (copy + 1) * self.threads > self.row_length)
+        self.preload_at = (at, depth, hoisted_at)
+
+    def load(self, value: Value, embedding: tuple) -> str:
+        text = super().load(value, embedding)
+        if (self.registers is None or not self.copy or not text.endswith("]") or text.endswith("[0]")
+                or not any(entry in self.reduced for entry in embedding if entry is not None)):
+            return text
+        if text not in self.registers:
+            hoisted = not any(entry in self.kept for entry in embedding if entry is not None)
+            self.registers[text] = (f"r{len(self.registers)}", int(self.copy[1:]), np.dtype(value.dtype), hoisted)
+        return self.registers[text][0]
+
+    def launch_checks(self) -> list[str]:
+        if not self.registers:
+            return []
+        row = " * ".join(f"n{axis}" for axis in self.reduced)
+        return [f"{INDENT}if {row} != {self.row_length}:      # (its rows are in registers: this length only)",
+                f"{INDENT * 2}raise ValueError(f'kernel {self.name} holds rows of {self.row_length}: got {{{row}}}')"]
+
+    def words(self) -> int:
+        """32-bit registers the row's elements take per thread."""
+        return sum(max(1, dtype.itemsize // 4) for _, _, dtype, _ in (self.registers or {}).values())
+
+    def write_preloads(self) -> None:
+        """The loads the passes read from registers, each copy's under its guard (a copy past the
+        row's end holds zero, never used), inserted where ``preload`` said."""
+        if not self.registers:
+            return
+        at, depth, hoisted_at = self.preload_at
+        for where, indent, hoisted in ((at, depth, False), (hoisted_at, 1, True)):
+            lines = []
+            for copy in range(self.slots):
+                loads = [(name, text, dtype) for text, (name, number, dtype, up) in self.registers.items()
+                         if number == copy and up == hoisted]
+                if not loads:
+                    continue
+                lines.append(f"{INDENT * indent}t{copy} = {_ahead('tid', copy)}")
+                lines.extend(split_index(indent, f"t{copy}", self.reduced, f"_{copy}"))
+                for name, text, dtype in loads:
+                    zero = "False" if dtype == np.bool_ else f"np.{dtype.name}(0)"
+                    guard = f" if t{copy} < ninner else {zero}" if copy in self.guarded else ""
+                    lines.append(f"{INDENT * indent}{name} = {text}{guard}")
+            self.lines[where:where] = lines
 
     def in_parts(self) -> bool:
         """Whether the kernel reduces its whole domain in parts, a block each: a plan with one
@@ -290,15 +453,23 @@ class CudaReduceWriter(CudaLoopWriter):
         if not reductions and not stores:
             return
         self.start_accumulators(depth, reductions, comments=True)
+        nodes = self.needed([node.inputs[0] for node in reductions] + stores)
         self.emit(depth, f"t = {start}")
+        if self.registers is not None:          # (the row in registers: one copy per slot, straight code)
+            self.write_elements(depth, [f"t{copy}" for copy in range(self.slots)], "t", "nthreads", self.reduced,
+                                nodes, reductions, stores, end, self.guarded)
+            for node in reductions:
+                self.block_reduce(depth, node, finish)
+            return
         unroll = row_unroll()
         if unroll > 1:
             self.emit(depth, f"while {_ahead('t', unroll - 1)} < {end}:     "
                              f"# ({unroll} elements a trip: every load issued before the first store)")
-            self.write_elements(depth + 1, reductions, stores, [f"t{copy}" for copy in range(unroll)])
+            self.write_elements(depth + 1, [f"t{copy}" for copy in range(unroll)], "t", "nthreads", self.reduced,
+                                nodes, reductions, stores)
             self.emit(depth + 1, f"t += {unroll} * nthreads")
         self.emit(depth, f"while t < {end}:")
-        self.write_elements(depth + 1, reductions, stores, ["t"])
+        self.write_elements(depth + 1, ["t"], "t", "nthreads", self.reduced, nodes, reductions, stores)
         self.emit(depth + 1, "t += nthreads")
         for node in reductions:
             self.block_reduce(depth, node, finish)
@@ -312,38 +483,6 @@ class CudaReduceWriter(CudaLoopWriter):
             self.emit(depth, f"acc_{_identifier(node.output)} = {self.reduction_start(node, accumulator_dtype(node))}")
             if node.op in ARG_REDUCTIONS:
                 self.emit(depth, f"at_{_identifier(node.output)} = -1")
-
-    def write_elements(self, depth: int, reductions: list[Node], stores: list[Value], positions: list[str]) -> None:
-        """The pass's work on the row elements at ``positions`` (``t``; or ``t0``, ``t1``... at
-        ``t``, ``t + nthreads``...): each element's values, then its accumulations in row
-        order -- the order of the one-at-a-time loop, so unrolling changes no result -- then
-        its stores.  An unrolled copy's locals and indices carry its number."""
-        outer = dict(self.names)
-        copies = []
-        for number, position in enumerate(positions):
-            self.copy = "" if position == "t" else f"_{number}"
-            self.names = dict(outer)
-            self.index_names = {axis: f"i{axis}{self.copy}" for axis in self.reduced}
-            if position != "t":
-                self.emit(depth, f"{position} = {_ahead('t', number)}")
-            self.lines.extend(split_index(depth, position, self.reduced, self.copy))
-            for node in self.needed([n.inputs[0] for n in reductions] + stores):
-                self.compute(depth, node)
-            for node in reductions:
-                source = node.inputs[0]
-                element = self.names.get(source) or self.load(source, _identity(source.shape))
-                self.emit(depth, f"x_{_identifier(node.output)}{self.copy} = "
-                                 f"{cast(element, source.dtype, accumulator_dtype(node))}")
-            copies.append((self.copy, self.names, self.index_names, position))
-        for copy, names, index_names, position in copies:
-            for node in reductions:
-                self.accumulate(depth, node, f"x_{_identifier(node.output)}{copy}", position)
-        for copy, names, index_names, position in copies:
-            self.names, self.index_names = names, index_names
-            for value in stores:
-                self.store(depth, value)
-        self.copy, self.index_names = "", {}
-        self.names = {value: name for value, name in outer.items() if value not in self.full}
 
     def accumulate(self, depth: int, node: Node, element: str, position: str) -> None:
         """Fold ``element`` (at row position ``position``) into the thread's accumulator."""
@@ -427,7 +566,11 @@ class CudaReduceWriter(CudaLoopWriter):
 
 def cuda_kernel_source(node: Node) -> KernelSource:
     """The CUDA kernel module of one fused node, rendered from its plan."""
-    kind = node.attrs["plan"].kind
-    writer = CudaReduceWriter(node) if kind is KernelKind.REDUCE else CudaLoopWriter(node)
-    return writer.write_module()
+    if node.attrs["plan"].kind is not KernelKind.REDUCE:
+        return CudaLoopWriter(node).write_module()
+    writer = CudaReduceWriter(node)
+    source = writer.write_module()
+    if writer.words() > REGISTER_WORDS:         # (too many elements to keep: spills would cost more)
+        source = CudaReduceWriter(node, keep_rows=False).write_module()
+    return source
 

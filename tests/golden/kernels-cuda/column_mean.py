@@ -1,4 +1,5 @@
 MAX_THREADS = 1024          # (threads per block at most: its shared arrays' size)
+ROW_THREADS = 32          # (threads per row: 1 row elements each in registers)
 
 
 # k0_mean: reduce kernel, domain [4,8]
@@ -15,32 +16,17 @@ def kernel(in0_x, out0):
     row = cuda.blockIdx.x
     while row < nrows:
         i1 = row
+        t0 = tid
+        i0_0 = t0
+        r0 = in0_x[i0_0, i1] if t0 < ninner else np.float32(0)
         # %mean = mean %x {axes=[0]} : f32[8] loc(...)
         acc_mean = np.float64(0.0)
         t = tid
-        while t + 3 * nthreads < ninner:     # (4 elements a trip: every load issued before the first store)
-            t0 = t
-            i0_0 = t0
-            x_mean_0 = np.float64(in0_x[i0_0, i1])
-            t1 = t + nthreads
-            i0_1 = t1
-            x_mean_1 = np.float64(in0_x[i0_1, i1])
-            t2 = t + 2 * nthreads
-            i0_2 = t2
-            x_mean_2 = np.float64(in0_x[i0_2, i1])
-            t3 = t + 3 * nthreads
-            i0_3 = t3
-            x_mean_3 = np.float64(in0_x[i0_3, i1])
+        t0 = t
+        i0_0 = t0
+        x_mean_0 = np.float64(r0)
+        if t0 < ninner:
             acc_mean = (acc_mean + x_mean_0)
-            acc_mean = (acc_mean + x_mean_1)
-            acc_mean = (acc_mean + x_mean_2)
-            acc_mean = (acc_mean + x_mean_3)
-            t += 4 * nthreads
-        while t < ninner:
-            i0 = t
-            x_mean = np.float64(in0_x[i0, i1])
-            acc_mean = (acc_mean + x_mean)
-            t += nthreads
         other = fj.shfl_xor(acc_mean, 16)
         acc_mean = (acc_mean + other)
         other = fj.shfl_xor(acc_mean, 8)
@@ -75,4 +61,6 @@ def kernel(in0_x, out0):
 def launch(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
+    if n0 != 4:      # (its rows are in registers: this length only)
+        raise ValueError(f'kernel k0_mean holds rows of 4: got {n0}')
     return (n1, n0)

@@ -4,6 +4,36 @@ def kernel(in0_x, in1_y, out0):
     total = n0
     flat = cuda.grid(1)
     stride = cuda.gridsize(1)
+    while flat + 3 * stride < total:     # (4 elements a trip: every load issued before the first store)
+        f0 = flat
+        i0_0 = f0
+        # %mul = mul %x, %y : f16[8] loc(...)
+        v_mul_0 = fj.round_float16(np.float32((in0_x[i0_0] * in1_y[i0_0])))
+        # %add = add %mul, %constant : f16[8] loc(...)
+        v_add_0 = fj.round_float16(np.float32((v_mul_0 + np.float32(1.5))))
+        f1 = flat + stride
+        i0_1 = f1
+        # %mul = mul %x, %y : f16[8] loc(...)
+        v_mul_1 = fj.round_float16(np.float32((in0_x[i0_1] * in1_y[i0_1])))
+        # %add = add %mul, %constant : f16[8] loc(...)
+        v_add_1 = fj.round_float16(np.float32((v_mul_1 + np.float32(1.5))))
+        f2 = flat + 2 * stride
+        i0_2 = f2
+        # %mul = mul %x, %y : f16[8] loc(...)
+        v_mul_2 = fj.round_float16(np.float32((in0_x[i0_2] * in1_y[i0_2])))
+        # %add = add %mul, %constant : f16[8] loc(...)
+        v_add_2 = fj.round_float16(np.float32((v_mul_2 + np.float32(1.5))))
+        f3 = flat + 3 * stride
+        i0_3 = f3
+        # %mul = mul %x, %y : f16[8] loc(...)
+        v_mul_3 = fj.round_float16(np.float32((in0_x[i0_3] * in1_y[i0_3])))
+        # %add = add %mul, %constant : f16[8] loc(...)
+        v_add_3 = fj.round_float16(np.float32((v_mul_3 + np.float32(1.5))))
+        out0[i0_0] = v_add_0
+        out0[i0_1] = v_add_1
+        out0[i0_2] = v_add_2
+        out0[i0_3] = v_add_3
+        flat += 4 * stride
     while flat < total:            # (a grid-stride loop; range() would divide for its trip count)
         i0 = flat
         # %mul = mul %x, %y : f16[8] loc(...)

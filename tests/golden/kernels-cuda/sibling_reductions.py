@@ -1,4 +1,5 @@
 MAX_THREADS = 1024          # (threads per block at most: its shared arrays' size)
+ROW_THREADS = 32          # (threads per row: 1 row elements each in registers)
 
 
 # k0_sum_max: reduce kernel, domain [4,8]
@@ -16,44 +17,21 @@ def kernel(in0_x, out0, out1):
     row = cuda.blockIdx.x
     while row < nrows:
         i0 = row
+        t0 = tid
+        i1_0 = t0
+        r0 = in0_x[i0, i1_0] if t0 < ninner else np.float32(0)
         # %sum = sum %x {axes=[1]} : f32[4] loc(...)
         acc_sum = np.float64(0.0)
         # %max = max %x {axes=[1]} : f32[4] loc(...)
         acc_max = np.float32(-np.inf)
         t = tid
-        while t + 3 * nthreads < ninner:     # (4 elements a trip: every load issued before the first store)
-            t0 = t
-            i1_0 = t0
-            x_sum_0 = np.float64(in0_x[i0, i1_0])
-            x_max_0 = in0_x[i0, i1_0]
-            t1 = t + nthreads
-            i1_1 = t1
-            x_sum_1 = np.float64(in0_x[i0, i1_1])
-            x_max_1 = in0_x[i0, i1_1]
-            t2 = t + 2 * nthreads
-            i1_2 = t2
-            x_sum_2 = np.float64(in0_x[i0, i1_2])
-            x_max_2 = in0_x[i0, i1_2]
-            t3 = t + 3 * nthreads
-            i1_3 = t3
-            x_sum_3 = np.float64(in0_x[i0, i1_3])
-            x_max_3 = in0_x[i0, i1_3]
+        t0 = t
+        i1_0 = t0
+        x_sum_0 = np.float64(r0)
+        x_max_0 = r0
+        if t0 < ninner:
             acc_sum = (acc_sum + x_sum_0)
             acc_max = (x_max_0 if (x_max_0 > acc_max) | (x_max_0 != x_max_0) else acc_max)
-            acc_sum = (acc_sum + x_sum_1)
-            acc_max = (x_max_1 if (x_max_1 > acc_max) | (x_max_1 != x_max_1) else acc_max)
-            acc_sum = (acc_sum + x_sum_2)
-            acc_max = (x_max_2 if (x_max_2 > acc_max) | (x_max_2 != x_max_2) else acc_max)
-            acc_sum = (acc_sum + x_sum_3)
-            acc_max = (x_max_3 if (x_max_3 > acc_max) | (x_max_3 != x_max_3) else acc_max)
-            t += 4 * nthreads
-        while t < ninner:
-            i1 = t
-            x_sum = np.float64(in0_x[i0, i1])
-            x_max = in0_x[i0, i1]
-            acc_sum = (acc_sum + x_sum)
-            acc_max = (x_max if (x_max > acc_max) | (x_max != x_max) else acc_max)
-            t += nthreads
         other = fj.shfl_xor(acc_sum, 16)
         acc_sum = (acc_sum + other)
         other = fj.shfl_xor(acc_sum, 8)
@@ -115,4 +93,6 @@ def kernel(in0_x, out0, out1):
 def launch(in0_x, out0, out1):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
+    if n1 != 8:      # (its rows are in registers: this length only)
+        raise ValueError(f'kernel k0_sum_max holds rows of 8: got {n1}')
     return (n0, n1)

@@ -1,4 +1,5 @@
 MAX_THREADS = 1024          # (threads per block at most: its shared arrays' size)
+ROW_THREADS = 64          # (threads per row: 2 row elements each in registers)
 
 
 # k0_max_sub_exp_sum_div: reduce kernel, domain [2,128]
@@ -16,32 +17,23 @@ def kernel(in0_x, out0):
     row = cuda.blockIdx.x
     while row < nrows:
         i0 = row
+        t0 = tid
+        i1_0 = t0
+        r0 = in0_x[i0, i1_0]
+        t1 = tid + nthreads
+        i1_1 = t1
+        r1 = in0_x[i0, i1_1]
         # %max = max %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
         acc_max = np.float32(-np.inf)
         t = tid
-        while t + 3 * nthreads < ninner:     # (4 elements a trip: every load issued before the first store)
-            t0 = t
-            i1_0 = t0
-            x_max_0 = in0_x[i0, i1_0]
-            t1 = t + nthreads
-            i1_1 = t1
-            x_max_1 = in0_x[i0, i1_1]
-            t2 = t + 2 * nthreads
-            i1_2 = t2
-            x_max_2 = in0_x[i0, i1_2]
-            t3 = t + 3 * nthreads
-            i1_3 = t3
-            x_max_3 = in0_x[i0, i1_3]
-            acc_max = (x_max_0 if (x_max_0 > acc_max) | (x_max_0 != x_max_0) else acc_max)
-            acc_max = (x_max_1 if (x_max_1 > acc_max) | (x_max_1 != x_max_1) else acc_max)
-            acc_max = (x_max_2 if (x_max_2 > acc_max) | (x_max_2 != x_max_2) else acc_max)
-            acc_max = (x_max_3 if (x_max_3 > acc_max) | (x_max_3 != x_max_3) else acc_max)
-            t += 4 * nthreads
-        while t < ninner:
-            i1 = t
-            x_max = in0_x[i0, i1]
-            acc_max = (x_max if (x_max > acc_max) | (x_max != x_max) else acc_max)
-            t += nthreads
+        t0 = t
+        i1_0 = t0
+        x_max_0 = r0
+        t1 = t + nthreads
+        i1_1 = t1
+        x_max_1 = r1
+        acc_max = (x_max_0 if (x_max_0 > acc_max) | (x_max_0 != x_max_0) else acc_max)
+        acc_max = (x_max_1 if (x_max_1 > acc_max) | (x_max_1 != x_max_1) else acc_max)
         other = fj.shfl_xor(acc_max, 16)
         acc_max = (other if (other > acc_max) | (other != other) else acc_max)
         other = fj.shfl_xor(acc_max, 8)
@@ -71,49 +63,22 @@ def kernel(in0_x, out0):
         # %sum = sum %exp {axes=[1], keepdims=true} : f32[2,1] loc(...)
         acc_sum = np.float64(0.0)
         t = tid
-        while t + 3 * nthreads < ninner:     # (4 elements a trip: every load issued before the first store)
-            t0 = t
-            i1_0 = t0
-            # %sub = sub %x, %max : f32[2,128] loc(...)
-            v_sub_0 = np.float32((in0_x[i0, i1_0] - v_max))
-            # %exp = exp %sub : f32[2,128] loc(...)
-            v_exp_0 = np.float32(math.exp(v_sub_0))
-            x_sum_0 = np.float64(v_exp_0)
-            t1 = t + nthreads
-            i1_1 = t1
-            # %sub = sub %x, %max : f32[2,128] loc(...)
-            v_sub_1 = np.float32((in0_x[i0, i1_1] - v_max))
-            # %exp = exp %sub : f32[2,128] loc(...)
-            v_exp_1 = np.float32(math.exp(v_sub_1))
-            x_sum_1 = np.float64(v_exp_1)
-            t2 = t + 2 * nthreads
-            i1_2 = t2
-            # %sub = sub %x, %max : f32[2,128] loc(...)
-            v_sub_2 = np.float32((in0_x[i0, i1_2] - v_max))
-            # %exp = exp %sub : f32[2,128] loc(...)
-            v_exp_2 = np.float32(math.exp(v_sub_2))
-            x_sum_2 = np.float64(v_exp_2)
-            t3 = t + 3 * nthreads
-            i1_3 = t3
-            # %sub = sub %x, %max : f32[2,128] loc(...)
-            v_sub_3 = np.float32((in0_x[i0, i1_3] - v_max))
-            # %exp = exp %sub : f32[2,128] loc(...)
-            v_exp_3 = np.float32(math.exp(v_sub_3))
-            x_sum_3 = np.float64(v_exp_3)
-            acc_sum = (acc_sum + x_sum_0)
-            acc_sum = (acc_sum + x_sum_1)
-            acc_sum = (acc_sum + x_sum_2)
-            acc_sum = (acc_sum + x_sum_3)
-            t += 4 * nthreads
-        while t < ninner:
-            i1 = t
-            # %sub = sub %x, %max : f32[2,128] loc(...)
-            v_sub = np.float32((in0_x[i0, i1] - v_max))
-            # %exp = exp %sub : f32[2,128] loc(...)
-            v_exp = np.float32(math.exp(v_sub))
-            x_sum = np.float64(v_exp)
-            acc_sum = (acc_sum + x_sum)
-            t += nthreads
+        t0 = t
+        i1_0 = t0
+        # %sub = sub %x, %max : f32[2,128] loc(...)
+        v_sub_0 = np.float32((r0 - v_max))
+        # %exp = exp %sub : f32[2,128] loc(...)
+        v_exp_0 = np.float32(math.exp(v_sub_0))
+        x_sum_0 = np.float64(v_exp_0)
+        t1 = t + nthreads
+        i1_1 = t1
+        # %sub = sub %x, %max : f32[2,128] loc(...)
+        v_sub_1 = np.float32((r1 - v_max))
+        # %exp = exp %sub : f32[2,128] loc(...)
+        v_exp_1 = np.float32(math.exp(v_sub_1))
+        x_sum_1 = np.float64(v_exp_1)
+        acc_sum = (acc_sum + x_sum_0)
+        acc_sum = (acc_sum + x_sum_1)
         other = fj.shfl_xor(acc_sum, 16)
         acc_sum = (acc_sum + other)
         other = fj.shfl_xor(acc_sum, 8)
@@ -141,58 +106,30 @@ def kernel(in0_x, out0):
         v_sum = np.float32(acc_sum)
         cuda.syncthreads()         # (every warp has read the partials before the next reuse)
         t = tid
-        while t + 3 * nthreads < ninner:     # (4 elements a trip: every load issued before the first store)
-            t0 = t
-            i1_0 = t0
-            # %sub = sub %x, %max : f32[2,128] loc(...)
-            v_sub_0 = np.float32((in0_x[i0, i1_0] - v_max))
-            # %exp = exp %sub : f32[2,128] loc(...)
-            v_exp_0 = np.float32(math.exp(v_sub_0))
-            # %div = div %exp, %sum : f32[2,128] loc(...)
-            v_div_0 = np.float32((v_exp_0 / v_sum))
-            t1 = t + nthreads
-            i1_1 = t1
-            # %sub = sub %x, %max : f32[2,128] loc(...)
-            v_sub_1 = np.float32((in0_x[i0, i1_1] - v_max))
-            # %exp = exp %sub : f32[2,128] loc(...)
-            v_exp_1 = np.float32(math.exp(v_sub_1))
-            # %div = div %exp, %sum : f32[2,128] loc(...)
-            v_div_1 = np.float32((v_exp_1 / v_sum))
-            t2 = t + 2 * nthreads
-            i1_2 = t2
-            # %sub = sub %x, %max : f32[2,128] loc(...)
-            v_sub_2 = np.float32((in0_x[i0, i1_2] - v_max))
-            # %exp = exp %sub : f32[2,128] loc(...)
-            v_exp_2 = np.float32(math.exp(v_sub_2))
-            # %div = div %exp, %sum : f32[2,128] loc(...)
-            v_div_2 = np.float32((v_exp_2 / v_sum))
-            t3 = t + 3 * nthreads
-            i1_3 = t3
-            # %sub = sub %x, %max : f32[2,128] loc(...)
-            v_sub_3 = np.float32((in0_x[i0, i1_3] - v_max))
-            # %exp = exp %sub : f32[2,128] loc(...)
-            v_exp_3 = np.float32(math.exp(v_sub_3))
-            # %div = div %exp, %sum : f32[2,128] loc(...)
-            v_div_3 = np.float32((v_exp_3 / v_sum))
-            out0[i0, i1_0] = v_div_0
-            out0[i0, i1_1] = v_div_1
-            out0[i0, i1_2] = v_div_2
-            out0[i0, i1_3] = v_div_3
-            t += 4 * nthreads
-        while t < ninner:
-            i1 = t
-            # %sub = sub %x, %max : f32[2,128] loc(...)
-            v_sub = np.float32((in0_x[i0, i1] - v_max))
-            # %exp = exp %sub : f32[2,128] loc(...)
-            v_exp = np.float32(math.exp(v_sub))
-            # %div = div %exp, %sum : f32[2,128] loc(...)
-            v_div = np.float32((v_exp / v_sum))
-            out0[i0, i1] = v_div
-            t += nthreads
+        t0 = t
+        i1_0 = t0
+        # %sub = sub %x, %max : f32[2,128] loc(...)
+        v_sub_0 = np.float32((r0 - v_max))
+        # %exp = exp %sub : f32[2,128] loc(...)
+        v_exp_0 = np.float32(math.exp(v_sub_0))
+        # %div = div %exp, %sum : f32[2,128] loc(...)
+        v_div_0 = np.float32((v_exp_0 / v_sum))
+        t1 = t + nthreads
+        i1_1 = t1
+        # %sub = sub %x, %max : f32[2,128] loc(...)
+        v_sub_1 = np.float32((r1 - v_max))
+        # %exp = exp %sub : f32[2,128] loc(...)
+        v_exp_1 = np.float32(math.exp(v_sub_1))
+        # %div = div %exp, %sum : f32[2,128] loc(...)
+        v_div_1 = np.float32((v_exp_1 / v_sum))
+        out0[i0, i1_0] = v_div_0
+        out0[i0, i1_1] = v_div_1
         row += cuda.gridDim.x
 
 
 def launch(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
+    if n1 != 128:      # (its rows are in registers: this length only)
+        raise ValueError(f'kernel k0_max_sub_exp_sum_div holds rows of 128: got {n1}')
     return (n0, n1)
