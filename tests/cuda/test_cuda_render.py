@@ -80,9 +80,12 @@ def cuda_kernels_text(function, args) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_cuda_kernel_source_matches_its_snapshot(name):
-    """Golden CUDA kernels of the CPU's golden cases (tests/golden/kernels-cuda): every change to
-    CUDA code generation is a reviewable diff.  FLOWJIT_UPDATE_GOLDEN=1 rewrites them."""
+def test_cuda_kernel_source_matches_its_snapshot(name, monkeypatch):
+    """Golden CUDA kernels of the CPU's golden cases (tests/golden/kernels-cuda), at the default
+    unrolls, threads and slots: every change to CUDA code generation is a reviewable diff.
+    FLOWJIT_UPDATE_GOLDEN=1 rewrites them."""
+    for knob in ("LOOP_UNROLL", "ROW_UNROLL", "ROW_THREADS", "ROW_SLOTS"):
+        monkeypatch.delenv(f"FLOWJIT_CUDA_{knob}", raising=False)
     assert_matches_snapshot(GOLDEN / f"{name}.py", cuda_kernels_text(*CASES[name]), f"the CUDA kernels of '{name}'")
 
 

@@ -165,6 +165,7 @@ def test_rows_kept_in_registers_match_the_interpreter(threads, monkeypatch):
 def test_rows_whose_elements_would_not_fit_the_registers_are_read_again(monkeypatch):
     """More inputs' elements than REGISTER_WORDS registers: the kernel reads each pass's again."""
     monkeypatch.setenv("FLOWJIT_CUDA_ROW_SLOTS", "16")
+    monkeypatch.setenv("FLOWJIT_CUDA_ROW_THREADS", "64")          # (16 slots of 5 inputs: 80 registers)
     args = [rows((2, 1024), seed=seed) for seed in range(5)]
 
     def program(a, b, c, d, e):

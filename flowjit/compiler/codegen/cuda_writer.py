@@ -167,25 +167,37 @@ class CudaLoopWriter(KernelWriter):
         ``first + step``...), flat over ``axes``: each element's ``nodes``, then its accumulations
         into ``reductions`` in order -- the order of the one-at-a-time loop, so unrolling changes
         no result -- then its stores, so that every load is issued before the first store (an
-        output may alias an input as far as the compiler knows).  An unrolled copy's locals and
-        indices carry its number; a ``guarded`` copy accumulates and stores only below ``end``."""
+        output may alias an input as far as the compiler knows).  The copies' loads come first,
+        each into a local (``fetched``), and their values are computed node by node, each node's
+        for every copy: NVVM moves a load down to its first use, and a float division compiles to
+        a branch (its slow path) that a later copy's loads would otherwise wait behind.  An
+        unrolled copy's locals and indices carry its number; a ``guarded`` copy accumulates and
+        stores only below ``end``."""
         outer = dict(self.names)
         copies = []
         for number, position in enumerate(positions):
-            self.copy = "" if position == first else f"_{number}"
-            self.names = dict(outer)
-            self.index_names = {axis: f"i{axis}{self.copy}" for axis in axes}
             if position != first:
                 self.emit(depth, f"{position} = {_ahead(first, number, step)}")
-            self.lines.extend(split_index(depth, position, axes, self.copy))
-            for node in nodes:
-                self.compute(depth, node)
-            for node in reductions:
-                source = node.inputs[0]
-                element = self.names.get(source) or self.load(source, _identity(source.shape))
-                self.emit(depth, f"x_{_identifier(node.output)}{self.copy} = "
-                                 f"{cast(element, source.dtype, accumulator_dtype(node))}")
-            copies.append((self.copy, self.names, self.index_names, position))
+            self.lines.extend(split_index(depth, position, axes, "" if position == first else f"_{number}"))
+        fetch_at, self.fetches = len(self.lines), {} if len(positions) > 1 else None
+        for number, position in enumerate(positions):
+            copy = "" if position == first else f"_{number}"
+            copies.append((copy, dict(outer), {axis: f"i{axis}{copy}" for axis in axes}, position))
+        for node in nodes + [None] * bool(reductions):       # (node by node, each copy's; then the elements)
+            for copy, names, index_names, position in copies:
+                self.copy, self.names, self.index_names = copy, names, index_names
+                if node is not None:
+                    self.compute(depth, node)
+                    continue
+                for reduction in reductions:
+                    source = reduction.inputs[0]
+                    element = self.names.get(source) or self.load(source, _identity(source.shape))
+                    self.emit(depth, f"x_{_identifier(reduction.output)}{copy} = "
+                                     f"{cast(element, source.dtype, accumulator_dtype(reduction))}")
+        self.lines[fetch_at:fetch_at] = [f"{INDENT * depth}{name} = {text}"
+                                         for text, name in (self.fetches or {}).items()]
+        self.fetches = None
+
         def under_guard(number: int, position: str) -> int:
             if number not in guarded:
                 return depth
@@ -203,6 +215,18 @@ class CudaLoopWriter(KernelWriter):
                 for value in stores:
                     self.store(inner, value)
         self.copy, self.index_names, self.names = "", {}, outer
+
+    def load(self, value: Value, embedding: tuple) -> str:
+        return self.fetched(super().load(value, embedding))
+
+    def fetched(self, text: str) -> str:
+        """An element load of an unrolled trip as the local it is loaded into first (``write_elements``)."""
+        if getattr(self, "fetches", None) is None or not self.copy:
+            return text
+        if text not in self.fetches:
+            self.fetched_count = getattr(self, "fetched_count", 0) + 1
+            self.fetches[text] = f"e{self.fetched_count}"
+        return self.fetches[text]
 
     def max_threads(self) -> int | None:
         """The most threads a block of this kernel may have, where it has a limit (None: none)."""
@@ -319,10 +343,10 @@ class CudaReduceWriter(CudaLoopWriter):
         self.preload_at = (at, depth, hoisted_at)
 
     def load(self, value: Value, embedding: tuple) -> str:
-        text = super().load(value, embedding)
+        text = KernelWriter.load(self, value, embedding)
         if (self.registers is None or not self.copy or not text.endswith("]") or text.endswith("[0]")
                 or not any(entry in self.reduced for entry in embedding if entry is not None)):
-            return text
+            return self.fetched(text)
         if text not in self.registers:
             hoisted = not any(entry in self.kept for entry in embedding if entry is not None)
             self.registers[text] = (f"r{len(self.registers)}", int(self.copy[1:]), np.dtype(value.dtype), hoisted)

@@ -10,32 +10,40 @@ def kernel(in0_matmul, in1_bias, out0):
         i1_0 = f0 % n1
         rest_0 = f0 // n1
         i0_0 = rest_0
-        # %add = add %matmul, %bias : f32[4,8] loc(...)
-        v_add_0 = np.float32((in0_matmul[i0_0, i1_0] + in1_bias[i1_0]))
-        # %maximum = maximum %add, %constant : f32[4,8] loc(...)
-        v_maximum_0 = np.float32((v_add_0 if (v_add_0 > np.float32(0.0) or v_add_0 != v_add_0) else np.float32(0.0)))
         f1 = flat + stride
         i1_1 = f1 % n1
         rest_1 = f1 // n1
         i0_1 = rest_1
-        # %add = add %matmul, %bias : f32[4,8] loc(...)
-        v_add_1 = np.float32((in0_matmul[i0_1, i1_1] + in1_bias[i1_1]))
-        # %maximum = maximum %add, %constant : f32[4,8] loc(...)
-        v_maximum_1 = np.float32((v_add_1 if (v_add_1 > np.float32(0.0) or v_add_1 != v_add_1) else np.float32(0.0)))
         f2 = flat + 2 * stride
         i1_2 = f2 % n1
         rest_2 = f2 // n1
         i0_2 = rest_2
-        # %add = add %matmul, %bias : f32[4,8] loc(...)
-        v_add_2 = np.float32((in0_matmul[i0_2, i1_2] + in1_bias[i1_2]))
-        # %maximum = maximum %add, %constant : f32[4,8] loc(...)
-        v_maximum_2 = np.float32((v_add_2 if (v_add_2 > np.float32(0.0) or v_add_2 != v_add_2) else np.float32(0.0)))
         f3 = flat + 3 * stride
         i1_3 = f3 % n1
         rest_3 = f3 // n1
         i0_3 = rest_3
+        e1 = in0_matmul[i0_0, i1_0]
+        e2 = in1_bias[i1_0]
+        e3 = in0_matmul[i0_1, i1_1]
+        e4 = in1_bias[i1_1]
+        e5 = in0_matmul[i0_2, i1_2]
+        e6 = in1_bias[i1_2]
+        e7 = in0_matmul[i0_3, i1_3]
+        e8 = in1_bias[i1_3]
         # %add = add %matmul, %bias : f32[4,8] loc(...)
-        v_add_3 = np.float32((in0_matmul[i0_3, i1_3] + in1_bias[i1_3]))
+        v_add_0 = np.float32((e1 + e2))
+        # %add = add %matmul, %bias : f32[4,8] loc(...)
+        v_add_1 = np.float32((e3 + e4))
+        # %add = add %matmul, %bias : f32[4,8] loc(...)
+        v_add_2 = np.float32((e5 + e6))
+        # %add = add %matmul, %bias : f32[4,8] loc(...)
+        v_add_3 = np.float32((e7 + e8))
+        # %maximum = maximum %add, %constant : f32[4,8] loc(...)
+        v_maximum_0 = np.float32((v_add_0 if (v_add_0 > np.float32(0.0) or v_add_0 != v_add_0) else np.float32(0.0)))
+        # %maximum = maximum %add, %constant : f32[4,8] loc(...)
+        v_maximum_1 = np.float32((v_add_1 if (v_add_1 > np.float32(0.0) or v_add_1 != v_add_1) else np.float32(0.0)))
+        # %maximum = maximum %add, %constant : f32[4,8] loc(...)
+        v_maximum_2 = np.float32((v_add_2 if (v_add_2 > np.float32(0.0) or v_add_2 != v_add_2) else np.float32(0.0)))
         # %maximum = maximum %add, %constant : f32[4,8] loc(...)
         v_maximum_3 = np.float32((v_add_3 if (v_add_3 > np.float32(0.0) or v_add_3 != v_add_3) else np.float32(0.0)))
         out0[i0_0, i1_0] = v_maximum_0

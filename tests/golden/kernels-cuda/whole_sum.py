@@ -23,16 +23,20 @@ def kernel(in0_x, out0, partials_sum, done):
     while t + 3 * nthreads < high:     # (4 elements a trip: every load issued before the first store)
         t0 = t
         i0_0 = t0
-        x_sum_0 = np.float64(in0_x[i0_0])
         t1 = t + nthreads
         i0_1 = t1
-        x_sum_1 = np.float64(in0_x[i0_1])
         t2 = t + 2 * nthreads
         i0_2 = t2
-        x_sum_2 = np.float64(in0_x[i0_2])
         t3 = t + 3 * nthreads
         i0_3 = t3
-        x_sum_3 = np.float64(in0_x[i0_3])
+        e1 = in0_x[i0_0]
+        e2 = in0_x[i0_1]
+        e3 = in0_x[i0_2]
+        e4 = in0_x[i0_3]
+        x_sum_0 = np.float64(e1)
+        x_sum_1 = np.float64(e2)
+        x_sum_2 = np.float64(e3)
+        x_sum_3 = np.float64(e4)
         acc_sum = (acc_sum + x_sum_0)
         acc_sum = (acc_sum + x_sum_1)
         acc_sum = (acc_sum + x_sum_2)
