@@ -68,11 +68,10 @@ class Grid:
     most ``row_threads`` and the module's ``MAX_THREADS`` (argmax's tree in shared memory).
     The grid is one wave: as many blocks as the GPU's multiprocessors (``sms``) hold at once,
     ``resident(threads)`` each -- the driver's occupancy for the compiled kernel, whose registers
-    and shared memory may hold fewer than ``RESIDENT_THREADS`` -- since more only repeat the
-    per-thread set-up that the grid-stride loops amortise, and a second, partial wave of blocks
-    doing a full block's share leaves most of the GPU idle behind it (on an H200, a chain whose
-    kernel fits 6 blocks of 256 threads where 8 were launched took 1.4x its copy bound).
-    Without ``sms`` (the simulator) up to MAX_BLOCKS.  The configurations of the last few works
+    (a row kept in them) and shared memory may hold fewer than ``RESIDENT_THREADS`` -- since more
+    only repeat the per-thread set-up that the grid-stride loops amortise, and blocks beyond
+    what fits wait for a second, partial wave.  Without ``sms`` (the simulator) up to
+    MAX_BLOCKS.  The configurations of the last few works
     are kept (a call then costs ``launch`` and a look-up)."""
 
     KEPT = 16

@@ -79,10 +79,11 @@ def row_unroll() -> int:
     return _unroll("FLOWJIT_CUDA_ROW_UNROLL", ROW_UNROLL)
 
 
-# Threads per row of a reduce kernel.  Measured on an H100 (64M float32, rows of 1024; ms for
-# 32/64/128/256/512/1024 threads): softmax 0.506/0.378/0.407/0.453/0.563/0.842, layernorm
-# 0.519/0.540/0.539/0.568/0.748/1.238 (`python -m flowjit.bench.gpu_modes rows`).
-ROW_THREADS = 64
+# Threads per row of a reduce kernel.  Measured on an H200 with the row in registers (64M
+# float32, rows of 1024, ms per call back to back for 64/128/256 threads): softmax
+# 0.215/0.189/0.215, layernorm 0.285/0.247/0.300 (read by each pass instead, at 64 threads:
+# 0.313 and 0.349).  An H100 without registers had 64 best: softmax 0.378/0.407/0.453.
+ROW_THREADS = 128
 ROW_SLOTS = 16              # row elements a thread keeps in registers at most (row_slots)
 REGISTER_WORDS = 64         # 32-bit registers those elements may take per thread at most
 
@@ -108,8 +109,10 @@ def row_slots() -> int:
 
 def loop_unroll() -> int:
     """Elements per trip of a loop kernel's grid-stride loop: ``FLOWJIT_CUDA_LOOP_UNROLL`` (1 to 8),
-    else LOOP_UNROLL.  A thread issues its next load only after its store: with one element a
-    trip, a wave of threads keeps a megabyte of loads in flight, too few to cover an HBM's latency."""
+    else LOOP_UNROLL.  With one element a trip a thread has one load in flight: a wave of threads
+    keeps a megabyte in flight, too little to cover an HBM's latency.  On an H200 (64M float32,
+    ms per call back to back for 1/2/4 a trip; its copy bound 0.129): chain 0.184/0.159/0.151,
+    gelu 0.186/0.166/0.155; black_scholes (16M float64) 0.354/0.352/0.348."""
     return _unroll("FLOWJIT_CUDA_LOOP_UNROLL", LOOP_UNROLL)
 
 

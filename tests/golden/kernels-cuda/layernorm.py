@@ -1,5 +1,5 @@
 MAX_THREADS = 1024          # (threads per block at most: its shared arrays' size)
-ROW_THREADS = 64          # (threads per row: 2 row elements each in registers)
+ROW_THREADS = 128          # (threads per row: 1 row elements each in registers)
 
 
 # k0_mean_sub_square_mean_add_sqrt: reduce kernel, domain [2,128]
@@ -17,31 +17,20 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
     row = cuda.blockIdx.x
     t0 = tid
     i1_0 = t0
-    r2 = in1_gamma[i1_0]
-    r4 = in2_beta[i1_0]
-    t1 = tid + nthreads
-    i1_1 = t1
-    r3 = in1_gamma[i1_1]
-    r5 = in2_beta[i1_1]
+    r1 = in1_gamma[i1_0]
+    r2 = in2_beta[i1_0]
     while row < nrows:
         i0 = row
         t0 = tid
         i1_0 = t0
         r0 = in0_x[i0, i1_0]
-        t1 = tid + nthreads
-        i1_1 = t1
-        r1 = in0_x[i0, i1_1]
         # %mean = mean %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
         acc_mean = np.float64(0.0)
         t = tid
         t0 = t
         i1_0 = t0
-        t1 = t + nthreads
-        i1_1 = t1
         x_mean_0 = np.float64(r0)
-        x_mean_1 = np.float64(r1)
         acc_mean = (acc_mean + x_mean_0)
-        acc_mean = (acc_mean + x_mean_1)
         other = fj.shfl_xor(acc_mean, 16)
         acc_mean = (acc_mean + other)
         other = fj.shfl_xor(acc_mean, 8)
@@ -73,20 +62,12 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
         t = tid
         t0 = t
         i1_0 = t0
-        t1 = t + nthreads
-        i1_1 = t1
         # %sub = sub %x, %mean : f32[2,128] loc(...)
         v_sub_0 = np.float32((r0 - v_mean))
-        # %sub = sub %x, %mean : f32[2,128] loc(...)
-        v_sub_1 = np.float32((r1 - v_mean))
         # %square = square %sub : f32[2,128] loc(...)
         v_square_0 = np.float32((v_sub_0 * v_sub_0))
-        # %square = square %sub : f32[2,128] loc(...)
-        v_square_1 = np.float32((v_sub_1 * v_sub_1))
         x_mean_1_0 = np.float64(v_square_0)
-        x_mean_1_1 = np.float64(v_square_1)
         acc_mean_1 = (acc_mean_1 + x_mean_1_0)
-        acc_mean_1 = (acc_mean_1 + x_mean_1_1)
         other = fj.shfl_xor(acc_mean_1, 16)
         acc_mean_1 = (acc_mean_1 + other)
         other = fj.shfl_xor(acc_mean_1, 8)
@@ -120,26 +101,15 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
         t = tid
         t0 = t
         i1_0 = t0
-        t1 = t + nthreads
-        i1_1 = t1
         # %sub = sub %x, %mean : f32[2,128] loc(...)
         v_sub_0 = np.float32((r0 - v_mean))
-        # %sub = sub %x, %mean : f32[2,128] loc(...)
-        v_sub_1 = np.float32((r1 - v_mean))
         # %div = div %sub, %sqrt : f32[2,128] loc(...)
         v_div_0 = np.float32((v_sub_0 / v_sqrt))
-        # %div = div %sub, %sqrt : f32[2,128] loc(...)
-        v_div_1 = np.float32((v_sub_1 / v_sqrt))
         # %mul = mul %div, %gamma : f32[2,128] loc(...)
-        v_mul_0 = np.float32((v_div_0 * r2))
-        # %mul = mul %div, %gamma : f32[2,128] loc(...)
-        v_mul_1 = np.float32((v_div_1 * r3))
+        v_mul_0 = np.float32((v_div_0 * r1))
         # %add_1 = add %mul, %beta : f32[2,128] loc(...)
-        v_add_1_0 = np.float32((v_mul_0 + r4))
-        # %add_1 = add %mul, %beta : f32[2,128] loc(...)
-        v_add_1_1 = np.float32((v_mul_1 + r5))
+        v_add_1_0 = np.float32((v_mul_0 + r2))
         out0[i0, i1_0] = v_add_1_0
-        out0[i0, i1_1] = v_add_1_1
         row += cuda.gridDim.x
 
 

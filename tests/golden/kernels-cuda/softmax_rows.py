@@ -1,5 +1,5 @@
 MAX_THREADS = 1024          # (threads per block at most: its shared arrays' size)
-ROW_THREADS = 64          # (threads per row: 2 row elements each in registers)
+ROW_THREADS = 128          # (threads per row: 1 row elements each in registers)
 
 
 # k0_max_sub_exp_sum_div: reduce kernel, domain [2,128]
@@ -20,20 +20,13 @@ def kernel(in0_x, out0):
         t0 = tid
         i1_0 = t0
         r0 = in0_x[i0, i1_0]
-        t1 = tid + nthreads
-        i1_1 = t1
-        r1 = in0_x[i0, i1_1]
         # %max = max %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
         acc_max = np.float32(-np.inf)
         t = tid
         t0 = t
         i1_0 = t0
-        t1 = t + nthreads
-        i1_1 = t1
         x_max_0 = r0
-        x_max_1 = r1
         acc_max = (x_max_0 if (x_max_0 > acc_max) | (x_max_0 != x_max_0) else acc_max)
-        acc_max = (x_max_1 if (x_max_1 > acc_max) | (x_max_1 != x_max_1) else acc_max)
         other = fj.shfl_xor(acc_max, 16)
         acc_max = (other if (other > acc_max) | (other != other) else acc_max)
         other = fj.shfl_xor(acc_max, 8)
@@ -65,20 +58,12 @@ def kernel(in0_x, out0):
         t = tid
         t0 = t
         i1_0 = t0
-        t1 = t + nthreads
-        i1_1 = t1
         # %sub = sub %x, %max : f32[2,128] loc(...)
         v_sub_0 = np.float32((r0 - v_max))
-        # %sub = sub %x, %max : f32[2,128] loc(...)
-        v_sub_1 = np.float32((r1 - v_max))
         # %exp = exp %sub : f32[2,128] loc(...)
         v_exp_0 = np.float32(math.exp(v_sub_0))
-        # %exp = exp %sub : f32[2,128] loc(...)
-        v_exp_1 = np.float32(math.exp(v_sub_1))
         x_sum_0 = np.float64(v_exp_0)
-        x_sum_1 = np.float64(v_exp_1)
         acc_sum = (acc_sum + x_sum_0)
-        acc_sum = (acc_sum + x_sum_1)
         other = fj.shfl_xor(acc_sum, 16)
         acc_sum = (acc_sum + other)
         other = fj.shfl_xor(acc_sum, 8)
@@ -108,22 +93,13 @@ def kernel(in0_x, out0):
         t = tid
         t0 = t
         i1_0 = t0
-        t1 = t + nthreads
-        i1_1 = t1
         # %sub = sub %x, %max : f32[2,128] loc(...)
         v_sub_0 = np.float32((r0 - v_max))
-        # %sub = sub %x, %max : f32[2,128] loc(...)
-        v_sub_1 = np.float32((r1 - v_max))
         # %exp = exp %sub : f32[2,128] loc(...)
         v_exp_0 = np.float32(math.exp(v_sub_0))
-        # %exp = exp %sub : f32[2,128] loc(...)
-        v_exp_1 = np.float32(math.exp(v_sub_1))
         # %div = div %exp, %sum : f32[2,128] loc(...)
         v_div_0 = np.float32((v_exp_0 / v_sum))
-        # %div = div %exp, %sum : f32[2,128] loc(...)
-        v_div_1 = np.float32((v_exp_1 / v_sum))
         out0[i0, i1_0] = v_div_0
-        out0[i0, i1_1] = v_div_1
         row += cuda.gridDim.x
 
 
