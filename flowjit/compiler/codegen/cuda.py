@@ -38,9 +38,10 @@ import numpy as np
 from flowjit.compiler.codegen.backend import Backend
 from flowjit.compiler.codegen.compiled import CompiledKernel, canonical
 from flowjit.compiler.codegen.cuda_launch import RawLauncher, launch_path
+from flowjit.compiler.codegen.cuda_shape import BLOCK, ROW_THREADS, WARP, row_threads
+from flowjit.compiler.codegen.cuda_writer import cuda_kernel_source
 from flowjit.files import write_atomically
 from flowjit.gpu import device_array, is_device_array, numba_cuda, simulated, to_host
-from flowjit.compiler.codegen.cuda_writer import BLOCK, ROW_THREADS, WARP, cuda_kernel_source, row_threads
 from flowjit.compiler.codegen.writer import KernelSource
 from flowjit.compiler.ir.graph import Node
 from flowjit.compiler.ir.plan import KernelKind

@@ -1,0 +1,70 @@
+"""How CUDA kernels are shaped: threads a block, parts of a whole-domain reduction, and the
+``FLOWJIT_CUDA_*`` settings (unrolls, threads a row, row elements in registers) with the
+measurements that chose their defaults.  Read by the CUDA writer (cuda_writer.py) and the
+launch (cuda.py)."""
+
+from __future__ import annotations
+
+import os
+
+BLOCK = 128                 # threads of a reduce kernel's block by default (a power of two)
+WARP = 32                   # at least: its reductions shuffle within whole warps
+MAX_WARPS = 32              # at most 1024 threads: a shared slot per warp
+MAX_PARTS = 1024            # a whole-domain reduction: at most this many blocks (parts),
+PART_MIN = 16384            # of this many elements each at least,
+PART_THREADS = 256          # of this many threads
+ROW_UNROLL = 4              # row elements a thread takes per trip of a pass (measured: see row_unroll)
+LOOP_UNROLL = 4             # elements a thread of a loop kernel takes per trip (measured: see loop_unroll)
+
+
+def row_unroll() -> int:
+    """Row elements per trip of a reduce kernel's pass: ``FLOWJIT_CUDA_ROW_UNROLL`` (1 to 8), else
+    ROW_UNROLL.  One thread's loads are otherwise issued one at a time, each after the previous
+    element's accumulation.  On an H100 (64M float32, rows of 1024, 64 threads a row; ms for
+    1/2/4 elements a trip, `python -m flowjit.bench.gpu_modes rows`): layernorm 0.476/0.417/0.340,
+    softmax 0.368/0.363/0.327."""
+    return _unroll("FLOWJIT_CUDA_ROW_UNROLL", ROW_UNROLL)
+
+
+# Threads per row of a reduce kernel.  Measured on an H200 with the row in registers (64M
+# float32, rows of 1024, ms per call back to back for 64/128/256 threads): softmax
+# 0.215/0.189/0.215, layernorm 0.285/0.247/0.300 (read by each pass instead, at 64 threads:
+# 0.313 and 0.349).  An H100 without registers had 64 best: softmax 0.378/0.407/0.453.
+ROW_THREADS = 128
+ROW_SLOTS = 16              # row elements a thread keeps in registers at most (row_slots)
+REGISTER_WORDS = 64         # 32-bit registers those elements may take per thread at most
+
+
+def row_threads() -> int:
+    """Threads per row of a reduce kernel: ``FLOWJIT_CUDA_ROW_THREADS`` (a power of two, 32 to
+    1024), else ROW_THREADS."""
+    value = int(os.environ.get("FLOWJIT_CUDA_ROW_THREADS", ROW_THREADS))
+    if value < WARP or value > 1024 or value & (value - 1):
+        raise ValueError(f"FLOWJIT_CUDA_ROW_THREADS={value}: expected a power of two from 32 to 1024")
+    return value
+
+
+def row_slots() -> int:
+    """Row elements a reduce kernel's thread keeps in registers at most: ``FLOWJIT_CUDA_ROW_SLOTS``
+    (0 to 64; 0: never), else ROW_SLOTS.  A row of at most that many times the block's threads is
+    loaded once and every pass reads it from registers; a longer one is read again by each pass."""
+    value = int(os.environ.get("FLOWJIT_CUDA_ROW_SLOTS", ROW_SLOTS))
+    if not 0 <= value <= 64:
+        raise ValueError(f"FLOWJIT_CUDA_ROW_SLOTS={value}: expected 0 to 64")
+    return value
+
+
+def loop_unroll() -> int:
+    """Elements per trip of a loop kernel's grid-stride loop: ``FLOWJIT_CUDA_LOOP_UNROLL`` (1 to 8),
+    else LOOP_UNROLL.  With one element a trip a thread has one load in flight: a wave of threads
+    keeps a megabyte in flight, too little to cover an HBM's latency.  On an H200 (64M float32,
+    ms per call back to back for 1/2/4 a trip; its copy bound 0.129): chain 0.184/0.159/0.151,
+    gelu 0.186/0.166/0.155; black_scholes (16M float64) 0.354/0.352/0.348."""
+    return _unroll("FLOWJIT_CUDA_LOOP_UNROLL", LOOP_UNROLL)
+
+
+def _unroll(variable: str, default: int) -> int:
+    value = int(os.environ.get(variable, default))
+    if not 1 <= value <= 8:
+        raise ValueError(f"{variable}={value}: expected 1 to 8")
+    return value
