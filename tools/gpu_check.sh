@@ -2,9 +2,9 @@
 # The GPU checks, in one go, on a machine with an NVIDIA GPU and the packages of the cuda extra
 # (numba-cuda, CuPy) already installed: the CUDA tests on the real device, the launch paths'
 # dispatch times, and `flowjit bench` with the GPU modes.  Everything is written under OUT
-# (default ./gpu-out): tests.log, dispatch.txt, first.txt, rows.txt, bench.txt, results-gpu.json.
+# (default ./gpu-out): tests.log, dispatch.txt, first.txt, sweep.txt, bench.txt, results-gpu.json.
 #
-#   tools/gpu_check.sh [tests|dispatch|first|rows|bench|all]...      (default: all)
+#   tools/gpu_check.sh [tests|dispatch|first|sweep|bench|all]...      (default: all)
 #
 # PYTHON picks the interpreter (default python3).  numba-cuda 0.30.4 needs np.row_stack, which
 # numpy 2.5 removed: flowjit.gpu aliases it.  Should numba itself refuse the numpy it finds,
@@ -33,8 +33,8 @@ for step in $steps; do
         $PYTHON -m flowjit.bench.gpu_modes 2>&1 | tee "$OUT/dispatch.txt" ;;&
     first|all)
         $PYTHON -m flowjit.bench.gpu_modes first 2>&1 | tee "$OUT/first.txt" ;;&
-    rows|all)
-        $PYTHON -m flowjit.bench.gpu_modes rows 2>&1 | tee "$OUT/rows.txt" ;;&
+    sweep|all)
+        $PYTHON -m flowjit.bench.gpu_modes sweep 2>&1 | tee "$OUT/sweep.txt" ;;&
     bench|all)
         $PYTHON -m flowjit.cli bench --workloads chain,gelu,softmax,layernorm --sizes 64M \
             --modes gpu-fused,gpu-unfused,cupy,cupy-kernel,jax ${TORCH:+--modes gpu-fused,gpu-unfused,cupy,cupy-kernel,jax,torch-gpu} \

@@ -136,41 +136,92 @@ def launch_paths(calls: int = 2000) -> dict:
     return times
 
 
-def row_kernel_sweep(names=("softmax", "layernorm"), size: int = 1 << 26, repeat: int = 20,
-                     threads=(64, 128), unrolls=(1, 2, 4)) -> None:
-    """Median ms of the row workloads' gpu-fused kernels for each FLOWJIT_CUDA_ROW_THREADS and
-    FLOWJIT_CUDA_ROW_UNROLL, beside jax.jit: how many threads a row of 1024 wants, and how many
-    of its elements a thread should take per trip."""
+def per_call_ms(call, synchronize_all, repeat: int = 15, back_to_back: int = 40) -> tuple[float, float]:
+    """Milliseconds per call: the median of ``repeat`` calls each ending with the device
+    synchronised (what the bench reports: the call's host cost included), and the mean of
+    ``back_to_back`` calls issued in a row then synchronised once (the device's throughput)."""
     import statistics
+    for _ in range(3):
+        call()
+    synchronize_all()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        synchronize_all()
+        times.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    for _ in range(back_to_back):
+        call()
+    synchronize_all()
+    return statistics.median(times) * 1e3, (time.perf_counter() - start) / back_to_back * 1e3
 
-    from flowjit.bench.harness import make_callable
-    from flowjit.bench.workloads import WORKLOADS
+
+def kernel_sweep(print_line=print) -> dict:
+    """The CUDA kernels' settings against jax.jit on the same arrays (CuPy in, CuPy out): loop
+    kernels (chain, gelu at 64M float32, black_scholes at 16M float64) at 1, 2 and 4 elements a
+    trip (``FLOWJIT_CUDA_LOOP_UNROLL``), fused and unfused; row kernels (softmax, layernorm, 64M
+    float32 in rows of 1024) at 64, 128 and 256 threads a row with the row in registers, and at 64
+    read again by each pass (``FLOWJIT_CUDA_ROW_THREADS``, ``FLOWJIT_CUDA_ROW_SLOTS``); a
+    device-to-device copy of 64M float32 for the bound.  Returns name -> ``per_call_ms``."""
+    import cupy
+
+    import flowjit
+    from flowjit.bench.workloads import WORKLOADS, JaxOps, NumpyOps
     from flowjit.compiler.codegen import cuda
-    rng = np.random.default_rng(0)
+    rng, results = np.random.default_rng(0), {}
 
-    def median_ms(call) -> float:
-        for _ in range(3):
-            call()
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            call()
-            times.append(time.perf_counter() - start)
-        return statistics.median(times) * 1e3
+    def device_synchronize():
+        cupy.cuda.runtime.deviceSynchronize()
 
-    for name in names:
-        workload = WORKLOADS[name]
-        args = workload.make(size, rng)
-        print(f"{name}: jax.jit {median_ms(make_callable('jax', workload, args)):.3f} ms", flush=True)
-        for unroll in unrolls:
-            line = []
-            for count in threads:
-                os.environ["FLOWJIT_CUDA_ROW_THREADS"], os.environ["FLOWJIT_CUDA_ROW_UNROLL"] = str(count), str(unroll)
-                cuda._BACKENDS.clear()
-                line.append(f"{count}: {median_ms(make_callable('gpu-fused', workload, args)):.3f}")
-            print(f"  unroll {unroll}, threads " + "  ".join(line) + " ms", flush=True)
-    os.environ.pop("FLOWJIT_CUDA_ROW_THREADS", None)
-    os.environ.pop("FLOWJIT_CUDA_ROW_UNROLL", None)
+    def report(key, call, synchronize_all=device_synchronize):
+        results[key] = per_call_ms(call, synchronize_all)
+        print_line(f"{key:<42} synchronised {results[key][0]:.4f} ms  back to back {results[key][1]:.4f} ms")
+
+    def flowjit_call(name, args, settings, fuse=True):
+        saved = {key: os.environ.get(key) for key in settings}
+        os.environ.update(settings)
+        try:
+            cuda._BACKENDS.clear()
+            ops, workload = NumpyOps(), WORKLOADS[name]
+            jitted = flowjit.jit(lambda *a: workload.function(ops, *a), devices=["gpu:0"], fuse=fuse, cache_dir=None)
+            jitted(*args)                     # (compiled under the settings)
+        finally:
+            for key, value in saved.items():
+                os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+        return lambda: jitted(*args)
+
+    def jax_run(name, host):
+        import jax
+        ops, workload, box = JaxOps(), WORKLOADS[name], [None]
+        arrays = [jax.device_put(a) for a in host]
+        compiled = jax.jit(lambda *a: workload.function(ops, *a))
+
+        def call():
+            box[0] = compiled(*arrays)
+        report(f"{name} jax", call, lambda: box[0].block_until_ready())
+
+    source = cupy.ones(1 << 26, np.float32)
+    target = cupy.empty_like(source)
+    report("copy 64M float32", lambda: cupy.copyto(target, source))
+    del source, target
+    for name, size in (("chain", 1 << 26), ("gelu", 1 << 26), ("black_scholes", 1 << 24)):
+        host = WORKLOADS[name].make(size, rng)
+        args = [cupy.asarray(a) for a in host]
+        for unroll in (1, 2, 4):
+            settings = {"FLOWJIT_CUDA_LOOP_UNROLL": str(unroll)}
+            report(f"{name} fused unroll {unroll}", flowjit_call(name, args, settings))
+            if name != "black_scholes":
+                report(f"{name} unfused unroll {unroll}", flowjit_call(name, args, settings, fuse=False))
+        jax_run(name, host)
+    for name in ("softmax", "layernorm"):
+        host = WORKLOADS[name].make(1 << 26, rng)
+        args = [cupy.asarray(a) for a in host]
+        for threads, slots in ((64, 0), (64, 16), (128, 16), (256, 16)):
+            settings = {"FLOWJIT_CUDA_ROW_THREADS": str(threads), "FLOWJIT_CUDA_ROW_SLOTS": str(slots)}
+            report(f"{name} flowjit threads {threads} slots {slots}", flowjit_call(name, args, settings))
+        jax_run(name, host)
+    return results
 
 
 FIRST_CALL = """
@@ -205,8 +256,8 @@ def first_calls(runs: int = 3) -> list[tuple[float, float]]:
 
 if __name__ == "__main__":
     import sys
-    if sys.argv[1:] == ["rows"]:
-        row_kernel_sweep()
+    if sys.argv[1:] == ["sweep"]:
+        kernel_sweep(lambda line: print(line, flush=True))
     elif sys.argv[1:] == ["first"]:
         for inside, wall in first_calls():
             print(f"first call with a warm cache: {inside:.3f} s from import flowjit, {wall:.3f} s the whole process")

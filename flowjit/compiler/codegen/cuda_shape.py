@@ -21,7 +21,7 @@ def row_unroll() -> int:
     """Row elements per trip of a reduce kernel's pass: ``FLOWJIT_CUDA_ROW_UNROLL`` (1 to 8), else
     ROW_UNROLL.  One thread's loads are otherwise issued one at a time, each after the previous
     element's accumulation.  On an H100 (64M float32, rows of 1024, 64 threads a row; ms for
-    1/2/4 elements a trip, `python -m flowjit.bench.gpu_modes rows`): layernorm 0.476/0.417/0.340,
+    1/2/4 elements a trip, session 8): layernorm 0.476/0.417/0.340,
     softmax 0.368/0.363/0.327."""
     return _unroll("FLOWJIT_CUDA_ROW_UNROLL", ROW_UNROLL)
 
