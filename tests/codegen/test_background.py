@@ -84,6 +84,10 @@ def test_a_broken_worker_turns_background_compiling_off_with_one_warning(tmp_pat
                "hangs": [sys.executable, "-c", "import time; time.sleep(60)"],
                "fails": [sys.executable, "-c", "import sys, runpy; sys.argv = ['w']; "
                          "import flowjit.compiler.codegen.background as b; b._compile = None; b.main()"]}[how]
+    # The process's own worker first finishes what earlier tests gave it: under the short
+    # deadline below, a slow answer of its would turn it off too (a second warning, and the
+    # next tests' kernels compiled here).
+    assert flowjit.wait_for_compiles(120)
     worker = background.CompileWorker(command)
     monkeypatch.setattr(background, "WORKER", worker)
     monkeypatch.setattr(background, "JOB_DEADLINE_S", 0.5)

@@ -162,6 +162,29 @@ def test_rows_kept_in_registers_match_the_interpreter(threads, monkeypatch):
         kernel.serial.grid((rows((3, 7)), rows((3, 7))))
 
 
+@pytest.mark.parametrize("slots", ["0", "16"])
+def test_row_kernels_name_copies_apart_skip_uniform_views_and_pad_with_real_elements(slots, monkeypatch):
+    """Three row-kernel cases, in registers and read by each pass:
+    - a per-row value (%sub_1) beside an unrolled copy of a row value (%sub's copy 1) keeps its own
+      local;
+    - a reduced axis only a broadcast constant spans gives the launch the kernel's own length;
+    - a slot past the row's end computes on a real element, so log never sees its padding."""
+    monkeypatch.setenv("FLOWJIT_CUDA_ROW_SLOTS", slots)
+    monkeypatch.setenv("FLOWJIT_CUDA_ROW_THREADS", "32")
+
+    def per_row_beside_copies(x):
+        centred = x - x.mean(-1, keepdims=True)
+        return centred * ((centred * centred).mean(-1, keepdims=True) - 0.5)
+
+    cases = [(per_row_beside_copies, (rows((2, 200)),)),
+             (lambda x: (np.zeros_like(x)[:, None] + np.zeros((3, 70), np.float32)).sum(axis=1) + x, (rows((3,)),)),
+             (lambda x: np.log(x).sum(axis=1), (np.abs(rows((2, 100))) + 0.5,))]
+    for function, args in cases:
+        expected = flowjit.jit(function, backend="interpreter")(*args)
+        assert_same_result(flowjit.jit(function, devices=GPU)(*args), expected, exact=False,
+                           rtol=tolerance_for(expected, args))
+
+
 def test_rows_whose_elements_would_not_fit_the_registers_are_read_again(monkeypatch):
     """More inputs' elements than REGISTER_WORDS registers: the kernel reads each pass's again."""
     monkeypatch.setenv("FLOWJIT_CUDA_ROW_SLOTS", "16")

@@ -33,6 +33,8 @@ def row_unroll() -> int:
 ROW_THREADS = 128
 ROW_SLOTS = 16              # row elements a thread keeps in registers at most (row_slots)
 REGISTER_WORDS = 64         # 32-bit registers those elements may take per thread at most
+REGISTER_FILE = 65536       # 32-bit registers a block may use (sm_70 to sm_90)
+KERNEL_WORDS = 32           # registers a row kernel takes besides its row's elements (about)
 
 
 def row_threads() -> int:
@@ -42,6 +44,12 @@ def row_threads() -> int:
     if value < WARP or value > 1024 or value & (value - 1):
         raise ValueError(f"FLOWJIT_CUDA_ROW_THREADS={value}: expected a power of two from 32 to 1024")
     return value
+
+
+def register_budget(threads: int) -> int:
+    """32-bit registers a thread of a ``threads``-thread block may give its row's elements: at
+    most REGISTER_WORDS, and few enough that the block fits the register file."""
+    return min(REGISTER_WORDS, REGISTER_FILE // threads - KERNEL_WORDS)
 
 
 def row_slots() -> int:

@@ -36,10 +36,11 @@ from __future__ import annotations
 import numpy as np
 
 from flowjit.compiler.codegen.cuda_shape import (BLOCK, MAX_PARTS, MAX_WARPS, PART_MIN, PART_THREADS,  # noqa: F401
-                                                  REGISTER_WORDS, ROW_THREADS, WARP, loop_unroll, row_slots,
-                                                  row_threads, row_unroll)
+                                                  REGISTER_WORDS, ROW_THREADS, WARP, loop_unroll, register_budget,
+                                                  row_slots, row_threads, row_unroll)
 from flowjit.compiler.codegen.scalar import CodegenError
-from flowjit.compiler.codegen.writer import INDENT, KernelSource, KernelWriter, _identifier, _identity, split_index
+from flowjit.compiler.codegen.writer import (INDENT, KernelSource, KernelWriter, _identifier, _identity, local,
+                                             split_index, uniform_view)
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
@@ -134,7 +135,7 @@ class CudaLoopWriter(KernelWriter):
                 for reduction in reductions:
                     source = reduction.inputs[0]
                     element = self.names.get(source) or self.load(source, _identity(source.shape))
-                    self.emit(depth, f"x_{_identifier(reduction.output)}{copy} = "
+                    self.emit(depth, f"{local('x', reduction.output, copy)} = "
                                      f"{cast(element, source.dtype, accumulator_dtype(reduction))}")
         self.lines[fetch_at:fetch_at] = [f"{INDENT * depth}{name} = {text}"
                                          for text, name in (self.fetches or {}).items()]
@@ -149,7 +150,7 @@ class CudaLoopWriter(KernelWriter):
             if reductions:
                 inner = under_guard(number, position)
                 for node in reductions:
-                    self.accumulate(inner, node, f"x_{_identifier(node.output)}{copy}", position)
+                    self.accumulate(inner, node, local("x", node.output, copy), position)
         for number, (copy, names, index_names, position) in enumerate(copies):
             self.names, self.index_names = names, index_names
             if stores:
@@ -186,13 +187,13 @@ class CudaLoopWriter(KernelWriter):
         text, inputs, outputs = self.write_function()
         rank = len(self.domain)
         parameters = ", ".join(self.argument[v] for v in inputs + outputs)
-        extents = [f"{INDENT}n{axis} = {self.extents.get(axis, '1')}" for axis in range(rank)]
+        extents = [f"{INDENT}n{axis} = {self.extents.get(axis, str(self.domain[axis]))}" for axis in range(rank)]
         parts = ", *parts" if self.scratch_parameters else ""         # (the launcher's part buffers: unused here)
         launch = "\n".join([f"def launch({parameters}{parts}):"] + extents + self.launch_checks()
                            + [f"{INDENT}return {self.work()}"])
         limit = self.max_threads()
         limit = f"MAX_THREADS = {limit}          # (threads per block at most: its shared arrays' size)\n" if limit else ""
-        if getattr(self, "registers", None):
+        if getattr(self, "registers", None) is not None:
             limit += f"ROW_THREADS = {self.threads}          # (threads per row: {self.slots} row elements each in registers)\n"
         if self.scratch_parameters:
             limit += (f"PARTS = {MAX_PARTS}, {PART_MIN}, {PART_THREADS}      # (the domain in parts: at most, "
@@ -286,7 +287,7 @@ class CudaReduceWriter(CudaLoopWriter):
 
     def load(self, value: Value, embedding: tuple) -> str:
         text = KernelWriter.load(self, value, embedding)
-        if (self.registers is None or not self.copy or not text.endswith("]") or text.endswith("[0]")
+        if (self.registers is None or not self.copy or (value in self.outer_of and uniform_view(self.outer_of[value]))
                 or not any(entry in self.reduced for entry in embedding if entry is not None)):
             return self.fetched(text)
         if text not in self.registers:
@@ -295,7 +296,7 @@ class CudaReduceWriter(CudaLoopWriter):
         return self.registers[text][0]
 
     def launch_checks(self) -> list[str]:
-        if not self.registers:
+        if self.registers is None:
             return []
         row = " * ".join(f"n{axis}" for axis in self.reduced)
         return [f"{INDENT}if {row} != {self.row_length}:      # (its rows are in registers: this length only)",
@@ -306,8 +307,9 @@ class CudaReduceWriter(CudaLoopWriter):
         return sum(max(1, dtype.itemsize // 4) for _, _, dtype, _ in (self.registers or {}).values())
 
     def write_preloads(self) -> None:
-        """The loads the passes read from registers, each copy's under its guard (a copy past the
-        row's end holds zero, never used), inserted where ``preload`` said."""
+        """The loads the passes read from registers, inserted where ``preload`` said.  A guarded
+        copy past the row's end loads the row's last element instead: its values are computed
+        (and not used), so they must be ones the ops take (no log of zero)."""
         if not self.registers:
             return
         at, depth, hoisted_at = self.preload_at
@@ -318,12 +320,12 @@ class CudaReduceWriter(CudaLoopWriter):
                          if number == copy and up == hoisted]
                 if not loads:
                     continue
-                lines.append(f"{INDENT * indent}t{copy} = {_ahead('tid', copy)}")
+                position = _ahead("tid", copy)
+                if copy in self.guarded:        # (past the row's end: the last element, never used)
+                    position = f"min({position}, ninner - 1)"
+                lines.append(f"{INDENT * indent}t{copy} = {position}")
                 lines.extend(split_index(indent, f"t{copy}", self.reduced, f"_{copy}"))
-                for name, text, dtype in loads:
-                    zero = "False" if dtype == np.bool_ else f"np.{dtype.name}(0)"
-                    guard = f" if t{copy} < ninner else {zero}" if copy in self.guarded else ""
-                    lines.append(f"{INDENT * indent}{name} = {text}{guard}")
+                lines.extend(f"{INDENT * indent}{name} = {text}" for name, text, dtype in loads)
             self.lines[where:where] = lines
 
     def in_parts(self) -> bool:
@@ -536,7 +538,8 @@ def cuda_kernel_source(node: Node) -> KernelSource:
         return CudaLoopWriter(node).write_module()
     writer = CudaReduceWriter(node)
     source = writer.write_module()
-    if writer.words() > REGISTER_WORDS:         # (too many elements to keep: spills would cost more)
+    if writer.registers is not None and writer.words() > register_budget(writer.threads):
+        # (too many elements to keep: spills, or a block over the register file, would cost more)
         source = CudaReduceWriter(node, keep_rows=False).write_module()
     return source
 

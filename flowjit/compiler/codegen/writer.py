@@ -102,6 +102,13 @@ def index_text(embedding: tuple, names: dict | None = None) -> str:
     return ", ".join("0" if entry is None else names.get(entry, f"i{entry}") for entry in embedding) or "0"
 
 
+def local(prefix: str, value: Value, copy: str = "") -> str:
+    """The local holding ``value`` in an unrolled copy (``copy``: ``_<k>``; or none): the copy's
+    number goes after the prefix (``v2_sub``), where no value's name can end up (``v_sub_1`` is
+    %sub_1's, not %sub's copy 1)."""
+    return f"{prefix}{copy[1:]}_{_identifier(value)}"
+
+
 def split_index(depth: int, flat: str, axes: list[int], suffix: str = "") -> list[str]:
     """Lines splitting the flat index ``flat`` over ``axes`` (row-major: the last is fastest) into
     ``i<axis><suffix>``."""
@@ -157,7 +164,7 @@ class KernelWriter:
     def var(self, value: Value) -> str:
         """The local variable holding ``value`` (from here on it counts as computed)."""
         if value not in self.names:
-            self.names[value] = "v_" + _identifier(value) + self.copy
+            self.names[value] = local("v", value, self.copy)
         return self.names[value]
 
     def arguments(self) -> tuple[list[Value], list[Value]]:

@@ -17,19 +17,19 @@ def kernel(in0_x, out0):
     row = cuda.blockIdx.x
     while row < nrows:
         i0 = row
-        t0 = tid
+        t0 = min(tid, ninner - 1)
         i1_0 = t0
-        r0 = in0_x[i0, i1_0] if t0 < ninner else np.float32(0)
+        r0 = in0_x[i0, i1_0]
         # %argmax = argmax %x {axis=1} : i64[4] loc(...)
         acc_argmax = np.float32(-np.inf)
         at_argmax = -1
         t = tid
         t0 = t
         i1_0 = t0
-        x_argmax_0 = r0
+        x0_argmax = r0
         if t0 < ninner:
-            if fj.arg_prefer(acc_argmax, at_argmax, x_argmax_0, t0, True):
-                acc_argmax = x_argmax_0
+            if fj.arg_prefer(acc_argmax, at_argmax, x0_argmax, t0, True):
+                acc_argmax = x0_argmax
                 at_argmax = t0
         shared_argmax[tid] = acc_argmax
         shared_at_argmax[tid] = at_argmax

@@ -16,17 +16,17 @@ def kernel(in0_x, out0):
     row = cuda.blockIdx.x
     while row < nrows:
         i1 = row
-        t0 = tid
+        t0 = min(tid, ninner - 1)
         i0_0 = t0
-        r0 = in0_x[i0_0, i1] if t0 < ninner else np.float32(0)
+        r0 = in0_x[i0_0, i1]
         # %mean = mean %x {axes=[0]} : f32[8] loc(...)
         acc_mean = np.float64(0.0)
         t = tid
         t0 = t
         i0_0 = t0
-        x_mean_0 = np.float64(r0)
+        x0_mean = np.float64(r0)
         if t0 < ninner:
-            acc_mean = (acc_mean + x_mean_0)
+            acc_mean = (acc_mean + x0_mean)
         other = fj.shfl_xor(acc_mean, 16)
         acc_mean = (acc_mean + other)
         other = fj.shfl_xor(acc_mean, 8)

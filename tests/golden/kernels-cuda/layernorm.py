@@ -29,8 +29,8 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
         t = tid
         t0 = t
         i1_0 = t0
-        x_mean_0 = np.float64(r0)
-        acc_mean = (acc_mean + x_mean_0)
+        x0_mean = np.float64(r0)
+        acc_mean = (acc_mean + x0_mean)
         other = fj.shfl_xor(acc_mean, 16)
         acc_mean = (acc_mean + other)
         other = fj.shfl_xor(acc_mean, 8)
@@ -63,11 +63,11 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
         t0 = t
         i1_0 = t0
         # %sub = sub %x, %mean : f32[2,128] loc(...)
-        v_sub_0 = np.float32((r0 - v_mean))
+        v0_sub = np.float32((r0 - v_mean))
         # %square = square %sub : f32[2,128] loc(...)
-        v_square_0 = np.float32((v_sub_0 * v_sub_0))
-        x_mean_1_0 = np.float64(v_square_0)
-        acc_mean_1 = (acc_mean_1 + x_mean_1_0)
+        v0_square = np.float32((v0_sub * v0_sub))
+        x0_mean_1 = np.float64(v0_square)
+        acc_mean_1 = (acc_mean_1 + x0_mean_1)
         other = fj.shfl_xor(acc_mean_1, 16)
         acc_mean_1 = (acc_mean_1 + other)
         other = fj.shfl_xor(acc_mean_1, 8)
@@ -102,14 +102,14 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
         t0 = t
         i1_0 = t0
         # %sub = sub %x, %mean : f32[2,128] loc(...)
-        v_sub_0 = np.float32((r0 - v_mean))
+        v0_sub = np.float32((r0 - v_mean))
         # %div = div %sub, %sqrt : f32[2,128] loc(...)
-        v_div_0 = np.float32((v_sub_0 / v_sqrt))
+        v0_div = np.float32((v0_sub / v_sqrt))
         # %mul = mul %div, %gamma : f32[2,128] loc(...)
-        v_mul_0 = np.float32((v_div_0 * r1))
+        v0_mul = np.float32((v0_div * r1))
         # %add_1 = add %mul, %beta : f32[2,128] loc(...)
-        v_add_1_0 = np.float32((v_mul_0 + r2))
-        out0[i0, i1_0] = v_add_1_0
+        v0_add_1 = np.float32((v0_mul + r2))
+        out0[i0, i1_0] = v0_add_1
         row += cuda.gridDim.x
 
 

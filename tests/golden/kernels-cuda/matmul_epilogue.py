@@ -31,25 +31,25 @@ def kernel(in0_matmul, in1_bias, out0):
         e7 = in0_matmul[i0_3, i1_3]
         e8 = in1_bias[i1_3]
         # %add = add %matmul, %bias : f32[4,8] loc(...)
-        v_add_0 = np.float32((e1 + e2))
+        v0_add = np.float32((e1 + e2))
         # %add = add %matmul, %bias : f32[4,8] loc(...)
-        v_add_1 = np.float32((e3 + e4))
+        v1_add = np.float32((e3 + e4))
         # %add = add %matmul, %bias : f32[4,8] loc(...)
-        v_add_2 = np.float32((e5 + e6))
+        v2_add = np.float32((e5 + e6))
         # %add = add %matmul, %bias : f32[4,8] loc(...)
-        v_add_3 = np.float32((e7 + e8))
+        v3_add = np.float32((e7 + e8))
         # %maximum = maximum %add, %constant : f32[4,8] loc(...)
-        v_maximum_0 = np.float32((v_add_0 if (v_add_0 > np.float32(0.0) or v_add_0 != v_add_0) else np.float32(0.0)))
+        v0_maximum = np.float32((v0_add if (v0_add > np.float32(0.0) or v0_add != v0_add) else np.float32(0.0)))
         # %maximum = maximum %add, %constant : f32[4,8] loc(...)
-        v_maximum_1 = np.float32((v_add_1 if (v_add_1 > np.float32(0.0) or v_add_1 != v_add_1) else np.float32(0.0)))
+        v1_maximum = np.float32((v1_add if (v1_add > np.float32(0.0) or v1_add != v1_add) else np.float32(0.0)))
         # %maximum = maximum %add, %constant : f32[4,8] loc(...)
-        v_maximum_2 = np.float32((v_add_2 if (v_add_2 > np.float32(0.0) or v_add_2 != v_add_2) else np.float32(0.0)))
+        v2_maximum = np.float32((v2_add if (v2_add > np.float32(0.0) or v2_add != v2_add) else np.float32(0.0)))
         # %maximum = maximum %add, %constant : f32[4,8] loc(...)
-        v_maximum_3 = np.float32((v_add_3 if (v_add_3 > np.float32(0.0) or v_add_3 != v_add_3) else np.float32(0.0)))
-        out0[i0_0, i1_0] = v_maximum_0
-        out0[i0_1, i1_1] = v_maximum_1
-        out0[i0_2, i1_2] = v_maximum_2
-        out0[i0_3, i1_3] = v_maximum_3
+        v3_maximum = np.float32((v3_add if (v3_add > np.float32(0.0) or v3_add != v3_add) else np.float32(0.0)))
+        out0[i0_0, i1_0] = v0_maximum
+        out0[i0_1, i1_1] = v1_maximum
+        out0[i0_2, i1_2] = v2_maximum
+        out0[i0_3, i1_3] = v3_maximum
         flat += 4 * stride
     while flat < total:            # (a grid-stride loop; range() would divide for its trip count)
         i1 = flat % n1

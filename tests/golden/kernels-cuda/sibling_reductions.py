@@ -17,9 +17,9 @@ def kernel(in0_x, out0, out1):
     row = cuda.blockIdx.x
     while row < nrows:
         i0 = row
-        t0 = tid
+        t0 = min(tid, ninner - 1)
         i1_0 = t0
-        r0 = in0_x[i0, i1_0] if t0 < ninner else np.float32(0)
+        r0 = in0_x[i0, i1_0]
         # %sum = sum %x {axes=[1]} : f32[4] loc(...)
         acc_sum = np.float64(0.0)
         # %max = max %x {axes=[1]} : f32[4] loc(...)
@@ -27,11 +27,11 @@ def kernel(in0_x, out0, out1):
         t = tid
         t0 = t
         i1_0 = t0
-        x_sum_0 = np.float64(r0)
-        x_max_0 = r0
+        x0_sum = np.float64(r0)
+        x0_max = r0
         if t0 < ninner:
-            acc_sum = (acc_sum + x_sum_0)
-            acc_max = (x_max_0 if (x_max_0 > acc_max) | (x_max_0 != x_max_0) else acc_max)
+            acc_sum = (acc_sum + x0_sum)
+            acc_max = (x0_max if (x0_max > acc_max) | (x0_max != x0_max) else acc_max)
         other = fj.shfl_xor(acc_sum, 16)
         acc_sum = (acc_sum + other)
         other = fj.shfl_xor(acc_sum, 8)

@@ -25,8 +25,8 @@ def kernel(in0_x, out0):
         t = tid
         t0 = t
         i1_0 = t0
-        x_max_0 = r0
-        acc_max = (x_max_0 if (x_max_0 > acc_max) | (x_max_0 != x_max_0) else acc_max)
+        x0_max = r0
+        acc_max = (x0_max if (x0_max > acc_max) | (x0_max != x0_max) else acc_max)
         other = fj.shfl_xor(acc_max, 16)
         acc_max = (other if (other > acc_max) | (other != other) else acc_max)
         other = fj.shfl_xor(acc_max, 8)
@@ -59,11 +59,11 @@ def kernel(in0_x, out0):
         t0 = t
         i1_0 = t0
         # %sub = sub %x, %max : f32[2,128] loc(...)
-        v_sub_0 = np.float32((r0 - v_max))
+        v0_sub = np.float32((r0 - v_max))
         # %exp = exp %sub : f32[2,128] loc(...)
-        v_exp_0 = np.float32(math.exp(v_sub_0))
-        x_sum_0 = np.float64(v_exp_0)
-        acc_sum = (acc_sum + x_sum_0)
+        v0_exp = np.float32(math.exp(v0_sub))
+        x0_sum = np.float64(v0_exp)
+        acc_sum = (acc_sum + x0_sum)
         other = fj.shfl_xor(acc_sum, 16)
         acc_sum = (acc_sum + other)
         other = fj.shfl_xor(acc_sum, 8)
@@ -94,12 +94,12 @@ def kernel(in0_x, out0):
         t0 = t
         i1_0 = t0
         # %sub = sub %x, %max : f32[2,128] loc(...)
-        v_sub_0 = np.float32((r0 - v_max))
+        v0_sub = np.float32((r0 - v_max))
         # %exp = exp %sub : f32[2,128] loc(...)
-        v_exp_0 = np.float32(math.exp(v_sub_0))
+        v0_exp = np.float32(math.exp(v0_sub))
         # %div = div %exp, %sum : f32[2,128] loc(...)
-        v_div_0 = np.float32((v_exp_0 / v_sum))
-        out0[i0, i1_0] = v_div_0
+        v0_div = np.float32((v0_exp / v_sum))
+        out0[i0, i1_0] = v0_div
         row += cuda.gridDim.x
 
 

@@ -33,14 +33,14 @@ def kernel(in0_x, out0, partials_sum, done):
         e2 = in0_x[i0_1]
         e3 = in0_x[i0_2]
         e4 = in0_x[i0_3]
-        x_sum_0 = np.float64(e1)
-        x_sum_1 = np.float64(e2)
-        x_sum_2 = np.float64(e3)
-        x_sum_3 = np.float64(e4)
-        acc_sum = (acc_sum + x_sum_0)
-        acc_sum = (acc_sum + x_sum_1)
-        acc_sum = (acc_sum + x_sum_2)
-        acc_sum = (acc_sum + x_sum_3)
+        x0_sum = np.float64(e1)
+        x1_sum = np.float64(e2)
+        x2_sum = np.float64(e3)
+        x3_sum = np.float64(e4)
+        acc_sum = (acc_sum + x0_sum)
+        acc_sum = (acc_sum + x1_sum)
+        acc_sum = (acc_sum + x2_sum)
+        acc_sum = (acc_sum + x3_sum)
         t += 4 * nthreads
     while t < high:
         i0 = t
