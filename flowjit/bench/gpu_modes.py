@@ -188,7 +188,10 @@ def kernel_sweep(print_line=print) -> dict:
             jitted(*args)                     # (compiled under the settings)
         finally:
             for key, value in saved.items():
-                os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+                if value is None:
+                    os.environ.pop(key)
+                else:
+                    os.environ[key] = value
         return lambda: jitted(*args)
 
     def jax_run(name, host):
@@ -201,10 +204,12 @@ def kernel_sweep(print_line=print) -> dict:
             box[0] = compiled(*arrays)
         report(f"{name} jax", call, lambda: box[0].block_until_ready())
 
-    source = cupy.ones(1 << 26, np.float32)
-    target = cupy.empty_like(source)
-    report("copy 64M float32", lambda: cupy.copyto(target, source))
-    del source, target
+    def copy_bound():                        # (its 512 MB freed on return)
+        source = cupy.ones(1 << 26, np.float32)
+        target = cupy.empty_like(source)
+        report("copy 64M float32", lambda: cupy.copyto(target, source))
+
+    copy_bound()
     for name, size in (("chain", 1 << 26), ("gelu", 1 << 26), ("black_scholes", 1 << 24)):
         host = WORKLOADS[name].make(size, rng)
         args = [cupy.asarray(a) for a in host]

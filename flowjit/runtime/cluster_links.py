@@ -58,6 +58,8 @@ _LENGTH = struct.Struct("<Q")
 _NONCE = 32
 _NAME = struct.Struct("<H")
 _PROOF = hashlib.sha256().digest_size
+_NOT_READING = "its deadline passed with the other end not reading"
+_NO_ANSWER = "no answer before the deadline"
 _MAX_FDS = 250                 # descriptors passed with one marker byte (the kernel takes 253 at most)
 LOCAL_LINKS = cluster_shared.AVAILABLE     # whether processes on one node link over Unix sockets
 
@@ -196,21 +198,13 @@ class Link:
 
     def _write(self, view: memoryview, deadline: float | None) -> None:
         while len(view):
-            self._still_open(deadline, "its deadline passed with the other end not reading")   # (each chunk)
-            try:
-                view = view[self.sock.send(view):]
-            except socket.timeout:
-                continue
+            sent = self._attempt(deadline, _NOT_READING, lambda: self.sock.send(view))     # (each chunk)
+            view = view[sent or 0:]
 
     def _write_descriptors(self, descriptors: list[int], deadline: float | None) -> None:
         """One marker byte carrying ``descriptors`` (it goes whole or not at all)."""
-        while True:
-            self._still_open(deadline, "its deadline passed with the other end not reading")
-            try:
-                if socket.send_fds(self.sock, [b"F"], descriptors):
-                    return
-            except socket.timeout:
-                continue
+        while not self._attempt(deadline, _NOT_READING, lambda: socket.send_fds(self.sock, [b"F"], descriptors)):
+            pass
 
     def receive(self, deadline: float | None = None):
         """The next message; ``LinkClosed`` when the other end is gone, the link was closed, or
@@ -250,13 +244,10 @@ class Link:
 
     def _read_descriptors(self, count: int, deadline: float | None) -> list[int]:
         while True:
-            self._still_open(deadline, "no answer before the deadline")
-            try:
-                data, descriptors, flags, _ = socket.recv_fds(self.sock, 1, count)
-            except socket.timeout:
+            received = self._attempt(deadline, _NO_ANSWER, lambda: socket.recv_fds(self.sock, 1, count), reading=True)
+            if received is None:
                 continue
-            except OSError as error:
-                raise LinkClosed(str(error)) from None
+            data, descriptors, flags, _ = received
             if not data:
                 raise LinkClosed(f"{self.peer} closed the link")
             if data != b"F" or len(descriptors) != count or flags & socket.MSG_CTRUNC:
@@ -269,17 +260,27 @@ class Link:
         buffer = np.empty(size, np.uint8)
         view, got = memoryview(buffer), 0
         while got < size:
-            self._still_open(deadline, "no answer before the deadline")             # (each chunk)
-            try:
-                count = self.sock.recv_into(view[got:])
-            except socket.timeout:
-                continue
-            except OSError as error:
-                raise LinkClosed(str(error)) from None
+            count = self._attempt(deadline, _NO_ANSWER, lambda: self.sock.recv_into(view[got:]), reading=True)
+            if count is None:
+                continue                                                            # (each chunk)
             if count == 0:
                 raise LinkClosed(f"{self.peer} closed the link")
             got += count
         return buffer
+
+    def _attempt(self, deadline: float | None, late: str, operation: Callable, reading: bool = False):
+        """``operation()`` on the socket, once ``_still_open``; None when it timed out (the
+        caller polls again).  A read's ``OSError`` is ``LinkClosed`` (a write's goes to the
+        sender, which closes the link)."""
+        self._still_open(deadline, late)
+        try:
+            return operation()
+        except socket.timeout:
+            return None
+        except OSError as error:
+            if not reading:
+                raise
+            raise LinkClosed(str(error)) from None
 
     def _still_open(self, deadline: float | None, late: str) -> None:
         """``LinkClosed`` when the link was closed, or ``deadline`` passed (``late`` says how):

@@ -38,7 +38,7 @@ import numpy as np
 from flowjit.compiler.codegen.backend import Backend
 from flowjit.compiler.codegen.compiled import CompiledKernel, canonical
 from flowjit.compiler.codegen.cuda_launch import RawLauncher, launch_path
-from flowjit.compiler.codegen.cuda_shape import BLOCK, ROW_THREADS, WARP, row_threads
+from flowjit.compiler.codegen.cuda_shape import BLOCK, ROW_THREADS, row_threads, threads_for_row
 from flowjit.compiler.codegen.cuda_writer import cuda_kernel_source
 from flowjit.files import write_atomically
 from flowjit.gpu import device_array, is_device_array, numba_cuda, simulated, to_host
@@ -50,10 +50,6 @@ from flowjit.compiler.ir.types import compute_dtype
 LOOP_THREADS = 256            # threads per block of a loop kernel
 MAX_BLOCKS = 65535 * 32       # a grid-stride loop covers the rest
 RESIDENT_THREADS = 2048       # threads one multiprocessor holds at once (sm_70 to sm_90)
-
-
-def _power_of_two_at_least(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
 
 
 def multiprocessors() -> int:
@@ -92,10 +88,9 @@ class Grid:
         """Blocks and threads for ``units`` elements (a loop kernel) or rows of ``row`` (a reduce kernel)."""
         if self.parts is not None:      # (the whole domain in parts: how many depends on its size alone)
             most, least, threads = self.parts
-            return max(1, min(most, row // least)), min(threads, self.max_threads,
-                                                         max(WARP, _power_of_two_at_least(max(1, row))))
+            return max(1, min(most, row // least)), threads_for_row(row, min(threads, self.max_threads))
         if self.reduce:
-            threads = min(self.row_threads, max(WARP, _power_of_two_at_least(max(1, row))))
+            threads = threads_for_row(row, self.row_threads)
             return min(units, self.blocks(threads)), threads
         threads = min(LOOP_THREADS, max(1, units))
         return min(self.blocks(threads), -(-units // threads)), threads

@@ -23,7 +23,7 @@ def row_unroll() -> int:
     element's accumulation.  On an H100 (64M float32, rows of 1024, 64 threads a row; ms for
     1/2/4 elements a trip, session 8): layernorm 0.476/0.417/0.340,
     softmax 0.368/0.363/0.327."""
-    return _unroll("FLOWJIT_CUDA_ROW_UNROLL", ROW_UNROLL)
+    return _setting("FLOWJIT_CUDA_ROW_UNROLL", ROW_UNROLL, lambda n: 1 <= n <= 8, "1 to 8")
 
 
 # Threads per row of a reduce kernel.  Measured on an H200 with the row in registers (64M
@@ -40,10 +40,18 @@ KERNEL_WORDS = 32           # registers a row kernel takes besides its row's ele
 def row_threads() -> int:
     """Threads per row of a reduce kernel: ``FLOWJIT_CUDA_ROW_THREADS`` (a power of two, 32 to
     1024), else ROW_THREADS."""
-    value = int(os.environ.get("FLOWJIT_CUDA_ROW_THREADS", ROW_THREADS))
-    if value < WARP or value > 1024 or value & (value - 1):
-        raise ValueError(f"FLOWJIT_CUDA_ROW_THREADS={value}: expected a power of two from 32 to 1024")
-    return value
+    return _setting("FLOWJIT_CUDA_ROW_THREADS", ROW_THREADS, lambda n: WARP <= n <= 1024 and not n & (n - 1),
+                    "a power of two from 32 to 1024")
+
+
+def power_of_two_at_least(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def threads_for_row(length: int, most: int) -> int:
+    """A block's threads for rows of ``length``: whole warps, a power of two covering the row,
+    at most ``most``.  The writer of a row kept in registers and the launch both ask this."""
+    return min(most, max(WARP, power_of_two_at_least(max(1, length))))
 
 
 def register_budget(threads: int) -> int:
@@ -56,10 +64,7 @@ def row_slots() -> int:
     """Row elements a reduce kernel's thread keeps in registers at most: ``FLOWJIT_CUDA_ROW_SLOTS``
     (0 to 64; 0: never), else ROW_SLOTS.  A row of at most that many times the block's threads is
     loaded once and every pass reads it from registers; a longer one is read again by each pass."""
-    value = int(os.environ.get("FLOWJIT_CUDA_ROW_SLOTS", ROW_SLOTS))
-    if not 0 <= value <= 64:
-        raise ValueError(f"FLOWJIT_CUDA_ROW_SLOTS={value}: expected 0 to 64")
-    return value
+    return _setting("FLOWJIT_CUDA_ROW_SLOTS", ROW_SLOTS, lambda n: 0 <= n <= 64, "0 to 64")
 
 
 def loop_unroll() -> int:
@@ -68,11 +73,12 @@ def loop_unroll() -> int:
     keeps a megabyte in flight, too little to cover an HBM's latency.  On an H200 (64M float32,
     ms per call back to back for 1/2/4 a trip; its copy bound 0.129): chain 0.184/0.159/0.151,
     gelu 0.186/0.166/0.155; black_scholes (16M float64) 0.354/0.352/0.348."""
-    return _unroll("FLOWJIT_CUDA_LOOP_UNROLL", LOOP_UNROLL)
+    return _setting("FLOWJIT_CUDA_LOOP_UNROLL", LOOP_UNROLL, lambda n: 1 <= n <= 8, "1 to 8")
 
 
-def _unroll(variable: str, default: int) -> int:
+def _setting(variable: str, default: int, valid, expected: str) -> int:
+    """The integer setting ``variable``, else ``default``; ``ValueError`` naming ``expected``."""
     value = int(os.environ.get(variable, default))
-    if not 1 <= value <= 8:
-        raise ValueError(f"{variable}={value}: expected 1 to 8")
+    if not valid(value):
+        raise ValueError(f"{variable}={value}: expected {expected}")
     return value

@@ -8,20 +8,25 @@ A CUDA kernel module has two functions:
   ``(elements, 1)`` for a loop kernel, ``(rows, row length)`` for a reduce kernel.
 
 Loop kernels (and matmul epilogues) are grid-stride ``while`` loops over the flattened domain
-(a ``range()`` loop would divide 64-bit integers for its trip count in every thread): each
-flat index splits into per-axis indices, and broadcast operands read index 0 along their
-size-1 dimensions, as on the CPU.  Scalar code is each op's rule for the ``cuda`` target
+(a ``range()`` loop would divide 64-bit integers for its trip count in every thread), taking
+``loop_unroll()`` elements a trip, then one at a time (``write_elements``): each flat index
+splits into per-axis indices, and broadcast operands read index 0 along their size-1
+dimensions, as on the CPU.  Scalar code is each op's rule for the ``cuda`` target
 (``Lowering.targets``), calling ``fj``: codegen/cuda_library.py.
 
 Reduce kernels run one block per row (the kept axes, flattened; blocks stride over rows).
-Each pass of the plan is one block-strided loop over the row that computes the pass's
-elementwise values, stores its full-shaped outputs and accumulates its reductions in one
-accumulator per thread, ``row_unroll()`` elements a trip (their loads first, their
-accumulations in row order) and then one at a time; warp shuffles (``fj.shfl_xor``) then combine each warp's, one shared
-slot per warp the warps' (argmax/argmin: a tree over shared memory that carries the position,
-the first one winning).  ``MAX_THREADS`` in the module bounds the block (its shared arrays).  Values a later pass needs are
-computed again from the inputs (no per-row scratch).  Any set of reduced axes renders this
-way, so the ``columns`` strategy is correct here but not fast (a column is read with a stride).
+A row of at most ``row_slots()`` elements per thread is kept in registers: its input elements
+are loaded once per row (those broadcast over the rows once per thread), and each pass of the
+plan is straight code over the thread's slots.  A longer row is read again by each pass, a
+block-strided loop taking ``row_unroll()`` elements a trip (their loads first, their
+accumulations in row order) and then one at a time.  A pass computes its elementwise values,
+stores its full-shaped outputs and accumulates its reductions in one accumulator per thread;
+warp shuffles (``fj.shfl_xor``) then combine each warp's, one shared slot per warp the warps'
+(argmax/argmin: a tree over shared memory that carries the position, the first one winning).
+``MAX_THREADS`` in the module bounds the block (its shared arrays), ``ROW_THREADS`` sets it
+for a row in registers.  Values a later pass needs are computed again from the inputs (no
+per-row scratch).  Any set of reduced axes renders this way, so the ``columns`` strategy is
+correct here but not fast (a column is read with a stride).
 
 A reduction of the whole domain in one pass (``in_parts``) runs in parts instead, a block each:
 each block reduces its stretch into partials (buffers its launcher passes after the outputs,
@@ -35,9 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from flowjit.compiler.codegen.cuda_shape import (BLOCK, MAX_PARTS, MAX_WARPS, PART_MIN, PART_THREADS,  # noqa: F401
-                                                  REGISTER_WORDS, ROW_THREADS, WARP, loop_unroll, register_budget,
-                                                  row_slots, row_threads, row_unroll)
+from flowjit.compiler.codegen.cuda_shape import (BLOCK, MAX_PARTS, MAX_WARPS, PART_MIN, PART_THREADS, WARP, loop_unroll,
+                                                  register_budget, row_slots, row_threads, row_unroll, threads_for_row)
 from flowjit.compiler.codegen.scalar import CodegenError
 from flowjit.compiler.codegen.writer import (INDENT, KernelSource, KernelWriter, _identifier, _identity, local,
                                              split_index, uniform_view)
@@ -83,6 +87,9 @@ class CudaLoopWriter(KernelWriter):
 
     def __init__(self, node: Node):
         super().__init__(node, parallel=False, target="cuda")
+        self.fetches: dict[str, str] | None = None     # an unrolled trip's loads -> their locals
+        self.fetch_count = 0
+        self.registers: dict[str, tuple] | None = None   # a row kept in registers (CudaReduceWriter)
 
     def write_body(self, outputs: list[Value]) -> list[str]:
         start = len(self.lines)
@@ -119,13 +126,12 @@ class CudaLoopWriter(KernelWriter):
         outer = dict(self.names)
         copies = []
         for number, position in enumerate(positions):
-            if position != first:
-                self.emit(depth, f"{position} = {_ahead(first, number, step)}")
-            self.lines.extend(split_index(depth, position, axes, "" if position == first else f"_{number}"))
-        fetch_at, self.fetches = len(self.lines), {} if len(positions) > 1 else None
-        for number, position in enumerate(positions):
             copy = "" if position == first else f"_{number}"
+            if copy:
+                self.emit(depth, f"{position} = {_ahead(first, number, step)}")
+            self.lines.extend(split_index(depth, position, axes, copy))
             copies.append((copy, dict(outer), {axis: f"i{axis}{copy}" for axis in axes}, position))
+        fetch_at, self.fetches = len(self.lines), {} if len(positions) > 1 else None
         for node in nodes + [None] * bool(reductions):       # (node by node, each copy's; then the elements)
             for copy, names, index_names, position in copies:
                 self.copy, self.names, self.index_names = copy, names, index_names
@@ -164,11 +170,11 @@ class CudaLoopWriter(KernelWriter):
 
     def fetched(self, text: str) -> str:
         """An element load of an unrolled trip as the local it is loaded into first (``write_elements``)."""
-        if getattr(self, "fetches", None) is None or not self.copy:
+        if self.fetches is None or not self.copy:
             return text
         if text not in self.fetches:
-            self.fetched_count = getattr(self, "fetched_count", 0) + 1
-            self.fetches[text] = f"e{self.fetched_count}"
+            self.fetch_count += 1
+            self.fetches[text] = f"e{self.fetch_count}"
         return self.fetches[text]
 
     def max_threads(self) -> int | None:
@@ -193,8 +199,9 @@ class CudaLoopWriter(KernelWriter):
                            + [f"{INDENT}return {self.work()}"])
         limit = self.max_threads()
         limit = f"MAX_THREADS = {limit}          # (threads per block at most: its shared arrays' size)\n" if limit else ""
-        if getattr(self, "registers", None) is not None:
-            limit += f"ROW_THREADS = {self.threads}          # (threads per row: {self.slots} row elements each in registers)\n"
+        if self.registers is not None:
+            limit += (f"ROW_THREADS = {self.threads}          # (threads per row: {self.slots} row elements "
+                      f"each in registers)\n")
         if self.scratch_parameters:
             limit += (f"PARTS = {MAX_PARTS}, {PART_MIN}, {PART_THREADS}      # (the domain in parts: at most, "
                       f"elements each at least, threads a block)\n")
@@ -265,14 +272,14 @@ class CudaReduceWriter(CudaLoopWriter):
         return self.lines[start:]
 
     # -- a row in registers ----------------------------------------------------------------------------
-    def row_slots(self) -> int:
+    def register_slots(self) -> int:
         """Row elements each thread keeps in registers, its input elements loaded once per row
         and read by every pass from there (0: rows too long; the passes load them again).  The
         row's length is static (the domain's), and so are the threads: ``self.threads``, which
         the module's ``ROW_THREADS`` gives the launch."""
         length = int(np.prod([self.domain[axis] for axis in self.reduced], dtype=np.int64))
         self.row_length = length
-        self.threads = min(row_threads(), self.max_threads(), max(WARP, 1 << max(0, (length - 1).bit_length())))
+        self.threads = threads_for_row(length, min(row_threads(), self.max_threads()))
         slots = -(-length // self.threads)
         return slots if self.keep_rows and 1 <= slots <= row_slots() else 0
 
@@ -280,7 +287,7 @@ class CudaReduceWriter(CudaLoopWriter):
         """Where the row's loads go (written last, once the passes have asked for them): loads
         that vary along the kept axes at ``at``, once per row; the others (a ``gamma`` broadcast
         over the rows) at ``hoisted_at``, once per thread."""
-        self.slots = self.row_slots()
+        self.slots = self.register_slots()
         self.registers: dict[str, tuple[str, int, np.dtype, bool]] | None = {} if self.slots else None
         self.guarded = frozenset(copy for copy in range(self.slots) if (copy + 1) * self.threads > self.row_length)
         self.preload_at = (at, depth, hoisted_at)
@@ -426,19 +433,17 @@ class CudaReduceWriter(CudaLoopWriter):
         if self.registers is not None:          # (the row in registers: one copy per slot, straight code)
             self.write_elements(depth, [f"t{copy}" for copy in range(self.slots)], "t", "nthreads", self.reduced,
                                 nodes, reductions, stores, end, self.guarded)
-            for node in reductions:
-                self.block_reduce(depth, node, finish)
-            return
-        unroll = row_unroll()
-        if unroll > 1:
-            self.emit(depth, f"while {_ahead('t', unroll - 1)} < {end}:     "
-                             f"# ({unroll} elements a trip: every load issued before the first store)")
-            self.write_elements(depth + 1, [f"t{copy}" for copy in range(unroll)], "t", "nthreads", self.reduced,
-                                nodes, reductions, stores)
-            self.emit(depth + 1, f"t += {unroll} * nthreads")
-        self.emit(depth, f"while t < {end}:")
-        self.write_elements(depth + 1, ["t"], "t", "nthreads", self.reduced, nodes, reductions, stores)
-        self.emit(depth + 1, "t += nthreads")
+        else:
+            unroll = row_unroll()
+            if unroll > 1:
+                self.emit(depth, f"while {_ahead('t', unroll - 1)} < {end}:     "
+                                 f"# ({unroll} elements a trip: every load issued before the first store)")
+                self.write_elements(depth + 1, [f"t{copy}" for copy in range(unroll)], "t", "nthreads",
+                                    self.reduced, nodes, reductions, stores)
+                self.emit(depth + 1, f"t += {unroll} * nthreads")
+            self.emit(depth, f"while t < {end}:")
+            self.write_elements(depth + 1, ["t"], "t", "nthreads", self.reduced, nodes, reductions, stores)
+            self.emit(depth + 1, "t += nthreads")
         for node in reductions:
             self.block_reduce(depth, node, finish)
 
