@@ -160,13 +160,14 @@ def test_routines_without_a_fast_path_are_not_checked():
 
 
 def test_staged_loops_index_slices_of_the_block():
-    """Both twins read and write the innermost axis through slices of the block taken once,
-    at j: indexed at low + j, the parallel twin's loops ran at half the serial speed."""
+    """The serial twin reads and writes the innermost axis through slices of the block taken
+    once, at j (indexed at low + j, a prange body's loops ran at half the serial speed), and
+    the parallel twin runs the serial one on parts of the outer axis."""
     x = np.ones((3, 2 * STAGE_BLOCK), np.float32)
     source = _kernel(lambda x, row: np.tanh(np.exp(x)) * row, x, x[0])      # (a 2-d domain)
-    for twin in (SERIAL, PARALLEL):
-        start = source.index(f"def {twin}(")
-        body = source[start:source.index(f"def {PARALLEL}(")] if twin == SERIAL else source[start:]
-        assert re.search(r"row\d+_in0_x = in0_x\[i0, low:high\]", body), body
-        assert re.search(r"row\d+_out0\[j\] = ", body), body
-        assert not re.search(r"(in\d_\w+|out0)\[i0, i1\]", body), body
+    serial, parallel = source[source.index(f"def {SERIAL}("):source.index(f"def {PARALLEL}(")], \
+        source[source.index(f"def {PARALLEL}("):]
+    assert re.search(r"row\d+_in0_x = in0_x\[i0, low:high\]", serial), serial
+    assert re.search(r"row\d+_out0\[j\] = ", serial), serial
+    assert not re.search(r"(in\d_\w+|out0)\[i0, i1\]", serial), serial
+    assert f"{SERIAL}(in0_x[low:high], in1_row, out0[low:high])" in parallel, parallel

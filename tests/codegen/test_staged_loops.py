@@ -6,9 +6,9 @@ import re
 
 import numpy as np
 import pytest
-from numba import njit
 
 import flowjit
+from flowjit.compiler.codegen.cache import kernel_dispatchers
 from flowjit.compiler.codegen.writer import PARALLEL, SERIAL, STAGE_BLOCK
 from helpers import close, packed, tolerance_for
 
@@ -66,8 +66,7 @@ def test_chains_of_one_to_eight_functions_stay_packed(function, dtype):
             (expected,) = flowjit.interpret(jitted.lower(x).graph, x)
             namespace = {}
             exec(compile(source, name, "exec"), namespace)
-            for variant, options in ((SERIAL, {}), (PARALLEL, {"parallel": True})):
-                kernel = njit(error_model="numpy", fastmath={"contract"}, **options)(namespace[variant])
+            for variant, kernel in zip((SERIAL, PARALLEL), kernel_dispatchers(namespace)):
                 out = np.empty_like(x)
                 kernel(x, out)
                 assert close(out, expected, tolerance_for(expected, (x,))), (variant, out, expected)

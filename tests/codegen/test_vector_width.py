@@ -8,13 +8,14 @@ import re
 import numpy as np
 import pytest
 from llvmlite import binding
-from numba import njit, typeof
+from numba import typeof
 
 import flowjit
 from flowjit.compiler.codegen.driver import PARALLEL_MIN_ELEMENTS
 from flowjit.compiler.codegen.writer import PARALLEL, SERIAL
 from flowjit import config
 from flowjit.compiler.codegen import mathlib
+from flowjit.compiler.codegen.cache import kernel_dispatchers
 from flowjit.config import vector_bits
 from helpers import compiled_serial, packed
 
@@ -143,7 +144,7 @@ def test_the_prange_bodies_numba_outlines_vectorise_with_zmm_registers_too(monke
         (node,) = [n for n in lowered.fused.nodes if n.op.name == "fused"]
         namespace = {}
         exec(compile(source, f"vector_width_{program}.py", "exec"), namespace)
-        parallel = njit(parallel=True, error_model="numpy", fastmath={"contract"})(namespace[PARALLEL])
+        _, parallel = kernel_dispatchers(namespace)
         parallel.compile(tuple(typeof(np.empty(v.shape or (1,), v.dtype)) for v in list(node.inputs) + list(node.outputs)))
         assembly = parallel.inspect_asm(parallel.signatures[0])
         gufuncs = [part for part in assembly.split("\n\n") if "parfor_gufunc" in part or "__gufunc__" in part]

@@ -5,7 +5,8 @@ Two things go to the worker, both into the kernel cache, where the program then 
 - **Parallel twins** (tiered compilation).  numba compiles a ``prange`` kernel two to three
   times slower than its serial twin (the parfor lowering compiles the loop body a second
   time, as a gufunc): 0.4-0.9 s each.  Both twins compute the same values the same way --
-  the writer renders one loop nest with ``range`` or ``prange`` on its outer loop, and
+  the writer renders one loop nest with ``range`` or ``prange`` on its outer loop (or, for a
+  loop kernel, a ``prange`` over parts of it that calls the serial twin), and
   splits whole-domain reductions into parts by size alone -- so results do not depend on
   which one ran.  When a kernel's parallel twin is not cached for the argument types of its
   first call, ``TieredKernel`` runs the serial twin and hands the parallel one to the

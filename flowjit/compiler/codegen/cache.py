@@ -68,6 +68,19 @@ _WARNED: set = set()           # (what, directory): warnings about a directory, 
 STALE_TEMPORARY_S = 600        # a temporary file this old belongs to a writer that was killed
 
 
+def kernel_dispatchers(namespace: dict, fma: bool = True, cache: bool = False) -> tuple:
+    """The numba dispatchers of a kernel module's two functions (``namespace``: the module's
+    globals), serial and parallel, as the driver calls them.  ``fma``: 'contract' lets LLVM
+    fuse a*b+c into one FMA (one rounding), nothing else of fastmath.  The module's ``kernel``
+    becomes the serial dispatcher: a parallel twin that runs the serial kernel on parts
+    (writer.serial_in_parts) calls it."""
+    fastmath = {"contract"} if fma else False
+    serial = njit(cache=cache, fastmath=fastmath, **SERIAL_FLAGS)(namespace[SERIAL])
+    namespace[SERIAL] = serial
+    parallel = njit(parallel=True, cache=cache, fastmath=fastmath, **KERNEL_FLAGS)(namespace[PARALLEL])
+    return serial, parallel
+
+
 class KernelCache:
     """Compiled kernels by key; ``directory=None`` keeps them in memory only.
 
@@ -193,11 +206,8 @@ class KernelCache:
         return self._wrap(name, key, text, namespace, path=None, fma=fma)
 
     def _wrap(self, name, key, text, namespace, *, path: str | None, fma: bool) -> CompiledKernel:
-        # 'contract' lets LLVM fuse a*b+c into one FMA (one rounding); nothing else of fastmath.
-        fastmath = {"contract"} if fma else False
         native = path is not None and KernelFunctionCache is None       # another numba: its own cache
-        serial = njit(cache=native, fastmath=fastmath, **SERIAL_FLAGS)(namespace[SERIAL])
-        parallel = njit(parallel=True, cache=native, fastmath=fastmath, **KERNEL_FLAGS)(namespace[PARALLEL])
+        serial, parallel = kernel_dispatchers(namespace, fma, cache=native)
         STATS.dispatchers.extend([serial, parallel])
         compiled = CompiledKernel(name, key, text, serial, parallel, path, fma=fma)
         if path is not None and KernelFunctionCache is not None:

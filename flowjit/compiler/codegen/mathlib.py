@@ -166,6 +166,35 @@ def known_last_extent(typingctx, array, extent):
 INLINE = dict(inline="always", error_model="numpy", cache=True)
 
 
+@intrinsic
+def thread_count(typingctx):
+    """The threads numba's parallel loops run on, as its own prange scheduling reads them (a
+    call of the threading layer's ``get_num_threads`` symbol): ``numba.get_num_threads()``
+    calls through a ctypes pointer, and numba caches no function that does."""
+    from numba.np.ufunc.parallel import _launch_threads
+    _launch_threads()            # (registers the symbol, as compiling any prange loop does)
+
+    def codegen(context, builder, signature, args):
+        from numba.core import cgutils
+        function = cgutils.get_or_insert_function(builder.module, llvm_ir.FunctionType(cgutils.intp_t, []),
+                                                  "get_num_threads")
+        return builder.call(function, [])
+    return types.intp(), codegen
+
+
+@njit(**INLINE)
+def parallel_parts(rows):
+    """How many parts a parallel loop kernel splits its ``rows`` (the outer axis) into: one a
+    thread, as numba's prange hands each thread one run of iterations, and no more than rows."""
+    return min(np.int64(rows), np.int64(thread_count()))
+
+
+@njit(**INLINE)
+def part_bounds(part, parts, rows):
+    """The first row of ``part`` and the row after its last, of ``rows`` split in ``parts``."""
+    return np.int64(part) * rows // parts, (np.int64(part) + 1) * rows // parts
+
+
 @njit(**INLINE)
 def magnitude_f32(x):
     """|x|'s IEEE bits as an integer, which orders magnitudes as the floats do and puts NaN
