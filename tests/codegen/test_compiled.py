@@ -460,6 +460,50 @@ def test_constants_stay_constants_in_the_parallel_variant():
         assert count <= (parts if twin.startswith("kernel_parallel") else 0), f"{twin} divides"
 
 
+def test_a_loop_kernels_parallel_twin_runs_the_serial_kernel_on_parts_with_its_bits():
+    """The parallel twin of a loop kernel calls the serial kernel on a part of the outer axis a
+    thread, slicing the arguments that span it (broadcast ones go whole, a transposed one as a
+    view), for any number of rows, fewer than the threads and none included, with the serial
+    kernel's bits.  A kernel reading through pitches (a stencil's shifted interior) keeps its
+    loop nest under prange."""
+    from flowjit.compiler.codegen.cache import kernel_dispatchers
+
+    def broadcasts(x, row, column):
+        return np.tanh(x * row + column), x - 1
+
+    def transposed(x, y):
+        return np.exp(x + y.T)
+
+    def stencil(u):
+        return u[1:-1, 2:] + u[1:-1, :-2] - 2 * u[1:-1, 1:-1]
+    rng = np.random.default_rng(5)
+    cases = [(broadcasts, lambda n: (rng.standard_normal((n, 33)).astype(np.float32),
+                                     rng.standard_normal(33).astype(np.float32),
+                                     rng.standard_normal((n, 1)).astype(np.float32))),
+             (transposed, lambda n: (rng.standard_normal((n, 9)), rng.standard_normal((9, n))))]
+    for function, make in cases:
+        arguments = make(40)
+        lowered = flowjit.jit(function).lower(*arguments)
+        ((name, source),) = lowered.kernel_sources().items()
+        assert "kernel(" in source[source.index("def kernel_parallel("):], source
+        (node,) = [n for n in lowered.fused.nodes if n.op is ops.fused]
+        namespace = {}
+        exec(compile(source, name, "exec"), namespace)
+        serial, parallel = kernel_dispatchers(namespace)
+        for rows in (0, 1, 2, 3, 40):
+            inputs = make(rows)
+            inputs = (inputs[0], inputs[1].T) if function is transposed else inputs
+            outputs = [[np.empty((rows,) + tuple(v.shape[1:]), v.dtype) for v in node.outputs] for _ in range(2)]
+            serial(*inputs, *outputs[0])
+            parallel(*inputs, *outputs[1])
+            for a, b in zip(*outputs):
+                np.testing.assert_array_equal(a, b)
+    u = rng.standard_normal((300, 300))
+    ((name, source),) = flowjit.jit(stencil).lower(u).kernel_sources().items()
+    assert "for i0 in prange(n0):" in source and "fj.part_bounds" not in source, source
+    np.testing.assert_allclose(flowjit.jit(stencil)(u), stencil(u), rtol=1e-12, atol=1e-12)
+
+
 def test_rows_of_several_kept_axes_run_in_parallel_chunks():
     """A row reduction that keeps several axes (a softmax over each of 8 heads' rows) chunks all
     of its rows: chunking the first kept axis alone gave 8 heads one parallel task."""
