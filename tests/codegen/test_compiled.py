@@ -504,6 +504,32 @@ def test_a_loop_kernels_parallel_twin_runs_the_serial_kernel_on_parts_with_its_b
     np.testing.assert_allclose(flowjit.jit(stencil)(u), stencil(u), rtol=1e-12, atol=1e-12)
 
 
+def test_a_column_reductions_parallel_twin_gives_every_thread_columns_and_the_serial_bits():
+    """The parallel twin of a reduction over outer axes splits the outputs into blocks narrow
+    enough for every thread (a column sum of 1024 outputs was one block), each output adding
+    its rows in the serial order: the serial kernel's bits, for any number of columns."""
+    from flowjit.compiler.codegen.cache import kernel_dispatchers
+
+    def statistics(x):
+        return np.exp(x).sum(axis=0), x.max(axis=0)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((40, 1024)).astype(np.float32)
+    ((name, source),) = flowjit.jit(statistics).lower(x).kernel_sources().items()
+    assert "width = fj.column_block(n1, " in source[source.index("def kernel_parallel("):], source
+    namespace = {}
+    exec(compile(source, name, "exec"), namespace)
+    serial, parallel = kernel_dispatchers(namespace)
+    for columns in (1, 15, 16, 17, 1000, 1024, 2500):
+        x = rng.standard_normal((37, columns)).astype(np.float32) * 10
+        outputs = [[np.empty(columns, np.float32) for _ in range(2)] for _ in range(2)]
+        serial(x, *outputs[0])
+        parallel(x, *outputs[1])
+        for a, b in zip(*outputs):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(outputs[1][0], np.exp(x.astype(np.float64)).sum(axis=0), rtol=1e-6)
+        np.testing.assert_array_equal(outputs[1][1], x.max(axis=0))
+
+
 def test_rows_of_several_kept_axes_run_in_parallel_chunks():
     """A row reduction that keeps several axes (a softmax over each of 8 heads' rows) chunks all
     of its rows: chunking the first kept axis alone gave 8 heads one parallel task."""

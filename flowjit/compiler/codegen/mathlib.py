@@ -190,6 +190,15 @@ def parallel_parts(rows):
 
 
 @njit(**INLINE)
+def column_block(columns, most):
+    """Adjacent outputs a task of a parallel reduction over outer axes takes: ``most``, or
+    fewer so that every thread gets some, a multiple of 16 (whole vectors of any width)."""
+    threads = np.int64(thread_count())
+    share = (np.int64(columns) + threads - 1) // threads
+    return max(np.int64(16), min(np.int64(most), (share + 15) // 16 * 16))
+
+
+@njit(**INLINE)
 def part_bounds(part, parts, rows):
     """The first row of ``part`` and the row after its last, of ``rows`` split in ``parts``."""
     return np.int64(part) * rows // parts, (np.int64(part) + 1) * rows // parts

@@ -355,11 +355,16 @@ class ReduceWriter(PartsWriter, KernelWriter):
         for index, axis in enumerate(kept[:-1]):
             self.emit(depth, self.for_loop(f"i{axis}", f"n{axis}", outer=index == 0))
             depth += 1
-        self.emit(depth, self.for_loop("block", f"(n{last} + {COLUMN_BLOCK - 1}) // {COLUMN_BLOCK}",
-                                       outer=not kept[:-1]))
+        width = str(COLUMN_BLOCK)
+        if self.parallel and not kept[:-1]:
+            # Blocks narrow enough that every thread gets one (a column sum of 1024 outputs was one
+            # block, one thread); each output still adds its rows in order, so the bits stay the same.
+            width = "width"
+            self.emit(depth, f"width = fj.column_block(n{last}, {COLUMN_BLOCK})")
+        self.emit(depth, self.for_loop("block", f"(n{last} + {width} - 1) // {width}", outer=not kept[:-1]))
         depth += 1
-        self.emit(depth, f"low = block * {COLUMN_BLOCK}")
-        self.emit(depth, f"high = min(n{last}, low + {COLUMN_BLOCK})")
+        self.emit(depth, f"low = block * {width}")
+        self.emit(depth, f"high = min(n{last}, low + {width})")
         return depth
 
     def accumulators(self, depth: int, node: Node, prefix: str, lane: np.dtype, dtype: np.dtype, start: str,

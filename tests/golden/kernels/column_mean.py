@@ -4,7 +4,7 @@ def kernel(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n0
-    for block in range((n1 + 1023) // 1024):
+    for block in range((n1 + 1024 - 1) // 1024):
         low = block * 1024
         high = min(n1, low + 1024)
         # %mean = mean %x {axes=[0]} : f32[8] loc(...)
@@ -36,10 +36,11 @@ def kernel_parallel(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
     ninner = n0
-    for block in prange((n1 + 1023) // 1024):
+    width = fj.column_block(n1, 1024)
+    for block in prange((n1 + width - 1) // width):
         fj.vector_width(512)
-        low = block * 1024
-        high = min(n1, low + 1024)
+        low = block * width
+        high = min(n1, low + width)
         # %mean = mean %x {axes=[0]} : f32[8] loc(...)
         acc_mean = fj.stack_array(np.float32, 1024)
         wide_mean = fj.stack_array(np.float64, 1024)
