@@ -238,6 +238,32 @@ ERF_SMALL = (1.0, -0.3333333333333315, 0.09999999999991141, -0.02380952380786279
 E0, E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11 = EXP_F64
 
 
+# v + SHIFTER, for |v| < 2**51, is a float64 whose low bits hold v rounded to an integer.
+SHIFTER = 6755399441055744.0                                    # 1.5 * 2**52
+SHIFTER_BITS = int(np.float64(SHIFTER).view(np.int64))
+
+
+@njit(**INLINE)
+def int_of_float64(k):
+    """int64 of an integer-valued float64 ``k``, |k| < 2**51, exactly, without a conversion
+    instruction: AVX2 has no packed float64 -> int64 one, and LLVM converted lane by lane."""
+    return float64_bits(k + SHIFTER) - SHIFTER_BITS
+
+
+@njit(**INLINE)
+def float64_of_int(n):
+    """float64 of an int64 ``n``, |n| < 2**51, exactly (no packed int64 -> float64 either)."""
+    return bits_float64(n + SHIFTER_BITS) - SHIFTER
+
+
+@njit(**INLINE)
+def times_power_of_two(p, k):
+    """p * 2**k for an integer-valued float64 k in [-1080, 1030], in two exact halves (one
+    would overflow at k = 1024 or flush at k < -1022); vector integer work only."""
+    half = np.floor(k * 0.5)
+    return p * bits_float64((int_of_float64(half) + 1023) << 52) * bits_float64((int_of_float64(k - half) + 1023) << 52)
+
+
 @njit(**INLINE)
 def exp_f64(x):
     """|r| <= ln2/2, degree 11.  As in exp_f32, the clamp alone gives inf above 709.78 and
@@ -248,13 +274,9 @@ def exp_f64(x):
     r = (clamped - k * LN2_HI) - k * LN2_LO
     p = E0 + r * (E1 + r * (E2 + r * (E3 + r * (E4 + r * (E5 + r * (E6 + r * (E7 + r * (
         E8 + r * (E9 + r * (E10 + r * E11))))))))))
-    ki = np.int64(k)
-    half = ki >> 1
-    scale1 = bits_float64((half + 1023) << 52)
     # Below the clamp the result is 0: made by a zero factor, not by underflow, which the CPU
     # computes in microcode (a softmax's masked -inf scores ran 3x slower for it).
-    scale2 = bits_float64((ki - half + 1023) << 52) if x >= -746.0 else 0.0
-    result = p * scale1 * scale2
+    result = times_power_of_two(p, k) if x >= -746.0 else 0.0
     return x if x != x else result
 
 
@@ -305,7 +327,7 @@ def log_reduce(x):
     m = bits_float64((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000)
     big = m > SQRT2
     m = m * 0.5 if big else m
-    e = np.float64(exponent + (1 if big else 0))
+    e = float64_of_int(exponent + (1 if big else 0))
     f = m - 1.0
     s = f / (2.0 + f)
     z = s * s

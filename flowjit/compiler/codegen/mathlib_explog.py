@@ -38,7 +38,8 @@ from numba import njit
 
 from flowjit.compiler.codegen.mathlib import (E0, E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11, F_LN2_HI, F_LN2_LO,
                                               F_LOG2E, INLINE, LN2_HI, LN2_LO, LOG2E, SQRT2, bits_float32, bits_float64,
-                                              exp_f64, float32_bits, _log_specials, float64_bits, log_f64, log_reduce)
+                                              exp_f64, float32_bits, _log_specials, float64_bits, float64_of_int,
+                                              int_of_float64, log_f64, log_reduce, times_power_of_two)
 
 LN2 = 0.6931471805599453
 
@@ -51,18 +52,10 @@ def _exp_polynomial(r):
 
 
 @njit(**INLINE)
-def _times_power_of_two(p, k):
-    """p * 2**k for an integer-valued float k in [-1080, 1030], in two exact halves."""
-    ki = np.int64(k)
-    half = ki >> 1
-    return p * bits_float64((half + 1023) << 52) * bits_float64((ki - half + 1023) << 52)
-
-
-@njit(**INLINE)
 def exp2_f64(x):
     clamped = min(max(x, -1080.0), 1025.0)
     k = np.rint(clamped)
-    result = _times_power_of_two(_exp_polynomial((clamped - k) * LN2), k)
+    result = times_power_of_two(_exp_polynomial((clamped - k) * LN2), k)
     return x if x != x else result
 
 
@@ -77,7 +70,7 @@ def _exp_half(a):
     clamped = min(a, 712.0)
     k = np.rint(clamped * LOG2E)
     r = (clamped - k * LN2_HI) - k * LN2_LO
-    return _times_power_of_two(_exp_polynomial(r), k - 1.0)
+    return times_power_of_two(_exp_polynomial(r), k - 1.0)
 
 
 def _expm1_taylor(terms: int) -> tuple[float, ...]:
@@ -96,9 +89,9 @@ def expm1_f64(x):
     u = r + r * r * (M0 + r * (M1 + r * (M2 + r * (M3 + r * (M4 + r * (M5 + r * (M6 + r * (M7 + r * (
         M8 + r * (M9 + r * (M10 + r * M11)))))))))))
     near = min(k, 56.0)
-    scale = bits_float64((np.int64(near) + 1023) << 52)
+    scale = bits_float64((int_of_float64(near) + 1023) << 52)
     small = scale * u + (scale - 1.0)                  # exact parts, one rounding
-    large = _times_power_of_two(1.0 + u, k)             # 2**k - 1 rounds to 2**k from k = 54
+    large = times_power_of_two(1.0 + u, k)             # 2**k - 1 rounds to 2**k from k = 54
     result = u if k == 0.0 else (small if k <= 56.0 else large)
     return x if (x != x or x == 0.0) else result        # NaN, and the sign of zero
 
@@ -247,7 +240,7 @@ def _log_double(x):
     m = bits_float64((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000)
     big = m > SQRT2
     m = m * 0.5 if big else m
-    e = np.float64(exponent + (1 if big else 0))
+    e = float64_of_int(exponent + (1 if big else 0))
     f = m - 1.0                                         # exact
     d = 2.0 + f
     d_lo = f - (d - 2.0)                                # 2 + f = d + d_lo exactly
@@ -310,7 +303,7 @@ def pow_f64(a, b):
     clamped = min(max(y, -746.0), 710.0)
     k = np.rint(clamped * LOG2E)
     r = ((clamped - k * LN2_HI) - k * LN2_LO) + (y_lo if clamped == y else 0.0)
-    return _pow_special(_times_power_of_two(_exp_polynomial(r), k), a, b, float64_bits(a) < 0)
+    return _pow_special(times_power_of_two(_exp_polynomial(r), k), a, b, float64_bits(a) < 0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -377,7 +370,7 @@ def _pow_log2(magnitude):
     f2 = f * f
     even = G0 + f2 * (G2 + f2 * (G4 + f2 * (G6 + f2 * (G8 + f2 * (G10 + f2 * (G12 + f2 * (G14 + f2 * G16)))))))
     odd = G1 + f2 * (G3 + f2 * (G5 + f2 * (G7 + f2 * (G9 + f2 * (G11 + f2 * (G13 + f2 * G15))))))
-    result = np.float64(e) + f * (even + f * odd)
+    result = float64_of_int(e) + f * (even + f * odd)
     result = -np.inf if magnitude == 0.0 else result
     return result if magnitude < np.inf else magnitude
 
@@ -452,7 +445,7 @@ def log1p_f32(x):
     f2 = f * f
     even = LP0 + f2 * (LP2 + f2 * (LP4 + f2 * (LP6 + f2 * (LP8 + f2 * (LP10 + f2 * LP12)))))
     odd = LP1 + f2 * (LP3 + f2 * (LP5 + f2 * (LP7 + f2 * (LP9 + f2 * LP11))))
-    result = np.float64(e) * LN2 + (f + f2 * (even + f * odd))
+    result = float64_of_int(e) * LN2 + (f + f2 * (even + f * odd))
     # tiny x and +-0 (and denormals) are themselves, as are inf and NaN; -1 gives -inf and
     # anything below (-inf included) NaN.
     result = x64 if (abs(x64) < LOG1P_TINY or not x64 < np.inf) else result
