@@ -455,7 +455,8 @@ def test_constants_stay_constants_in_the_parallel_variant():
     pixels, t = np.arange(-500, 500, dtype=np.int32) * 40_000, np.arange(1000, dtype=np.int64)
     for got, want in zip(flowjit.jit(luma)(pixels, t), luma(pixels, t)):
         np.testing.assert_array_equal(got, want)
-    (parts,) = [count for twin, count in divisions(lambda t: t * 3 + 1, t).items() if twin.startswith("kernel_parallel")]
+    (parts,) = [count for twin, count in divisions(lambda t: t * 3 + 1, t).items()
+                if twin.startswith("kernel_parallel")]
     for twin, count in divisions(luma, pixels, t).items():
         assert count <= (parts if twin.startswith("kernel_parallel") else 0), f"{twin} divides"
 

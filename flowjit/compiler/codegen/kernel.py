@@ -16,8 +16,9 @@ dimensions broadcast are baked in.  0-d arrays are passed as shape (1,).
 Each kernel is written twice, each variant by a writer of its own: serial, and with ``prange`` on
 the outer loop the plan lets run in parallel (``KernelWriter.for_loop``), for
 inputs large enough to pay for threads; a loop kernel's parallel twin runs the serial kernel
-on a part of its outer axis a thread (``KernelWriter.serial_in_parts``).  Scalar code comes from each op's lowering rule for the
-backend's target; library calls go through ``fj`` (codegen/library.py), imported, never pasted.
+on a part of its outer axis a thread (``KernelWriter.serial_in_parts``).  Scalar code comes
+from each op's lowering rule for the backend's target; library calls go through ``fj``
+(codegen/library.py), imported, never pasted.
 """
 
 from __future__ import annotations

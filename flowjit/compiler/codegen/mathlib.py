@@ -261,7 +261,8 @@ def times_power_of_two(p, k):
     """p * 2**k for an integer-valued float64 k in [-1080, 1030], in two exact halves (one
     would overflow at k = 1024 or flush at k < -1022); vector integer work only."""
     half = np.floor(k * 0.5)
-    return p * bits_float64((int_of_float64(half) + 1023) << 52) * bits_float64((int_of_float64(k - half) + 1023) << 52)
+    first, second = int_of_float64(half), int_of_float64(k - half)
+    return p * bits_float64((first + 1023) << 52) * bits_float64((second + 1023) << 52)
 
 
 @njit(**INLINE)
