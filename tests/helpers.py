@@ -49,15 +49,19 @@ def check_against_interpreter(jitted, args) -> None:
         assert close(value, want, tolerance_for(want, args)), (value, want)
 
 
-def compiled_serial(source: str, name: str, arrays):
-    """A kernel module's serial kernel compiled afresh with flowjit's flags for ``arrays``'
-    types (cached code has no assembly to inspect)."""
-    from numba import njit, typeof
-
-    from flowjit.compiler.codegen.writer import SERIAL
+def kernel_twins(source: str, name: str, fma: bool = True) -> tuple:
+    """A kernel module's serial kernel and parallel twin, compiled afresh as the kernel cache
+    compiles them (cached code has no assembly to inspect)."""
+    from flowjit.compiler.codegen.cache import kernel_dispatchers
     namespace = {}
     exec(compile(source, name, "exec"), namespace)
-    kernel = njit(error_model="numpy", fastmath={"contract"})(namespace[SERIAL])
+    return kernel_dispatchers(namespace, fma)
+
+
+def compiled_serial(source: str, name: str, arrays):
+    """A kernel module's serial kernel compiled afresh with flowjit's flags for ``arrays``' types."""
+    from numba import typeof
+    kernel, _ = kernel_twins(source, name)
     kernel.compile(tuple(typeof(a) for a in arrays))
     return kernel
 

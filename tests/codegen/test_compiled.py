@@ -16,7 +16,7 @@ from hypothesis import given, settings
 import flowjit
 from flowjit.compiler.ir import ops
 from corpus_sample import program_corpus_sample, sampled
-from helpers import assert_same_result, close, packed, tolerance_for
+from helpers import assert_same_result, close, kernel_twins, packed, tolerance_for
 from programs import PROGRAMS
 from random_programs import random_programs
 
@@ -193,13 +193,10 @@ def test_row_reduction_lanes_vectorise():
     a fraction of a nanosecond per element, not a dependent add per element."""
     def program(x):
         return x.sum(axis=1), x.max(axis=1)
-    from numba import njit
     x = np.ones((2, 256), np.float32)
     assembly = ""
     for name, source in flowjit.jit(program).lower(x).kernel_sources().items():   # one kernel, both reductions
-        namespace = {}
-        exec(compile(source, name, "exec"), namespace)          # compiled afresh: cached code has no assembly
-        kernel = njit(error_model="numpy")(namespace["kernel"])
+        kernel, _ = kernel_twins(source, name, fma=False)
         outputs = kernel.py_func.__code__.co_argcount - 1
         kernel(x, *(np.empty(2, np.float32) for _ in range(outputs)))
         assembly += "".join(kernel.inspect_asm().values())
@@ -245,16 +242,13 @@ def test_reductions_over_outer_axes_vectorise_in_both_variants():
     """The innermost loop reads rows through slices, so the parallel variant (whose block
     bounds come from the scheduler) has no gathers; a float32 column sum stays as accurate
     as a float64 one."""
-    from flowjit.compiler.codegen.cache import kernel_dispatchers
     x = (0.1 + np.random.default_rng(2).uniform(0, 1e-3, (1 << 16, 4))).astype(np.float32)
     exact = x.astype(np.float64).sum(axis=0)
     got = flowjit.jit(lambda x: x.sum(axis=0))(x)
     assert np.all(np.abs(got - exact) / exact < 1e-7), (got, exact)
     small = np.ones((64, 2048), np.float32)
     ((name, source),) = flowjit.jit(lambda x: x.mean(axis=0)).lower(small).kernel_sources().items()
-    namespace = {}
-    exec(compile(source, name, "exec"), namespace)
-    for function, kernel in zip(("kernel", "kernel_parallel"), kernel_dispatchers(namespace, fma=False)):
+    for function, kernel in zip(("kernel", "kernel_parallel"), kernel_twins(source, name, fma=False)):
         kernel(small, np.empty(2048, np.float32))
         assembly = "".join(kernel.inspect_asm().values())
         assert packed(assembly, "add", np.float32), function
@@ -429,7 +423,6 @@ def test_constants_stay_constants_in_the_parallel_variant():
     variants divide by multiplying: the serial kernel never divides, and the parallel twin
     only where one of a kernel that divides nothing does (a part's bounds)."""
     import platform
-    from flowjit.compiler.codegen.cache import kernel_dispatchers
     if platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip("checks x86 division instructions")
 
@@ -442,9 +435,7 @@ def test_constants_stay_constants_in_the_parallel_variant():
         assert sources
         counts = {}
         for name, source in sources.items():
-            namespace = {}
-            exec(compile(source, name, "exec"), namespace)
-            for twin, kernel in zip(("kernel", "kernel_parallel"), kernel_dispatchers(namespace, fma=False)):
+            for twin, kernel in zip(("kernel", "kernel_parallel"), kernel_twins(source, name, fma=False)):
                 code = kernel.py_func.__code__
                 inputs = dict(zip(function.__code__.co_varnames, arguments))
                 kernel(*(inputs[parameter.split("_", 1)[1]] if parameter.startswith("in") else np.empty(1000, np.int64)
@@ -467,7 +458,6 @@ def test_a_loop_kernels_parallel_twin_runs_the_serial_kernel_on_parts_with_its_b
     view), for any number of rows, fewer than the threads and none included, with the serial
     kernel's bits.  A kernel reading through pitches (a stencil's shifted interior) keeps its
     loop nest under prange."""
-    from flowjit.compiler.codegen.cache import kernel_dispatchers
 
     def broadcasts(x, row, column):
         return np.tanh(x * row + column), x - 1
@@ -488,9 +478,7 @@ def test_a_loop_kernels_parallel_twin_runs_the_serial_kernel_on_parts_with_its_b
         ((name, source),) = lowered.kernel_sources().items()
         assert "kernel(" in source[source.index("def kernel_parallel("):], source
         (node,) = [n for n in lowered.fused.nodes if n.op is ops.fused]
-        namespace = {}
-        exec(compile(source, name, "exec"), namespace)
-        serial, parallel = kernel_dispatchers(namespace)
+        serial, parallel = kernel_twins(source, name)
         for rows in (0, 1, 2, 3, 40):
             inputs = make(rows)
             inputs = (inputs[0], inputs[1].T) if function is transposed else inputs
@@ -509,7 +497,6 @@ def test_a_column_reductions_parallel_twin_gives_every_thread_columns_and_the_se
     """The parallel twin of a reduction over outer axes splits the outputs into blocks narrow
     enough for every thread (a column sum of 1024 outputs was one block), each output adding
     its rows in the serial order: the serial kernel's bits, for any number of columns."""
-    from flowjit.compiler.codegen.cache import kernel_dispatchers
 
     def statistics(x):
         return np.exp(x).sum(axis=0), x.max(axis=0)
@@ -517,9 +504,7 @@ def test_a_column_reductions_parallel_twin_gives_every_thread_columns_and_the_se
     x = rng.standard_normal((40, 1024)).astype(np.float32)
     ((name, source),) = flowjit.jit(statistics).lower(x).kernel_sources().items()
     assert "width = fj.column_block(n1, " in source[source.index("def kernel_parallel("):], source
-    namespace = {}
-    exec(compile(source, name, "exec"), namespace)
-    serial, parallel = kernel_dispatchers(namespace)
+    serial, parallel = kernel_twins(source, name)
     for columns in (1, 15, 16, 17, 1000, 1024, 2500):
         x = rng.standard_normal((37, columns)).astype(np.float32) * 10
         outputs = [[np.empty(columns, np.float32) for _ in range(2)] for _ in range(2)]

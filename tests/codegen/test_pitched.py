@@ -9,6 +9,7 @@ import pytest
 
 import flowjit
 from flowjit.compiler.codegen.writer import PITCH_MIN_ELEMENTS
+from helpers import kernel_twins
 
 SIDE = 258                                         # a 256 x 256 interior: PITCH_MIN_ELEMENTS
 
@@ -57,15 +58,12 @@ def test_small_kernels_read_their_views_directly():
 
 def test_pitched_loads_are_vectors_not_gathers():
     import platform
-    from numba import njit
     from flowjit.compiler.codegen.driver import pitched
     if platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip("checks x86 instructions")
     img = np.random.default_rng(2).standard_normal((SIDE, SIDE)).astype(np.float32)
     ((name, source),) = flowjit.jit(sobel).lower(img).kernel_sources().items()
-    namespace = {}
-    exec(compile(source, name, "exec"), namespace)
-    kernel = njit(error_model="numpy")(namespace["kernel"])
+    kernel, _ = kernel_twins(source, name, fma=False)
     views = [img[:-2, 2:], img[1:-1, 2:], img[2:, 2:], img[:-2, :-2], img[1:-1, :-2], img[2:, :-2], img[2:, 1:-1],
              img[:-2, 1:-1]]
     count = source.split("def kernel(")[1].split(")")[0].count("_p0")
@@ -82,7 +80,6 @@ def test_a_broadcast_scalar_input_is_read_at_index_zero():
     through strides numba cannot see are zero, which made its loads gathers (mandelbrot at 4M:
     47 -> 26 ms)."""
     import platform
-    from numba import njit
 
     def iterate(cr, ci):
         zr, zi = np.zeros_like(cr), np.zeros_like(ci)
@@ -99,9 +96,7 @@ def test_a_broadcast_scalar_input_is_read_at_index_zero():
     ((name, source),) = jitted.lower(cr, ci).kernel_sources().items()
     assert re.search(r"in\d_broadcast_to\w*\[0, 0\]", source), source
     if platform.machine().lower() in ("x86_64", "amd64"):
-        namespace = {}
-        exec(compile(source, name, "exec"), namespace)
-        kernel = njit(error_model="numpy")(namespace["kernel"])
+        kernel, _ = kernel_twins(source, name, fma=False)
         code = kernel.py_func.__code__
         inputs = {"cr": cr, "ci": ci}
         zeros = np.broadcast_to(np.zeros(()), (40, 48))                 # as the driver passes it

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 import flowjit
-from flowjit.compiler.codegen.cache import kernel_dispatchers
 from flowjit.compiler.codegen.writer import PARALLEL, SERIAL, STAGE_BLOCK
-from helpers import close, packed, tolerance_for
+from helpers import close, kernel_twins, packed, tolerance_for
 
 
 def _chain(function, length):
@@ -64,9 +63,7 @@ def test_chains_of_one_to_eight_functions_stay_packed(function, dtype):
         assert _stage_loops(source, name) == (length if length >= 2 else 0), source
         if length == 8:
             (expected,) = flowjit.interpret(jitted.lower(x).graph, x)
-            namespace = {}
-            exec(compile(source, name, "exec"), namespace)
-            for variant, kernel in zip((SERIAL, PARALLEL), kernel_dispatchers(namespace)):
+            for variant, kernel in zip((SERIAL, PARALLEL), kernel_twins(source, name)):
                 out = np.empty_like(x)
                 kernel(x, out)
                 assert close(out, expected, tolerance_for(expected, (x,))), (variant, out, expected)

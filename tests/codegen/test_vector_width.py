@@ -15,9 +15,8 @@ from flowjit.compiler.codegen.driver import PARALLEL_MIN_ELEMENTS
 from flowjit.compiler.codegen.writer import PARALLEL, SERIAL
 from flowjit import config
 from flowjit.compiler.codegen import mathlib
-from flowjit.compiler.codegen.cache import kernel_dispatchers
 from flowjit.config import vector_bits
-from helpers import compiled_serial, packed
+from helpers import compiled_serial, kernel_twins, packed
 
 AVX512 = binding.get_host_cpu_features().get("avx512f", False)
 
@@ -142,9 +141,7 @@ def test_the_prange_bodies_numba_outlines_vectorise_with_zmm_registers_too(monke
         lowered = jitted.lower(x)
         (source,) = lowered.kernel_sources().values()
         (node,) = [n for n in lowered.fused.nodes if n.op.name == "fused"]
-        namespace = {}
-        exec(compile(source, f"vector_width_{program}.py", "exec"), namespace)
-        _, parallel = kernel_dispatchers(namespace)
+        _, parallel = kernel_twins(source, f"vector_width_{program}.py")
         parallel.compile(tuple(typeof(np.empty(v.shape or (1,), v.dtype)) for v in list(node.inputs) + list(node.outputs)))
         assembly = parallel.inspect_asm(parallel.signatures[0])
         gufuncs = [part for part in assembly.split("\n\n") if "parfor_gufunc" in part or "__gufunc__" in part]
