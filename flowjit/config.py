@@ -107,6 +107,44 @@ def vector_bits() -> int | None:
     return int(configured)
 
 
+def width_attribute(bits: int) -> str:
+    """The LLVM function attribute that asks for ``bits``-wide vectors (the kernel library's
+    ``fj.vector_width`` adds it to the function it is called in)."""
+    return f'"prefer-vector-width"="{bits}"'
+
+
+@functools.lru_cache(maxsize=None)
+def vector_width_works() -> bool:
+    """Whether ``fj.vector_width`` compiles with this llvmlite (it relies on how llvmlite holds
+    and writes function attributes): tried once; if not, a warning says so and kernels go
+    without.  (llvmlite alone: compiling a probe with numba cost 0.3 s a process.)"""
+    import llvmlite.binding as llvm
+    from llvmlite import ir as llvm_ir
+    attribute = width_attribute(512)
+    try:
+        module = llvm_ir.Module()
+        function = llvm_ir.Function(module, llvm_ir.FunctionType(llvm_ir.VoidType(), []), "probe")
+        set.add(function.attributes, attribute)
+        llvm_ir.IRBuilder(function.append_basic_block()).ret_void()
+        parsed = llvm.parse_assembly(str(module))
+        parsed.verify()
+        if attribute not in str(parsed):
+            raise ValueError(f"LLVM dropped {attribute}")
+        return True
+    except Exception as error:                   # any llvmlite change that breaks it
+        import warnings
+        warnings.warn(f"flowjit kernels cannot ask LLVM for a vector width with this llvmlite "
+                      f"({type(error).__name__}: {str(error)[:200]}); they use LLVM's choice for the CPU "
+                      f"(FLOWJIT_VECTOR_BITS=default says so and silences this)", RuntimeWarning, stacklevel=2)
+        return False
+
+
+def kernel_vector_bits() -> int | None:
+    """The width kernels ask for: ``vector_bits``, where ``fj.vector_width`` works."""
+    bits = vector_bits()
+    return bits if bits is not None and vector_width_works() else None
+
+
 @functools.lru_cache(maxsize=None)
 def host_cpu_name() -> str:
     """LLVM's name for this CPU (``emeraldrapids``, ``znver4``), asked once."""

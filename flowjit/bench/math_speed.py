@@ -18,8 +18,9 @@ import time
 import numpy as np
 from numba import njit
 
-from flowjit.compiler.codegen import library, mathlib
+from flowjit.compiler.codegen import library
 from flowjit.compiler.codegen.accuracy import BINARY, reference
+from flowjit.config import kernel_vector_bits
 
 LIBM = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2"}
 LOW = {"log": 0.0, "log2": 0.0, "log10": 0.0, "log1p": -1.0, "arcsin": -1.0, "arccos": -1.0}
@@ -27,7 +28,7 @@ LOW = {"log": 0.0, "log2": 0.0, "log10": 0.0, "log1p": -1.0, "arcsin": -1.0, "ar
 
 def _loop(function, binary: bool = False):
     """A loop over ``function`` as kernels compile it: at the vector width they ask for."""
-    bits = mathlib.kernel_vector_bits() or 0
+    bits = kernel_vector_bits() or 0
     width = library.vector_width if bits else _no_width
 
     if binary:

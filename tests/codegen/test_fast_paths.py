@@ -14,6 +14,7 @@ import flowjit
 from flowjit.compiler.codegen import library, mathlib_trig
 from flowjit.compiler.codegen.driver import PARALLEL_MIN_ELEMENTS
 from flowjit.compiler.codegen.writer import PARALLEL, SERIAL, STAGE_BLOCK
+from flowjit.compiler.ir.ops.base import routine_ops
 from helpers import packed
 
 FAST = [name[:-len("_fast")] for name in library.FUNCTIONS if name.endswith("_fast")]
@@ -47,6 +48,14 @@ def test_every_fast_path_has_its_check_and_exact_routine():
     assert sorted(FAST) == ["cos_f32", "cos_f64", "sin_f32", "sin_f64", "tan_f32", "tan_f64"]
     for name in FAST:
         assert f"{name}_fits" in library.FUNCTIONS and name in library.FUNCTIONS
+
+
+def test_the_ops_that_declare_a_fast_path_are_the_routines_the_library_has_one_for():
+    """Rendering reads ``Lowering.fast`` (it does not import the library); the library's names
+    must agree with it at every float dtype."""
+    declared = {op.lowering.routine for op in routine_ops().values() if op.lowering.fast}
+    assert declared == {name.rsplit("_", 1)[0] for name in FAST}
+    assert sorted(FAST) == sorted(f"{routine}_{suffix}" for routine in declared for suffix in ("f32", "f64"))
 
 
 @pytest.mark.parametrize("name", FAST)

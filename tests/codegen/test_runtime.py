@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import flowjit
+from flowjit.compiler.codegen import library
 
 ROOT = pathlib.Path(__file__).parent.parent.parent
 
@@ -317,10 +318,11 @@ LOAD_SCRIPT = textwrap.dedent("""
     ok &= np.allclose(flowjit.jit(softmax)(rows[:4]), softmax(rows[:4]), rtol=1e-5, atol=1e-7)
     ok &= np.allclose(flowjit.jit(chain)(rows.ravel()), chain(rows.ravel()), rtol=1e-5, atol=1e-6)
     refreshed = "numba.np.arraymath" in sys.modules     # imported only by a registry refresh
+    library = [name for name in LIBRARY if name in sys.modules]    # imported only to type a kernel
     scale = float(sys.argv[1])                          # a new constant: a kernel no process compiled
     fresh = flowjit.jit(lambda x: np.tanh(x) * scale)(rows[:4])
     ok &= np.allclose(fresh, np.tanh(rows[:4]) * np.float32(scale), rtol=1e-5, atol=1e-6)
-    print(json.dumps({"ok": bool(ok), "refreshed": refreshed, "stats": flowjit.stats()}))
+    print(json.dumps({"ok": bool(ok), "refreshed": refreshed, "library": library, "stats": flowjit.stats()}))
 """)
 
 
@@ -329,18 +331,23 @@ def test_kernels_load_from_disk_without_refreshing_numba_and_a_new_kernel_still_
     allocator) without numba's target-context refresh, the 0.3 s that made a fresh
     process's first call slow, and can compile a new kernel afterwards.  (Parallel kernels
     compile in the process here, so that the second process finds every one of them cached:
-    the first one's compile worker may still be compiling when it starts.)"""
+    the first one's compile worker may still be compiling when it starts.)  Nor does it import
+    the kernel library (codegen/library.py's modules): only typing a kernel needs it, and
+    rendering one (softmax's exp has a routine: the fast-path check) reads what it needs from
+    the ops and the config."""
     env = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path), FLOWJIT_BACKGROUND_COMPILE="0")
+    names = list(library.MODULES)
+    script = LOAD_SCRIPT.replace("LIBRARY", repr(names))
 
     def run(scale):
-        result = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, scale], cwd=ROOT, env=env, capture_output=True,
+        result = subprocess.run([sys.executable, "-c", script, scale], cwd=ROOT, env=env, capture_output=True,
                                 text=True)
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout.splitlines()[-1])
     first = run("1.5")
-    assert first["ok"] and first["refreshed"] and first["stats"]["disk_hits"] == 0
+    assert first["ok"] and first["refreshed"] and first["stats"]["disk_hits"] == 0 and first["library"] == names
     second = run("2.5")
-    assert second["ok"] and not second["refreshed"]
+    assert second["ok"] and not second["refreshed"] and second["library"] == []
     assert second["stats"]["disk_hits"] >= 3 and second["stats"]["kernel_compiles"] >= 1
 
 

@@ -14,7 +14,6 @@ import flowjit
 from flowjit.compiler.codegen.driver import PARALLEL_MIN_ELEMENTS
 from flowjit.compiler.codegen.writer import PARALLEL, SERIAL
 from flowjit import config
-from flowjit.compiler.codegen import mathlib
 from flowjit.config import vector_bits
 from helpers import compiled_serial, kernel_twins, packed
 
@@ -58,17 +57,17 @@ def test_kernels_go_without_the_call_where_llvmlite_cannot_compile_it(monkeypatc
     """The call relies on how llvmlite holds function attributes: where that fails, one warning
     and LLVM's choice, never a kernel that does not compile."""
     monkeypatch.setenv("FLOWJIT_VECTOR_BITS", "512")
-    monkeypatch.setattr(mathlib, "vector_width_works", lambda: False)
-    assert mathlib.kernel_vector_bits() is None
+    monkeypatch.setattr(config, "vector_width_works", lambda: False)
+    assert config.kernel_vector_bits() is None
     assert "fj.vector_width" not in _source(lambda x: np.tanh(x) + 1.0, np.ones(8, np.float32))
     monkeypatch.undo()
-    mathlib.vector_width_works.cache_clear()
+    config.vector_width_works.cache_clear()
     with pytest.warns(RuntimeWarning, match="FLOWJIT_VECTOR_BITS=default"):
-        monkeypatch.setattr(mathlib, "set", _BrokenSet, raising=False)
-        assert mathlib.vector_width_works() is False
+        monkeypatch.setattr(config, "set", _BrokenSet, raising=False)
+        assert config.vector_width_works() is False
     monkeypatch.undo()
-    mathlib.vector_width_works.cache_clear()
-    assert mathlib.vector_width_works() is True
+    config.vector_width_works.cache_clear()
+    assert config.vector_width_works() is True
 
 
 class _BrokenSet:

@@ -36,7 +36,9 @@ import llvmlite        # (flowjit/__init__.py has set libgomp's wait policy befo
 import llvmlite.binding as llvm
 import numba
 from numba import njit
+from numba.core.compiler import Compiler
 
+from flowjit.compiler.codegen import library
 from flowjit.compiler.codegen.compiled import KERNEL_FLAGS, SERIAL_FLAGS, CompiledKernel, canonical
 from flowjit.compiler.codegen.writer import PARALLEL, SERIAL, KernelSource
 from flowjit.compiler.codegen.numba_cache import LOCK_TIMEOUT_S, KernelFunctionCache, directory_lock
@@ -47,15 +49,14 @@ from flowjit.errors import KernelCacheWarning, user_stacklevel
 def toolchain_key() -> str:
     """What besides a kernel's own text decides its machine code: the toolchain, the CPU,
     the source of the kernel library (``fj``) that kernels inline, and numba's flags."""
-    from flowjit.compiler.codegen import library as kernel_library
     digest = hashlib.sha256()
-    for module in kernel_library.SOURCES:
-        with open(module.__file__, "rb") as stream:
+    for path in library.source_files():
+        with open(path, "rb") as stream:
             digest.update(stream.read())
-    library = digest.hexdigest()[:16]
+    sources = digest.hexdigest()[:16]
     features = llvm.get_host_cpu_features().flatten()
     return (f"numba={numba.__version__};llvmlite={llvmlite.__version__};cpu={llvm.get_host_cpu_name()};"
-            f"{features};library={library};flags={sorted(SERIAL_FLAGS.items())}")
+            f"{features};library={sources};flags={sorted(SERIAL_FLAGS.items())}")
 
 
 def _sha256(path: str) -> str:
@@ -68,6 +69,17 @@ _WARNED: set = set()           # (what, directory): warnings about a directory, 
 STALE_TEMPORARY_S = 600        # a temporary file this old belongs to a writer that was killed
 
 
+class KernelCompiler(Compiler):
+    """numba's compiler, the kernel library loaded before it starts.  The library loads at its
+    first use (library.py); its intrinsics register with numba's typing as they are made, and
+    numba takes registrations in when a compile starts: a library loaded by a compile already
+    under way left them unknown to it ("NameError: name 'bits_float32' is not defined")."""
+
+    def __init__(self, *args, **kwargs):
+        library.load()
+        super().__init__(*args, **kwargs)
+
+
 def kernel_dispatchers(namespace: dict, fma: bool = True, cache: bool = False) -> tuple:
     """The numba dispatchers of a kernel module's two functions (``namespace``: the module's
     globals), serial and parallel, as the driver calls them.  ``fma``: 'contract' lets LLVM
@@ -75,9 +87,10 @@ def kernel_dispatchers(namespace: dict, fma: bool = True, cache: bool = False) -
     becomes the serial dispatcher: a parallel twin that runs the serial kernel on parts
     (writer.serial_in_parts) calls it."""
     fastmath = {"contract"} if fma else False
-    serial = njit(cache=cache, fastmath=fastmath, **SERIAL_FLAGS)(namespace[SERIAL])
+    options = dict(cache=cache, fastmath=fastmath, pipeline_class=KernelCompiler)
+    serial = njit(**options, **SERIAL_FLAGS)(namespace[SERIAL])
     namespace[SERIAL] = serial
-    parallel = njit(parallel=True, cache=cache, fastmath=fastmath, **KERNEL_FLAGS)(namespace[PARALLEL])
+    parallel = njit(parallel=True, **options, **KERNEL_FLAGS)(namespace[PARALLEL])
     return serial, parallel
 
 

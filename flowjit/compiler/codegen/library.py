@@ -5,36 +5,72 @@ A kernel module imports this module as ``fj`` and calls ``fj.exp_f32(x)``,
 functions, never paste their text (numba compiles only what a kernel calls, and inlines it).
 The library is every public numba function and intrinsic of ``MODULES``; another backend
 binds ``fj`` to a library of its own with the same names.
+
+Importing this module loads none of them: a process whose kernels all load from the kernel
+cache never types a kernel, and importing the modules (about a hundred dispatchers, tables)
+took 50 ms of a warm first call.  ``load`` imports them all, as does the first name looked up
+here (PEP 562's module ``__getattr__``); importing is thread-safe, so the compile worker and
+the main thread may both be first.
 """
 
 from __future__ import annotations
 
-import sys
+import importlib
+import importlib.util
 
-from numba.core.extending import _Intrinsic
-from numba.core.registry import CPUDispatcher
-
-from flowjit.compiler.codegen import mathlib, mathlib_explog, mathlib_trig, numerics, randomlib
-from flowjit.compiler.ir.ops import random as random_ops
 from flowjit.compiler.ir.ops.base import routine_ops
 from flowjit.compiler.ir.ops.lowering import ROUTINE_DTYPES
 
-MODULES = (mathlib, mathlib_explog, mathlib_trig, numerics, randomlib)
+MODULES = tuple(f"flowjit.compiler.codegen.{name}"
+                for name in ("mathlib", "mathlib_explog", "mathlib_trig", "numerics", "randomlib"))
 # What decides the library's machine code: its modules, this one (it decides what fj binds), and
 # the op functions randomlib compiles.
-SOURCES = MODULES + (sys.modules[__name__], random_ops)
-
-FUNCTIONS: dict[str, object] = {}
-for _module in MODULES:
-    for _name, _value in vars(_module).items():
-        if not _name.startswith("_") and isinstance(_value, (CPUDispatcher, _Intrinsic)):
-            if _name in FUNCTIONS and FUNCTIONS[_name] is not _value:
-                raise ImportError(f"kernel library: {_module.__name__}.{_name} shadows another module's {_name}")
-            FUNCTIONS[_name] = _value
-
-globals().update(FUNCTIONS)
+SOURCES = MODULES + (__name__, "flowjit.compiler.ir.ops.random")
 
 # (op name, loop dtype name) -> the routine its lowering calls there: ("exp", "float32") -> "exp_f32".
 ROUTINES: dict[tuple[str, str], str] = {
     (op.name, dtype): f"{routine}_{suffix}" for routine, op in routine_ops().items()
     for dtype, suffix in ROUTINE_DTYPES.items()}
+
+
+def source_files() -> list[str]:
+    """The files of ``SOURCES``, found without importing them (the kernel cache's key hashes them)."""
+    return [importlib.util.find_spec(name).origin for name in SOURCES]
+
+
+def _functions() -> dict[str, object]:
+    """Every public numba function and intrinsic of ``MODULES``, by name, the modules imported."""
+    from numba.core.extending import _Intrinsic
+    from numba.core.registry import CPUDispatcher
+    functions: dict[str, object] = {}
+    for module in map(importlib.import_module, MODULES):
+        for name, value in vars(module).items():
+            if not name.startswith("_") and isinstance(value, (CPUDispatcher, _Intrinsic)):
+                if name in functions and functions[name] is not value:
+                    raise ImportError(f"kernel library: {module.__name__}.{name} shadows another module's {name}")
+                functions[name] = value
+    return functions
+
+
+def load() -> dict[str, object]:
+    """Every library function by name (``FUNCTIONS``), the library's modules imported at the
+    first call.  A compile must load them before it starts (cache.KernelCompiler): numba takes
+    in the intrinsics made since its last compile only when one starts."""
+    functions = globals().get("FUNCTIONS")
+    if functions is None:
+        functions = _functions()
+        globals().update(functions, FUNCTIONS=functions)
+    return functions
+
+
+def __getattr__(name: str):
+    """``FUNCTIONS`` and each library function, the library's modules imported at the first."""
+    if name.startswith("__"):             # a probe (``__path__``, ``__wrapped__``): no library name
+        raise AttributeError(name)
+    functions = load()
+    if name == "FUNCTIONS":
+        return functions
+    try:
+        return functions[name]
+    except KeyError:
+        raise AttributeError(f"the kernel library (fj) has no {name!r}") from None

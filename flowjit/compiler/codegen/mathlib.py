@@ -22,7 +22,6 @@ against numpy on 10**6 points per function and dtype (the table is in docs/math.
 
 from __future__ import annotations
 
-import functools
 import math
 from fractions import Fraction
 
@@ -31,6 +30,8 @@ from llvmlite import ir as llvm_ir
 from numba import njit
 from numba.core import types
 from numba.extending import intrinsic
+
+from flowjit.config import width_attribute
 
 
 def _bitcast(name: str, source, target, llvm_type, doc: str):
@@ -91,49 +92,14 @@ def vector_width(typingctx, bits):
     body (numba outlines those into functions of their own); config.vector_bits decides it."""
     if not isinstance(bits, types.IntegerLiteral) or bits.literal_value not in (128, 256, 512):
         return None
-    attribute = _width_attribute(bits.literal_value)
+    attribute = width_attribute(bits.literal_value)
 
     def codegen(context, builder, signature, args):
         # llvmlite's FunctionAttributes takes only its list of keyword attributes; a string
-        # attribute is written out as it is held (vector_width_works checks that it still is).
+        # attribute is written out as it is held (config.vector_width_works checks that it still is).
         set.add(builder.function.attributes, attribute)
         return context.get_dummy_value()
     return types.none(bits), codegen
-
-
-def _width_attribute(bits: int) -> str:
-    return f'"prefer-vector-width"="{bits}"'
-
-
-@functools.lru_cache(maxsize=None)
-def vector_width_works() -> bool:
-    """Whether ``vector_width`` compiles with this llvmlite (it relies on how llvmlite holds and
-    writes function attributes): tried once; if not, a warning says so and kernels go without."""
-    import llvmlite.binding as llvm
-    attribute = _width_attribute(512)
-    try:                                          # (llvmlite alone: compiling a probe cost 0.3 s a process)
-        module = llvm_ir.Module()
-        function = llvm_ir.Function(module, llvm_ir.FunctionType(llvm_ir.VoidType(), []), "probe")
-        set.add(function.attributes, attribute)
-        llvm_ir.IRBuilder(function.append_basic_block()).ret_void()
-        parsed = llvm.parse_assembly(str(module))
-        parsed.verify()
-        if attribute not in str(parsed):
-            raise ValueError(f"LLVM dropped {attribute}")
-        return True
-    except Exception as error:                   # any llvmlite change that breaks it
-        import warnings
-        warnings.warn(f"flowjit kernels cannot ask LLVM for a vector width with this llvmlite "
-                      f"({type(error).__name__}: {str(error)[:200]}); they use LLVM's choice for the CPU "
-                      f"(FLOWJIT_VECTOR_BITS=default says so and silences this)", RuntimeWarning, stacklevel=2)
-        return False
-
-
-def kernel_vector_bits() -> int | None:
-    """The width kernels ask for: config.vector_bits, where ``vector_width`` works."""
-    from flowjit.config import vector_bits
-    bits = vector_bits()
-    return bits if bits is not None and vector_width_works() else None
 
 
 @intrinsic

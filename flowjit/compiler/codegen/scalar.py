@@ -33,22 +33,20 @@ def loop_dtypes(op, input_dtypes) -> tuple[list[np.dtype], np.dtype]:
 
 
 def fast_path(node, target: str = "cpu") -> tuple[str, str, np.dtype] | None:
-    """When ``node``'s op calls a unary routine with a fast path at its loop dtype
-    (``fj.sin_f32_fast``: right for arguments up to a bound), the library's check, the
+    """When ``node``'s op calls a unary routine with a fast path (``Lowering.fast``:
+    ``fj.sin_f32_fast``, right for arguments up to a bound) at its loop dtype, the library's check, the
     magnitude it checks and the loop dtype: ``("fj.sin_f32_fits", "fj.magnitude_f32",
     float32)``; the check takes the largest magnitude of a block's arguments, cast to the
     loop dtype.  Else (and off the CPU) None."""
     lowering = node.op.lowering
-    if target != "cpu" or lowering is None or lowering.routine is None or len(node.inputs) != 1 \
+    if target != "cpu" or lowering is None or not lowering.fast or len(node.inputs) != 1 \
             or lowering.targets.get(target) is not None:
         return None
-    from flowjit.compiler.codegen import library
     (loop,), _ = loop_dtypes(node.op, [node.inputs[0].dtype])
     suffix = ROUTINE_DTYPES.get(compute_dtype(loop).name)
-    name = f"{lowering.routine}_{suffix}"
-    if f"{name}_fast" not in library.FUNCTIONS or f"{name}_fits" not in library.FUNCTIONS:
+    if suffix is None:
         return None
-    return f"fj.{name}_fits", f"fj.magnitude_{suffix}", loop
+    return f"fj.{lowering.routine}_{suffix}_fits", f"fj.magnitude_{suffix}", loop
 
 
 def expression(node, operands: list[str], target: str = "cpu", fast: bool = False) -> str:

@@ -20,6 +20,7 @@ from flowjit.compiler.ir.ops.lowering import constructor, literal
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan
 from flowjit.compiler.ir.printer import format_node
 from flowjit.compiler.ir.types import compute_dtype
+from flowjit.config import kernel_vector_bits
 
 INDENT = "    "
 SERIAL, PARALLEL = "kernel", "kernel_parallel"      # the two functions of every kernel module
@@ -313,7 +314,6 @@ class KernelWriter:
         for a width: what LLVM vectorises with is then in the source, and in the cache key."""
         if self.target != "cpu":
             return lines
-        from flowjit.compiler.codegen.mathlib import kernel_vector_bits   # (numba: the CPU's path only)
         bits = kernel_vector_bits()
         if bits is None:
             return lines

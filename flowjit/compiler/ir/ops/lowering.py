@@ -49,6 +49,9 @@ class Lowering:
     targets: Mapping[str, ScalarRule] = field(default_factory=dict)
     typed: bool = False
     routine: str | None = None
+    fast: bool = False          # the routine has a fast path at each float dtype: ``fj.<name>_f32_fast``,
+                                # right for arguments whose magnitude ``fj.<name>_f32_fits`` accepts
+
 
     def for_target(self, target: str) -> ScalarRule:
         return self.targets.get(target, self.rule)
@@ -69,9 +72,10 @@ def routine_call(name: str, dtype, operands, fast: bool = False) -> str | None:
     return None if suffix is None else f"fj.{name}_{suffix}{'_fast' if fast else ''}({', '.join(operands)})"
 
 
-def routine(name: str, fallback: str | None, **targets: ScalarRule) -> Lowering:
+def routine(name: str, fallback: str | None, fast: bool = False, **targets: ScalarRule) -> Lowering:
     """A vectorised library routine at float32/float64 (``fj.<name>_f32``), ``fallback``
-    (a ``math`` function) at other loop dtypes.  Unary or binary (arctan2).  On the GPU the
+    (a ``math`` function) at other loop dtypes.  Unary or binary (arctan2).  ``fast``: the
+    library also has its fast path (``Lowering.fast``).  On the GPU the
     ``math`` function is itself libdevice's routine at the operand's precision (``math.exp`` of a
     float32 is ``expf``), so it is the ``cuda`` rule unless ``targets`` gives another."""
     if fallback is not None:
@@ -84,7 +88,7 @@ def routine(name: str, fallback: str | None, **targets: ScalarRule) -> Lowering:
         if fallback is None:
             raise ValueError(f"no {name} at {c.dtype}")
         return f"math.{fallback}({', '.join(operands)})"
-    return Lowering(rule, dict(targets), routine=name)
+    return Lowering(rule, dict(targets), routine=name, fast=fast)
 
 
 # -- the kernel language's literals and conversions ------------------------------------------------
