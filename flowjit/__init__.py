@@ -19,15 +19,33 @@ from flowjit.frontend.variables import Variable
 from flowjit.frontend.unsupported import supported_functions
 from flowjit.frontend import random  # noqa: E402  (flowjit.random)
 from flowjit.frontend.graph_mode import Graph, placeholder  # noqa: E402
-from flowjit.frontend.session import Session, SessionError  # noqa: E402
 from flowjit.compiler.passes.specialize import SpecializeError  # noqa: E402
 from flowjit.devices import Device, DeviceSet, current_devices, set_devices
 from flowjit.runtime.interpreter import interpret
-from flowjit.runtime.checkpoint import Checkpoint, CheckpointPolicy
-from flowjit import optim, train  # noqa: E402  (flowjit.optim.SGD, flowjit.train.loop)
-from flowjit.runtime.cluster import Cluster, ClusterError
 
 __version__ = "0.1.0"
+
+# Imported at their first use (PEP 562), not by ``import flowjit``: sessions, checkpoints,
+# clusters and training were a fifth of its time, which every process's first call pays.
+# ``flowjit.optim`` and ``flowjit.train`` are the modules (``flowjit.train.loop``).
+_LAZY = {"optim": "flowjit.optim", "train": "flowjit.train",
+         "Session": "flowjit.frontend.session", "SessionError": "flowjit.frontend.session",
+         "Checkpoint": "flowjit.runtime.checkpoint", "CheckpointPolicy": "flowjit.runtime.checkpoint",
+         "Cluster": "flowjit.runtime.cluster", "ClusterError": "flowjit.runtime.cluster"}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'flowjit' has no attribute {name!r}")
+    import importlib
+    module = importlib.import_module(_LAZY[name])
+    value = module if module.__name__ == f"flowjit.{name}" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def wait_for_compiles(timeout: float = 120.0) -> bool:
