@@ -122,5 +122,7 @@ def zygote(directory: str) -> None:
 
 
 if __name__ == "__main__":
-    import flowjit  # noqa: F401  (warm: every writer forks with it imported)
+    # Warm: every writer forks with what it uses imported (``import flowjit`` alone leaves
+    # checkpoints to their first use, which each writer would then pay inside its kill window).
+    import flowjit.runtime.checkpoint  # noqa: F401
     zygote(sys.argv[1])
