@@ -351,6 +351,34 @@ def test_kernels_load_from_disk_without_refreshing_numba_and_a_new_kernel_still_
     assert second["stats"]["disk_hits"] >= 3 and second["stats"]["kernel_compiles"] >= 1
 
 
+OUTSIDE_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from numba import njit
+    from flowjit.compiler.codegen import library as fj
+
+    @njit
+    def kernel(x, out):                # as a kernel copied from flowjit dump --stage kernels binds fj
+        for i in range(x.size):
+            out[i] = fj.exp_f32(x[i])
+    x = np.linspace(-3, 3, 17).astype(np.float32)
+    out = np.empty_like(x)
+    assert "flowjit.compiler.codegen.mathlib" not in sys.modules
+    kernel(x, out)
+    print(np.max(np.abs(out - np.exp(x)) / np.exp(x)))
+""")
+
+
+def test_numba_code_outside_flowjit_can_call_the_library_before_it_is_loaded(tmp_path):
+    """A numba function whose compile is the first to use ``fj`` (the library then loads
+    inside that compile, after numba took in registrations) still types the library's
+    intrinsics: the load refreshes numba's contexts."""
+    result = subprocess.run([sys.executable, "-c", OUTSIDE_SCRIPT], cwd=ROOT, capture_output=True, text=True,
+                            env=dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path)))
+    assert result.returncode == 0, result.stderr
+    assert float(result.stdout.split()[-1]) < 1e-6
+
+
 LAYOUT_SCRIPT = textwrap.dedent("""
     import json, warnings
     import numpy as np

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import flowjit
+from flowjit.runtime.checkpoint import read_checkpoint
 
 from variable_helpers import MODES
 
@@ -225,8 +226,8 @@ def test_a_checkpoint_saved_while_another_thread_trains_holds_one_step(tmp_path)
 
     run_threads(train, save)
     for path in saved:
-        values = np.stack(list(flowjit.runtime.checkpoint.read_checkpoint(path).values()))
+        values = np.stack(list(read_checkpoint(path).values()))
         assert values.min() == values.max(), (path, np.unique(values))
     checkpoint.restore(saved[0])
-    first = flowjit.runtime.checkpoint.read_checkpoint(saved[0])[variables[0].name][0]
+    first = read_checkpoint(saved[0])[variables[0].name][0]
     assert all(variable.numpy().max() == variable.numpy().min() == first for variable in variables)

@@ -73,7 +73,9 @@ class KernelCompiler(Compiler):
     """numba's compiler, the kernel library loaded before it starts.  The library loads at its
     first use (library.py); its intrinsics register with numba's typing as they are made, and
     numba takes registrations in when a compile starts: a library loaded by a compile already
-    under way left them unknown to it ("NameError: name 'bits_float32' is not defined")."""
+    under way left them unknown to it ("NameError: name 'bits_float32' is not defined").
+    (``library.load`` also refreshes numba's contexts when a compile under way loads it; this
+    keeps a kernel's compile clear of another thread's load between the two.)"""
 
     def __init__(self, *args, **kwargs):
         library.load()

@@ -23,9 +23,9 @@ from flowjit.compiler.ir.ops.lowering import ROUTINE_DTYPES
 
 MODULES = tuple(f"flowjit.compiler.codegen.{name}"
                 for name in ("mathlib", "mathlib_explog", "mathlib_trig", "numerics", "randomlib"))
-# What decides the library's machine code: its modules, this one (it decides what fj binds), and
-# the op functions randomlib compiles.
-SOURCES = MODULES + (__name__, "flowjit.compiler.ir.ops.random")
+# What decides the library's machine code: its modules, this one (it decides what fj binds), the
+# op functions randomlib compiles, and the config (the attribute ``fj.vector_width`` writes).
+SOURCES = MODULES + (__name__, "flowjit.compiler.ir.ops.random", "flowjit.config")
 
 # (op name, loop dtype name) -> the routine its lowering calls there: ("exp", "float32") -> "exp_f32".
 ROUTINES: dict[tuple[str, str], str] = {
@@ -54,12 +54,20 @@ def _functions() -> dict[str, object]:
 
 def load() -> dict[str, object]:
     """Every library function by name (``FUNCTIONS``), the library's modules imported at the
-    first call.  A compile must load them before it starts (cache.KernelCompiler): numba takes
-    in the intrinsics made since its last compile only when one starts."""
+    first call.  numba takes in the intrinsics made since its last compile when a compile
+    starts (``CompilerBase`` refreshes its contexts): kernels' compiles load the library
+    before they start (cache.KernelCompiler), and a load by a compile already under way (any
+    other numba function that calls ``fj``) refreshes numba's contexts itself, as numba does
+    for a compile nested in another."""
     functions = globals().get("FUNCTIONS")
     if functions is None:
         functions = _functions()
         globals().update(functions, FUNCTIONS=functions)
+        from numba.core.compiler_lock import global_compiler_lock
+        if global_compiler_lock.is_locked():             # this thread is compiling
+            from numba.core.registry import cpu_target
+            cpu_target.typing_context.refresh()
+            cpu_target.target_context.refresh()
     return functions
 
 
