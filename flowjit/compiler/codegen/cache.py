@@ -36,7 +36,6 @@ import llvmlite        # (flowjit/__init__.py has set libgomp's wait policy befo
 import llvmlite.binding as llvm
 import numba
 from numba import njit
-from numba.core.compiler import Compiler
 
 from flowjit.compiler.codegen import library
 from flowjit.compiler.codegen.compiled import KERNEL_FLAGS, SERIAL_FLAGS, CompiledKernel, canonical
@@ -69,19 +68,6 @@ _WARNED: set = set()           # (what, directory): warnings about a directory, 
 STALE_TEMPORARY_S = 600        # a temporary file this old belongs to a writer that was killed
 
 
-class KernelCompiler(Compiler):
-    """numba's compiler, the kernel library loaded before it starts.  The library loads at its
-    first use (library.py); its intrinsics register with numba's typing as they are made, and
-    numba takes registrations in when a compile starts: a library loaded by a compile already
-    under way left them unknown to it ("NameError: name 'bits_float32' is not defined").
-    (``library.load`` also refreshes numba's contexts when a compile under way loads it; this
-    keeps a kernel's compile clear of another thread's load between the two.)"""
-
-    def __init__(self, *args, **kwargs):
-        library.load()
-        super().__init__(*args, **kwargs)
-
-
 def kernel_dispatchers(namespace: dict, fma: bool = True, cache: bool = False) -> tuple:
     """The numba dispatchers of a kernel module's two functions (``namespace``: the module's
     globals), serial and parallel, as the driver calls them.  ``fma``: 'contract' lets LLVM
@@ -89,10 +75,9 @@ def kernel_dispatchers(namespace: dict, fma: bool = True, cache: bool = False) -
     becomes the serial dispatcher: a parallel twin that runs the serial kernel on parts
     (writer.serial_in_parts) calls it."""
     fastmath = {"contract"} if fma else False
-    options = dict(cache=cache, fastmath=fastmath, pipeline_class=KernelCompiler)
-    serial = njit(**options, **SERIAL_FLAGS)(namespace[SERIAL])
+    serial = njit(cache=cache, fastmath=fastmath, **SERIAL_FLAGS)(namespace[SERIAL])
     namespace[SERIAL] = serial
-    parallel = njit(parallel=True, **options, **KERNEL_FLAGS)(namespace[PARALLEL])
+    parallel = njit(parallel=True, cache=cache, fastmath=fastmath, **KERNEL_FLAGS)(namespace[PARALLEL])
     return serial, parallel
 
 

@@ -55,30 +55,30 @@ def _functions() -> dict[str, object]:
 def load() -> dict[str, object]:
     """Every library function by name (``FUNCTIONS``), the library's modules imported at the
     first call.  numba takes in the intrinsics made since its last compile when a compile
-    starts (``CompilerBase`` refreshes its contexts): kernels' compiles load the library
-    before they start (cache.KernelCompiler), and a load by a compile already under way (any
-    other numba function that calls ``fj``) refreshes numba's contexts itself, as numba does
-    for a compile nested in another."""
-    functions = globals().get("FUNCTIONS")
-    if functions is None:
-        functions = _functions()
-        globals().update(functions, FUNCTIONS=functions)
+    starts (``CompilerBase`` refreshes its contexts), so the library loads under numba's
+    compiler lock, with no compile under way on another thread, and a load by this thread's
+    compile (numba typing ``fj.exp_f32``: a kernel's, or any numba function's that calls
+    ``fj``) refreshes numba's contexts, as numba does for a compile nested in another."""
+    if "FUNCTIONS" not in globals():
         from numba.core.compiler_lock import global_compiler_lock
-        if global_compiler_lock.is_locked():             # this thread is compiling
-            from numba.core.registry import cpu_target
-            cpu_target.typing_context.refresh()
-            cpu_target.target_context.refresh()
-    return functions
+        compiling = global_compiler_lock.is_locked()       # this thread's compile is under way
+        with global_compiler_lock:
+            if "FUNCTIONS" not in globals():
+                functions = _functions()
+                globals().update(functions, FUNCTIONS=functions)
+                if compiling:
+                    from numba.core.registry import cpu_target
+                    cpu_target.typing_context.refresh()
+                    cpu_target.target_context.refresh()
+    return globals()["FUNCTIONS"]
 
 
 def __getattr__(name: str):
     """``FUNCTIONS`` and each library function, the library's modules imported at the first."""
     if name.startswith("__"):             # a probe (``__path__``, ``__wrapped__``): no library name
         raise AttributeError(name)
-    functions = load()
-    if name == "FUNCTIONS":
-        return functions
+    load()
     try:
-        return functions[name]
+        return globals()[name]
     except KeyError:
         raise AttributeError(f"the kernel library (fj) has no {name!r}") from None
