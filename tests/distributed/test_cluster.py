@@ -16,7 +16,7 @@ import pytest
 
 import flowjit
 from flowjit.compiler.ir import ops
-from conftest import needs_ray
+from conftest import needs_ray, stop_process
 
 pytestmark = [needs_ray, pytest.mark.xdist_group("ray")]
 
@@ -240,7 +240,7 @@ def _restart(cluster, task):
 def test_a_killed_task_fails_the_step_within_2_s_naming_task_device_and_node(cluster, stats):
     jitted, args, reference = _pipeline_on(cluster, step_timeout_s=30)
     victim = cluster.pids()[WORKER1]
-    os.kill(victim, signal.SIGSTOP)                        # caught mid-step: stopped, then killed
+    stop_process(victim)                                   # caught mid-step: stopped, then killed
     killed = {}
 
     def kill():
@@ -267,7 +267,7 @@ def test_a_killed_task_fails_the_step_within_2_s_naming_task_device_and_node(clu
 def test_a_hung_task_fails_the_step_at_its_deadline_naming_it(cluster, stats):
     jitted, args, reference = _pipeline_on(cluster, step_timeout_s=1.0)
     victim = cluster.pids()[WORKER1]
-    os.kill(victim, signal.SIGSTOP)
+    stop_process(victim)
     started = time.monotonic()
     try:
         with pytest.raises(flowjit.ClusterError) as caught:

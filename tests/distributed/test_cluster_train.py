@@ -13,7 +13,7 @@ import pytest
 
 import flowjit
 from flowjit import train
-from conftest import needs_ray
+from conftest import needs_ray, stop_process
 
 pytestmark = [needs_ray, pytest.mark.xdist_group("ray")]
 
@@ -128,7 +128,7 @@ def test_a_hung_task_is_restarted_at_the_step_deadline_and_the_run_goes_on(clust
     def data(position: int):
         if position == 3 and not stopped:
             stopped.append(cluster.pids()[PS])
-            os.kill(stopped[0], signal.SIGSTOP)              # alive, but makes no progress
+            stop_process(stopped[0])                         # alive, but makes no progress
         return batches[position % len(batches)]
     run = train.loop(flowjit.jit(step, devices=cluster, step_timeout_s=2), data, steps=6,
                      checkpoint_dir=tmp_path / "hung", every_steps=2)
