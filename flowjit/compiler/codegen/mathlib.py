@@ -85,6 +85,37 @@ def stack_array(typingctx, dtype, size):
 
 
 @intrinsic
+def heap_array(typingctx, dtype, size):
+    """A C-contiguous 1-D array of ``size`` elements from numba's runtime, as ``np.empty``.
+
+    A kernel's scratch rows and partial totals are these.  ``np.empty`` compiles numba's own
+    overload into the kernel, and loading that kernel from the cache then rebuilds the
+    overload's environment, which imports ``numba.np.arrayobj`` (50 ms of a process's first
+    call); this allocates through the same runtime call inline, and brings nothing along.
+    """
+    if not isinstance(size, types.Integer) or not isinstance(dtype, types.NumberClass):
+        return None
+    element = dtype.instance_type
+    array_type = types.Array(element, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        from numba.np.arrayobj import make_array, populate_array
+        data_type = context.get_data_type(element)
+        intp = context.get_value_type(types.intp)
+        count = context.cast(builder, args[1], signature.args[1], types.intp)
+        count = builder.select(builder.icmp_signed("<", count, intp(0)), intp(0), count)
+        itemsize = context.get_abi_sizeof(data_type)
+        meminfo = context.nrt.meminfo_alloc_aligned(builder, builder.mul(count, intp(itemsize)),
+                                                    context.get_preferred_array_alignment(element))
+        data = builder.bitcast(context.nrt.meminfo_data(builder, meminfo), data_type.as_pointer())
+        array = make_array(array_type)(context, builder)
+        populate_array(array, data=data, shape=[count], strides=[intp(itemsize)], itemsize=intp(itemsize),
+                       meminfo=meminfo)
+        return array._getvalue()
+    return array_type(dtype, size), codegen
+
+
+@intrinsic
 def vector_width(typingctx, bits):
     """Asks LLVM to vectorise the function this is called in with ``bits``-wide registers
     (a literal: 128, 256 or 512), through the function attribute ``"prefer-vector-width"``;

@@ -119,7 +119,7 @@ class ReduceWriter(PartsWriter, KernelWriter):
         self.constants(1)
         self.emit(1, f"ninner = {' * '.join(f'n{axis}' for axis in rows.reduced) or '1'}")
         depth = 1
-        allocations = [f"{rows.scratch_name[v]} = np.empty(ninner, {constructor(v.dtype)})"
+        allocations = [f"{rows.scratch_name[v]} = fj.heap_array({constructor(v.dtype)}, ninner)"
                        for v in sorted(rows.scratch, key=lambda v: rows.scratch_name[v])]
         if rows.kept and (len(rows.kept) == 1 or self.domain[rows.kept[0]] >= PARALLEL_ROWS):
             first_axis = rows.kept[0]

@@ -67,7 +67,7 @@ class PartsWriter:
         self.emit(depth, f"nparts = max(1, min({PARTS}, ninner // {PART_MIN}))")
         for node in nodes:
             dtype = accumulator_dtype(node)
-            self.emit(depth, f"partials_{_identifier(node.output)} = np.empty(nparts, {constructor(dtype)})")
+            self.emit(depth, f"partials_{_identifier(node.output)} = fj.heap_array({constructor(dtype)}, nparts)")
         self.emit(depth, self.for_loop("part", "nparts", outer=True))
         return depth + 1
 

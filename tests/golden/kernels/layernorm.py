@@ -5,7 +5,7 @@ def kernel(in0_x, in1_gamma, in2_beta, out0):
     n1 = in0_x.shape[1]
     ninner = n1
     for chunk in range((n0 + 63) // 64):
-        s_sub = np.empty(ninner, np.float32)
+        s_sub = fj.heap_array(np.float32, ninner)
         for i0 in range(chunk * 64, min(n0, (chunk + 1) * 64)):
             # %mean = mean %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
             total_mean = np.float64(0.0)
@@ -106,7 +106,7 @@ def kernel_parallel(in0_x, in1_gamma, in2_beta, out0):
     ninner = n1
     for chunk in prange((n0 + 63) // 64):
         fj.vector_width(512)
-        s_sub = np.empty(ninner, np.float32)
+        s_sub = fj.heap_array(np.float32, ninner)
         for i0 in range(chunk * 64, min(n0, (chunk + 1) * 64)):
             # %mean = mean %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
             total_mean = np.float64(0.0)

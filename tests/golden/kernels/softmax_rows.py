@@ -5,7 +5,7 @@ def kernel(in0_x, out0):
     n1 = in0_x.shape[1]
     ninner = n1
     for chunk in range((n0 + 63) // 64):
-        s_exp = np.empty(ninner, np.float32)
+        s_exp = fj.heap_array(np.float32, ninner)
         for i0 in range(chunk * 64, min(n0, (chunk + 1) * 64)):
             # %max = max %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
             total_max = np.float32(-np.inf)
@@ -89,7 +89,7 @@ def kernel_parallel(in0_x, out0):
     ninner = n1
     for chunk in prange((n0 + 63) // 64):
         fj.vector_width(512)
-        s_exp = np.empty(ninner, np.float32)
+        s_exp = fj.heap_array(np.float32, ninner)
         for i0 in range(chunk * 64, min(n0, (chunk + 1) * 64)):
             # %max = max %x {axes=[1], keepdims=true} : f32[2,1] loc(...)
             total_max = np.float32(-np.inf)

@@ -4,7 +4,7 @@ def kernel(in0_x, out0):
     n0 = in0_x.shape[0]
     ninner = n0
     nparts = max(1, min(64, ninner // 65536))
-    partials_sum = np.empty(nparts, np.float64)
+    partials_sum = fj.heap_array(np.float64, nparts)
     for part in range(nparts):
         low = part * ninner // nparts
         high = (part + 1) * ninner // nparts
@@ -53,7 +53,7 @@ def kernel_parallel(in0_x, out0):
     n0 = in0_x.shape[0]
     ninner = n0
     nparts = max(1, min(64, ninner // 65536))
-    partials_sum = np.empty(nparts, np.float64)
+    partials_sum = fj.heap_array(np.float64, nparts)
     for part in prange(nparts):
         fj.vector_width(512)
         low = part * ninner // nparts
