@@ -320,7 +320,15 @@ LOAD_SCRIPT = textwrap.dedent("""
 
     def total(x):
         return (x * x).sum()                            # a whole-domain reduction: partial totals
-    ok &= np.isclose(flowjit.jit(total)(rows), total(rows), rtol=1e-4)
+    from numba.core.runtime import rtsys                # (NUMBA_NRT_STATS=1: counted allocations)
+    scratch = [flowjit.jit(softmax), flowjit.jit(total)]
+    ok &= np.isclose(scratch[1](rows), total(rows), rtol=1e-4)
+    scratch[0](rows)
+    before = rtsys.get_allocation_stats()
+    for _ in range(3):                                  # each a scratch row per chunk, partial totals
+        scratch[0](rows), scratch[1](rows)
+    after = rtsys.get_allocation_stats()
+    allocations = [after.mi_alloc - before.mi_alloc, after.mi_free - before.mi_free]
     refreshed = "numba.np.arraymath" in sys.modules     # imported only by a registry refresh
     arrays = "numba.np.arrayobj" in sys.modules         # imported by np.empty's environment on a load
     library = [name for name in LIBRARY if name in sys.modules]    # imported only to type a kernel
@@ -328,7 +336,7 @@ LOAD_SCRIPT = textwrap.dedent("""
     fresh = flowjit.jit(lambda x: np.tanh(x) * scale)(rows[:4])
     ok &= np.allclose(fresh, np.tanh(rows[:4]) * np.float32(scale), rtol=1e-5, atol=1e-6)
     print(json.dumps({"ok": bool(ok), "refreshed": refreshed, "arrays": arrays, "library": library,
-                      "stats": flowjit.stats()}))
+                      "allocations": allocations, "stats": flowjit.stats()}))
 """)
 
 
@@ -342,7 +350,7 @@ def test_kernels_load_from_disk_without_refreshing_numba_and_a_new_kernel_still_
     rendering one (softmax's exp has a routine: the fast-path check) reads what it needs from
     the ops and the config.  Nor numba's array module: scratch rows and partial totals come
     from ``fj.heap_array``, not ``np.empty``, whose environment a load would rebuild (50 ms)."""
-    env = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path), FLOWJIT_BACKGROUND_COMPILE="0")
+    env = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path), FLOWJIT_BACKGROUND_COMPILE="0", NUMBA_NRT_STATS="1")
     names = list(library.MODULES)
     script = LOAD_SCRIPT.replace("LIBRARY", repr(names))
 
@@ -355,6 +363,8 @@ def test_kernels_load_from_disk_without_refreshing_numba_and_a_new_kernel_still_
     assert first["ok"] and first["refreshed"] and first["stats"]["disk_hits"] == 0 and first["library"] == names
     second = run("2.5")
     assert second["ok"] and not second["refreshed"] and not second["arrays"] and second["library"] == []
+    made, freed = second["allocations"]                 # the runtime's arrays of three calls, all freed
+    assert made >= 3 * 2 and made == freed, second["allocations"]
     assert second["stats"]["disk_hits"] >= 4 and second["stats"]["kernel_compiles"] >= 1
 
 

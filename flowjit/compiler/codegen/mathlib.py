@@ -72,15 +72,9 @@ def stack_array(typingctx, dtype, size):
 
     def codegen(context, builder, signature, args):
         from numba.core import cgutils
-        from numba.np.arrayobj import make_array, populate_array
-        data_type = context.get_data_type(element)
-        data = cgutils.alloca_once(builder, data_type, size=size.literal_value)   # in the entry block
-        intp = context.get_value_type(types.intp)
-        itemsize = context.get_abi_sizeof(data_type)
-        array = make_array(array_type)(context, builder)
-        populate_array(array, data=data, shape=[intp(size.literal_value)], strides=[intp(itemsize)],
-                       itemsize=intp(itemsize), meminfo=None)
-        return array._getvalue()
+        data = cgutils.alloca_once(builder, context.get_data_type(element), size=size.literal_value)  # (entry block)
+        count = context.get_value_type(types.intp)(size.literal_value)
+        return _vector(context, builder, array_type, data, count, None)
     return array_type(dtype, size), codegen
 
 
@@ -99,20 +93,26 @@ def heap_array(typingctx, dtype, size):
     array_type = types.Array(element, 1, "C")
 
     def codegen(context, builder, signature, args):
-        from numba.np.arrayobj import make_array, populate_array
         data_type = context.get_data_type(element)
         intp = context.get_value_type(types.intp)
         count = context.cast(builder, args[1], signature.args[1], types.intp)
         count = builder.select(builder.icmp_signed("<", count, intp(0)), intp(0), count)
-        itemsize = context.get_abi_sizeof(data_type)
-        meminfo = context.nrt.meminfo_alloc_aligned(builder, builder.mul(count, intp(itemsize)),
-                                                    context.get_preferred_array_alignment(element))
+        nbytes = builder.mul(count, intp(context.get_abi_sizeof(data_type)))
+        meminfo = context.nrt.meminfo_alloc_aligned(builder, nbytes, context.get_preferred_array_alignment(element))
         data = builder.bitcast(context.nrt.meminfo_data(builder, meminfo), data_type.as_pointer())
-        array = make_array(array_type)(context, builder)
-        populate_array(array, data=data, shape=[count], strides=[intp(itemsize)], itemsize=intp(itemsize),
-                       meminfo=meminfo)
-        return array._getvalue()
+        return _vector(context, builder, array_type, data, count, meminfo)
     return array_type(dtype, size), codegen
+
+
+def _vector(context, builder, array_type, data, count, meminfo):
+    """The value of a C-contiguous 1-D ``array_type`` over ``count`` elements at ``data``
+    (owned by ``meminfo``, or by no one: a stack slot)."""
+    from numba.np.arrayobj import make_array, populate_array
+    intp = context.get_value_type(types.intp)
+    itemsize = intp(context.get_abi_sizeof(context.get_data_type(array_type.dtype)))
+    array = make_array(array_type)(context, builder)
+    populate_array(array, data=data, shape=[count], strides=[itemsize], itemsize=itemsize, meminfo=meminfo)
+    return array._getvalue()
 
 
 @intrinsic
