@@ -93,7 +93,7 @@ def run(steps: int = 200) -> dict:
             results[f"pipeline, {length} op(s) per stage, f32[256]"] = {
                 "ms_per_step_median": 1e3 * statistics.median(times),
                 "ms_per_step_p90": 1e3 * sorted(times)[int(0.9 * len(times))]}
-        results["branches, 2 x f32[2M] heavy chains"] = branches_speedup(cluster, names, BRANCH_ROUNDS)
+        results["branches, 2 x f32[2M] heavy chains"] = branches_speedup(cluster, names)
         jitted = flowjit.jit(pipeline(1), devices=cluster, step_timeout_s=30)
         jitted(x)
         os.kill(cluster.pids()[B], signal.SIGKILL)
@@ -114,9 +114,9 @@ def run(steps: int = 200) -> dict:
     return results
 
 
-def branches_speedup(cluster, names: list[str], rounds: int) -> dict:
+def branches_speedup(cluster, names: list[str], rounds: int = BRANCH_ROUNDS, turn: int = BRANCH_TURN) -> dict:
     """Two heavy branches on one task and on two: both programs compiled and checked first,
-    then timed in turns of ``BRANCH_TURN`` steps (``rounds`` turns each), so that both see
+    then timed in turns of ``turn`` steps (``rounds`` turns each), so that both see
     the same machine -- on a shared one its load moves within seconds -- and each runs as in
     a loop of its own steps."""
     big = np.random.default_rng(0).uniform(-1, 1, (2, 1 << 21)).astype(np.float32)
@@ -128,11 +128,10 @@ def branches_speedup(cluster, names: list[str], rounds: int) -> dict:
     times: dict[bool, list[float]] = {False: [], True: []}
     for _ in range(rounds):
         for two in (False, True):
-            times[two].append(statistics.median(_timed(jitted[two], (big[0], big[1]), BRANCH_TURN)))
+            times[two].append(statistics.median(_timed(jitted[two], (big[0], big[1]), turn)))
     one, two = statistics.median(times[False]), statistics.median(times[True])
-    ratios = sorted(a / b for a, b in zip(times[False], times[True]))      # each turn's pair
     return {"ms_one_task": 1e3 * one, "ms_two_tasks": 1e3 * two, "speedup": one / two,
-            "speedup_lowest_turn": ratios[0]}
+            "speedup_lowest_turn": min(a / b for a, b in zip(times[False], times[True]))}
 
 
 def layers_model(count: int = 5, width: int = 16):

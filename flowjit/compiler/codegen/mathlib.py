@@ -96,7 +96,6 @@ def heap_array(typingctx, dtype, size):
         data_type = context.get_data_type(element)
         intp = context.get_value_type(types.intp)
         count = context.cast(builder, args[1], signature.args[1], types.intp)
-        count = builder.select(builder.icmp_signed("<", count, intp(0)), intp(0), count)
         nbytes = builder.mul(count, intp(context.get_abi_sizeof(data_type)))
         meminfo = context.nrt.meminfo_alloc_aligned(builder, nbytes, context.get_preferred_array_alignment(element))
         data = builder.bitcast(context.nrt.meminfo_data(builder, meminfo), data_type.as_pointer())
