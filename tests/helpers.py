@@ -12,7 +12,8 @@ from flowjit.frontend import pytree
 
 
 # Compiled results are held to the rounding of the least precise float a program computes in.
-TOLERANCE = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 2e-5, np.dtype(np.float16): 2e-3}
+TOLERANCE = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 2e-5, np.dtype(np.float16): 2e-3,
+             np.dtype(np.complex128): 1e-9, np.dtype(np.complex64): 2e-5}
 
 
 def tolerance_for(*trees) -> float:
@@ -24,7 +25,7 @@ def tolerance_for(*trees) -> float:
 
 def scaled_atol(want: np.ndarray, rtol: float) -> float:
     """Absolute slack relative to the result's largest finite magnitude (sums and differences cancel)."""
-    finite = want[np.isfinite(want)] if want.dtype.kind == "f" else want
+    finite = want[np.isfinite(want)] if want.dtype.kind in "fc" else want
     return rtol * (float(np.max(np.abs(finite), initial=1.0)) if finite.size else 1.0)
 
 

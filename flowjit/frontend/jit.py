@@ -165,9 +165,6 @@ class Jitted:
             elif is_variable(leaf):
                 static_leaves.append((type(leaf), _Identity(leaf)))    # another variable: another trace
             else:
-                if isinstance(leaf, complex):
-                    raise ArgumentError(f"argument '{path}' is complex: complex numbers are not supported yet",
-                                        user_location())
                 try:
                     hash(leaf)
                 except TypeError:

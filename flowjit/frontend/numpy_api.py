@@ -117,7 +117,7 @@ def divmod_(x1, x2, out=None, **kwargs):
 
 # -- numpy 2's dtype rules for one ufunc call ------------------------------------------------------
 def _is_python_scalar(item) -> bool:
-    return isinstance(item, (bool, int, float)) and not isinstance(item, np.generic)
+    return isinstance(item, (bool, int, float, complex)) and not isinstance(item, np.generic)
 
 
 def _spelled(operands: list) -> str:
@@ -133,6 +133,8 @@ def _scalar_in(value, dtype: np.dtype, what: str) -> np.ndarray:
         return np.asarray(value).astype(dtype)
     if dtype.kind == "b":
         return np.asarray(bool(value))
+    if dtype.kind == "c":
+        return np.asarray(complex(value)).astype(dtype)
     try:
         number = float(value)
     except OverflowError as error:
@@ -590,10 +592,11 @@ PROPERTIES = {"T": lambda self: transpose(self), "mT": lambda self: swapaxes(sel
 
 def _register_compositions():
     """np.diff, np.pad, np.linalg.norm...: numpy functions written in terms of the ones above."""
-    from flowjit.frontend import einsum, fancy_indexing, histogram, numpy_arrays, order_statistics
-    for module in (numpy_arrays, fancy_indexing, einsum, order_statistics, histogram):
+    from flowjit.frontend import einsum, fancy_indexing, histogram, numpy_arrays, order_statistics, spectral
+    for module in (numpy_arrays, fancy_indexing, einsum, order_statistics, histogram, spectral):
         FUNCTIONS.update(module.FUNCTIONS)
         METHODS.update(module.METHODS)
+        PROPERTIES.update(getattr(module, "PROPERTIES", {}))
 
 
 _register_compositions()

@@ -263,10 +263,8 @@ def lift_operands(trace: TraceContext, operands: list, what: str | None = None) 
                 raise UnsupportedInputError(f"{what or 'an op'}: operand {number} {problem}", user_location())
         if isinstance(item, Tracer):
             lifted.append(item)
-        elif isinstance(item, (bool, int, float)) and not isinstance(item, np.generic):
+        elif isinstance(item, (bool, int, float, complex)) and not isinstance(item, np.generic):
             lifted.append(weak_constant(trace, item, operands))
-        elif isinstance(item, complex):
-            raise TraceError("complex numbers are not supported yet", user_location())
         else:
             array = np.asarray(item)
             try:

@@ -33,7 +33,8 @@ from __future__ import annotations
 import numpy as np
 
 from flowjit.compiler.ir.types import check_dtype
-from flowjit.errors import OpTypeError, ShapeError, TraceError, TracerConversionError, user_location
+from flowjit.errors import (OpTypeError, ShapeError, TraceError, TracerConversionError, UnsupportedDTypeError,
+                            user_location)
 from flowjit.frontend.control import Operation
 from flowjit.frontend.graph_mode import default_graph
 from flowjit.frontend.tracer import Tracer, current_trace, is_variable, placement_scope
@@ -70,6 +71,10 @@ class Variable:
             check_dtype(array.dtype, "a Variable's value")
         except TraceError as error:
             raise type(error)(error.message, location) from None
+        if array.dtype.kind == "c":
+            raise UnsupportedDTypeError(f"a Variable's value has dtype {array.dtype}: variables hold real values "
+                                        f"(as checkpoints and gradients do); keep the real and imaginary parts "
+                                        f"in two variables", location)
         self._buffer = storage.create(name if name is not None else "Variable", array, _device_spec(device))
         self.trainable = bool(trainable)
 

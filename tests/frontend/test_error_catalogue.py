@@ -118,15 +118,18 @@ CATALOGUE = [
     ("matrix in a dict", lambda p: p["w"] + 1, ({"w": MATRIX},), UnsupportedInputError, TypeError,
      "argument 'p.w' is a np.matrix, whose * and ** are matrix products: flowjit follows ndarray semantics; "
      "pass np.asarray(m) and write @ for a matrix product", "call"),
-    ("complex", lambda x: x, (np.ones(2, np.complex128),), UnsupportedDTypeError, TypeError,
-     "argument 'x' has dtype complex128: complex dtypes are not supported yet (supported: bool, int8, int16, "
-     "int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64)", "call"),
+    ("complex256", lambda x: x, (np.ones(2, np.clongdouble),), UnsupportedDTypeError, TypeError,
+     "argument 'x' has dtype complex256: this dtype is not supported (supported: bool, int8, int16, "
+     "int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64, complex64, complex128)", "call"),
     ("str array", lambda x: x, (np.array(["a"]),), UnsupportedDTypeError, TypeError,
-     "argument 'x' has dtype <U1: only boolean, integer and floating-point arrays can be traced (supported: "
-     "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64)", "call"),
+     "argument 'x' has dtype <U1: only boolean, integer, floating-point and complex arrays can be traced "
+     "(supported: bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64, "
+     "complex64, complex128)", "call"),
     ("datetime", lambda x: x, (np.array(["2020-01-01"], "datetime64[D]"),), UnsupportedDTypeError, TypeError,
      "argument 'x' has dtype datetime64[D]: this dtype is not supported (supported: bool, int8, int16, int32, "
-     "int64, uint8, uint16, uint32, uint64, float16, float32, float64)", "call"),
+     "int64, uint8, uint16, uint32, uint64, float16, float32, float64, complex64, complex128)", "call"),
+    ("complex max", lambda z: z.max(), (np.ones(2, np.complex128),), OpTypeError, TypeError,  # L-cmax
+     "np.max(c128[2]): op 'max' does not take complex values yet (got c128[2])", "L-cmax"),
     ("unknown keyword", lambda x, n=1: x, (F64,), ArgumentError, TypeError,
      "lambda(x, n=1): no parameter named 'm' (the parameters are: x, n)", "call"),
     ("too many arguments", lambda x: x, (F64, F64, F64), ArgumentError, TypeError,
@@ -186,9 +189,9 @@ CATALOGUE = [
      "L-argsort"),
     ("x.sort", lambda x: x.sort(), (F64,), UnsupportedAttributeError, AttributeError,  # L-sort
      f"ndarray.sort is not supported by flowjit; flowjit does not sort (no data-dependent ops) {SEE}", "L-sort"),
-    ("x.real", lambda x: x.real, (F64,), UnsupportedAttributeError, AttributeError,  # L-real
-     f"ndarray.real is not supported by flowjit; for real dtypes the value itself is its real part {SEE}",
-     "L-real"),
+    ("x.tobytes", lambda x: x.tobytes(), (F64,), UnsupportedAttributeError, AttributeError,  # L-tobytes
+     f"ndarray.tobytes is not supported by flowjit; traced arrays have no memory while tracing; return the array "
+     f"and convert the result {SEE}", "L-tobytes"),
     ("x.repeat", lambda x: x.repeat(2), (F64,), UnsupportedAttributeError, AttributeError,  # L-repeat
      f"ndarray.repeat is not supported by flowjit; use np.broadcast_to(x[:, None], (n, k)).reshape(-1) {SEE}",
      "L-repeat"),
@@ -212,8 +215,8 @@ CATALOGUE = [
      f"np.inner is not supported by flowjit; use (a * b).sum(axis=-1), or a @ b for 1-d arrays {SEE}", "L-inner"),
     ("np.linalg.svd", lambda x: np.linalg.svd(x), (F64,), UnsupportedFunctionError,  # L-svd
      NotImplementedError, f"np.linalg.svd is not supported by flowjit {SEE}", "L-svd"),
-    ("np.fft.rfft", lambda x: np.fft.rfft(x), (F64,), UnsupportedFunctionError,  # L-rfft
-     NotImplementedError, f"np.fft.rfft is not supported by flowjit {SEE}", "L-rfft"),
+    ("np.fft.hfft", lambda x: np.fft.hfft(x), (F64,), UnsupportedFunctionError,  # L-hfft
+     NotImplementedError, f"np.fft.hfft is not supported by flowjit {SEE}", "L-hfft"),
     ("np.histogram", lambda x: np.histogram(x), (F64,), UnsupportedFunctionError,  # L-histogram
      NotImplementedError, "np.histogram without a range known while tracing: numpy takes it from the data's min "
      "and max (and raises on NaN); pass range=(low, high)", "L-histogram"),

@@ -107,9 +107,9 @@ def test_unsupported_ufunc_method():
 
 
 @pytest.mark.parametrize("array, reason", [
-    (np.ones(3, np.complex64), "complex dtypes are not supported yet"),
-    (np.array(["a", "b"]), "only boolean, integer and floating-point arrays can be traced"),
-    (np.array([object()]), "only boolean, integer and floating-point arrays can be traced"),
+    (np.ones(3, np.clongdouble), "this dtype is not supported"),
+    (np.array(["a", "b"]), "only boolean, integer, floating-point and complex arrays can be traced"),
+    (np.array([object()]), "only boolean, integer, floating-point and complex arrays can be traced"),
 ])
 def test_unsupported_dtype(array, reason):
     with pytest.raises(UnsupportedDTypeError) as info:

@@ -92,6 +92,6 @@ def checker(kernel: Node):
     """The callable the driver calls after ``kernel``: ``check(inputs, outputs)``."""
     def check(inputs, outputs):
         for array in outputs:
-            if array.dtype.kind == "f" and not np.isfinite(array).all():
+            if array.dtype.kind in "fc" and not np.isfinite(array).all():
                 raise first_bad_op(kernel, inputs, outputs)
     return check

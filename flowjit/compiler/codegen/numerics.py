@@ -1,9 +1,11 @@
 """numpy's semantics where numba's operators differ: the helpers kernels call as ``fj.<name>``.
 
 Integer floor division, remainder and power by numpy's rules (a zero divisor gives 0, not an
-exception), float divmod as ``npy_divmod``, float16 rounding, the sign of a float, and the
-fast paths numpy's float power loop takes for a broadcast exponent.  Inlined into each kernel
-(``inline="always"``), so a kernel pays only for what it calls.
+exception), float divmod as ``npy_divmod``, float16 rounding, the sign of a float, the
+fast paths numpy's float power loop takes for a broadcast exponent, and numpy's complex
+quotient, reciprocal and power.  Inlined into each kernel (``inline="always"``; the
+complex ones by LLVM, to keep their instructions out of FMA contraction), so a kernel pays only
+for what it calls.
 """
 
 from __future__ import annotations
@@ -128,3 +130,80 @@ def power_scalar_float(a, b, general):
     if b == 2.0:
         return a * a
     return general
+
+
+# numpy's complex loops exactly: compiled without fastmath and not inlined by numba, so the kernel's
+# ``contract`` flag (a*b+c as one FMA) never reaches their instructions (LLVM still inlines them).
+EXACT = dict(error_model="numpy", fastmath=False, cache=True)
+
+
+def _complex_helpers(real, make):
+    """numpy's complex division, reciprocal and power loops, computed in the parts' dtype ``real``:
+    division is Smith's method (a zero divisor gives inf or NaN parts, where numba's ``/`` raises
+    ZeroDivisionError); power is ``npy_cpow``, whose products are C's (kernels compute ``a * b``
+    of complex values with FMA contraction, as numpy's own vector loops do on CPUs with FMA)."""
+    one, zero = real(1), real(0)
+
+    @njit(**EXACT)
+    def divide(a, b):
+        ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+        br_abs, bi_abs = abs(br), abs(bi)
+        if br_abs >= bi_abs:
+            if br_abs == 0 and bi_abs == 0:
+                return make(complex(ar / br_abs, ai / br_abs))
+            ratio = bi / br
+            scale = one / (br + bi * ratio)
+            return make(complex((ar + ai * ratio) * scale, (ai - ar * ratio) * scale))
+        ratio = br / bi
+        scale = one / (bi + br * ratio)
+        return make(complex((ar * ratio + ai) * scale, (ai * ratio - ar) * scale))
+
+    @njit(**EXACT)
+    def reciprocal(a):
+        ar, ai = a.real, a.imag
+        if abs(ai) <= abs(ar):
+            ratio = ai / ar
+            d = ar + ai * ratio
+            return make(complex(one / d, -ratio / d))
+        ratio = ar / ai
+        d = ar * ratio + ai
+        return make(complex(ratio / d, -one / d))
+
+    @njit(**EXACT)
+    def multiply(a, b):
+        return make(complex(a.real * b.real - a.imag * b.imag, a.real * b.imag + a.imag * b.real))
+
+    @njit(**EXACT)
+    def power(a, b):
+        # a ** 0 is 1; 0 ** b is 0 for Re b > 0, else NaN; an integral exponent below 100 in
+        # magnitude multiplies (binary powers, then one division for a negative one); others
+        # are exp(b log a), as C's cpow.
+        if b.real == 0 and b.imag == 0:
+            return make(complex(one, zero))
+        if a.real == 0 and a.imag == 0:
+            if b.real > 0:
+                return make(complex(zero, zero))
+            return make(complex(np.nan, np.nan))
+        if b.imag == 0 and abs(b.real) < 100 and b.real == math.floor(b.real):
+            n = int(b.real)
+            if n == 1:
+                return a
+            if n == 2:
+                return multiply(a, a)
+            if n == 3:
+                return multiply(a, multiply(a, a))
+            result, base, count, mask = make(complex(one, zero)), a, abs(n), 1
+            while True:
+                if count & mask:
+                    result = multiply(result, base)
+                mask <<= 1
+                if count < mask:
+                    break
+                base = multiply(base, base)
+            return divide(make(complex(one, zero)), result) if n < 0 else result
+        return make(np.exp(b * np.log(a)))
+    return divide, reciprocal, power
+
+
+complex_divide_c64, complex_reciprocal_c64, complex_power_c64 = _complex_helpers(np.float32, np.complex64)
+complex_divide_c128, complex_reciprocal_c128, complex_power_c128 = _complex_helpers(np.float64, np.complex128)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flowjit.compiler.ir.ops.lowering import ROUTINE_DTYPES, ScalarContext, cast, constructor
+from flowjit.compiler.ir.ops.lowering import ROUTINE_DTYPES, ScalarContext, cast, constructor, is_complex
 from flowjit.compiler.ir.types import TensorType, compute_dtype
 from flowjit.errors import FlowjitError
 
@@ -49,6 +49,12 @@ def fast_path(node, target: str = "cpu") -> tuple[str, str, np.dtype] | None:
     return f"fj.{lowering.routine}_{suffix}_fits", f"fj.magnitude_{suffix}", loop
 
 
+def _refuse_complex_off_cpu(node, target: str) -> None:
+    if target != "cpu" and any(is_complex(value.dtype) for value in (*node.inputs, node.output)):
+        raise CodegenError(f"%{node.name} = {node.op.name}: complex values are compiled for the CPU only, "
+                           f"not for {target}; place it on a cpu device")
+
+
 def expression(node, operands: list[str], target: str = "cpu", fast: bool = False) -> str:
     """The scalar expression computing ``node`` from operand expressions, in its dtype, by
     the op's lowering rule for ``target`` (``fast``: its routine's fast path, which
@@ -56,12 +62,17 @@ def expression(node, operands: list[str], target: str = "cpu", fast: bool = Fals
     op = node.op
     if op.lowering is None:
         raise CodegenError(f"op '{op.name}' has no scalar lowering (%{node.name}; report it)")
+    _refuse_complex_off_cpu(node, target)
     rule = op.lowering.for_target(target)
     inputs = tuple(value.type for value in node.inputs)
     out_dtype = node.output.dtype
     if op.lowering.typed:
         return rule(ScalarContext(out_dtype, inputs, node.output.type, target, fast), *operands)
     loop_in, loop_out = loop_dtypes(op, [value.dtype for value in inputs])
+    if any(is_complex(dtype) for dtype in loop_in):
+        rule = op.lowering.complex          # the type rules let complex values reach only ops with one
+        if rule is None:
+            raise CodegenError(f"op '{op.name}' has no lowering for complex values (%{node.name}; report it)")
     cast_operands = [cast(expr, value.dtype, loop) for expr, value, loop in zip(operands, inputs, loop_in)]
     text = rule(ScalarContext(loop_in[0], inputs, node.output.type, target, fast), *cast_operands)
     if loop_out != out_dtype:

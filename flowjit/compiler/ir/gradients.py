@@ -142,6 +142,10 @@ def backward(graph: Graph, ys: list[Value], xs: list[Value], grad_ys: list[Value
             continue
         if len(node.outputs) != 1:
             raise GradientError(f"op '{node.op.name}' (%{node.name}) has several results: no gradient rule", node.loc)
+        if any(value.dtype.kind == "c" for value in (*node.inputs, *node.outputs)):
+            raise GradientError(f"op '{node.op.name}' (%{node.name}) computes with complex values, and flowjit "
+                                f"differentiates real values only" + (f"; it was traced at {node.loc}" if node.loc
+                                                                      else ""), loc)
         if node.op.gradient is None:
             raise GradientError(f"op '{node.op.name}' (%{node.name}) has no gradient rule"
                                 + (f"; it was traced at {node.loc}" if node.loc else ""), loc)

@@ -38,7 +38,7 @@ def format_scalar(value) -> str:
 
 
 def format_array(array: np.ndarray) -> str:
-    if array.size > MAX_LITERAL_ELEMENTS:
+    if array.size > MAX_LITERAL_ELEMENTS or array.dtype.kind == "c":      # (complex: no literal syntax)
         return f'dense<"{np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes().hex()}">'
     if array.ndim == 0:
         return format_scalar(array[()])

@@ -22,6 +22,8 @@ _SHORT_NAMES = {
     "float16": "f16",
     "float32": "f32",
     "float64": "f64",
+    "complex64": "c64",
+    "complex128": "c128",
 }
 _BY_SHORT_NAME = {short: np.dtype(long) for long, short in _SHORT_NAMES.items()}
 
@@ -46,10 +48,8 @@ def check_dtype(dtype, what: str = "value") -> np.dtype:
             f"computes in native byte order; convert it first with .astype('{native}')")
     if dtype.name in _SHORT_NAMES:
         return dtype
-    if dtype.kind == "c":
-        reason = "complex dtypes are not supported yet"
-    elif dtype.kind in "OUSV":
-        reason = "only boolean, integer and floating-point arrays can be traced"
+    if dtype.kind in "OUSV":
+        reason = "only boolean, integer, floating-point and complex arrays can be traced"
     else:
         reason = "this dtype is not supported"
     supported = ", ".join(_SHORT_NAMES)

@@ -49,8 +49,8 @@ def exponent_of(node: Node) -> float | None:
     array = constant_value(c)
     if array is None and c.producer is not None and c.producer.op is ops.broadcast_to:
         array = constant_value(c.producer.inputs[0])     # simplify's form of np.full(shape, c)
-    if array is None or array.size == 0 or constant_value(x) is not None:
-        return None
+    if array is None or array.size == 0 or array.dtype.kind == "c" or constant_value(x) is not None:
+        return None          # (a complex power is numpy's npy_cpow, fj.complex_power: it unrolls small n)
     first = array.reshape(-1)[0]
     if not np.all(array == first) or not np.isfinite(first):
         return None

@@ -25,9 +25,19 @@ def _all_equal(value: Value, scalar) -> bool:
     return array is not None and array.size > 0 and bool(np.all(array == scalar))
 
 
-def _all_negative_zero(value: Value) -> bool:
-    array = constant_value(value)
-    return array is not None and array.size > 0 and bool(np.all((array == 0) & np.signbit(array)))
+def _exact_zero(zero: Value, node: Node, negative: bool) -> bool:
+    """Whether ``x + zero`` (``negative``) or ``x - zero`` (not) is exactly x: for an integer result
+    when zero is 0; for a float or complex one when each part of zero in the result's dtype is
+    -0.0 (adding) or +0.0 (subtracting), as x + +0.0 turns -0.0 into +0.0."""
+    array = constant_value(zero)
+    if array is None or array.size == 0 or not np.all(array == 0):
+        return False
+    dtype = node.output.dtype
+    if dtype.kind not in "fc":
+        return True
+    value = array.astype(dtype)
+    parts = (value.real, value.imag) if dtype.kind == "c" else (value,)
+    return all(bool(np.all(np.signbit(part) == negative)) for part in parts)
 
 
 def _is_float(value: Value) -> bool:
@@ -46,33 +56,38 @@ def _operand_pairs(node: Node):
 
 # -- exact rules ------------------------------------------------------------------------------------
 def add_zero(node: Node, rw: Rewriter) -> Value | None:
-    """x + 0 -> x   (for floats only x + -0.0: x + +0.0 turns -0.0 into +0.0)"""
+    """x + 0 -> x   (for floats and complex only x + -0.0: x + +0.0 turns -0.0 into +0.0)"""
     for x, zero in _operand_pairs(node):
-        if _all_equal(zero, 0) and (not _is_float(zero) or _all_negative_zero(zero) or rw.fastmath):
+        if _exact_zero(zero, node, negative=True) or (rw.fastmath and _all_equal(zero, 0)):
             return _same_type(x, node)
     return None
 
 
 def sub_zero(node: Node, rw: Rewriter) -> Value | None:
-    """x - 0 -> x   (for floats only x - +0.0)"""
+    """x - 0 -> x   (for floats and complex only x - +0.0)"""
     x, zero = node.inputs
-    if _all_equal(zero, 0) and (not _is_float(zero) or not _all_negative_zero(zero) or rw.fastmath):
+    if _exact_zero(zero, node, negative=False) or (rw.fastmath and _all_equal(zero, 0)):
         return _same_type(x, node)
     return None
 
 
+def _complex_inexact(node: Node, rw: Rewriter) -> bool:
+    """A complex x * 1 or x / 1 is not x where a part is infinite (inf * 0 is NaN) or -0.0."""
+    return node.output.dtype.kind == "c" and not rw.fastmath
+
+
 def mul_one(node: Node, rw: Rewriter) -> Value | None:
-    """x * 1 -> x"""
+    """x * 1 -> x   (complex: fastmath only)"""
     for x, one in _operand_pairs(node):
-        if _all_equal(one, 1):
+        if _all_equal(one, 1) and not _complex_inexact(node, rw):
             return _same_type(x, node)
     return None
 
 
 def div_one(node: Node, rw: Rewriter) -> Value | None:
-    """x / 1 -> x"""
+    """x / 1 -> x   (complex: fastmath only)"""
     x, one = node.inputs
-    return _same_type(x, node) if _all_equal(one, 1) else None
+    return _same_type(x, node) if _all_equal(one, 1) and not _complex_inexact(node, rw) else None
 
 
 def pow_one(node: Node, rw: Rewriter) -> Value | None:

@@ -83,6 +83,8 @@ class Op:
     combine: Any = None                 # reduction: (accumulator dtype) -> (start literal, combine(a, b) text)
     flops: float = 1.0                  # per result element, for the cost model
     gradient: Callable | None = None    # reverse-mode rule (the gradients pass)
+    complex: bool = False               # takes and makes complex values (an elementwise op: where its
+                                        # lowering has a complex rule); others refuse them when typed
     # Hooks other layers register next to the op.
     extensions: dict[str, Any] = field(default_factory=dict)
 
@@ -112,6 +114,9 @@ class Op:
             raise OpTypeError(f"op '{self.name}' takes {self.num_inputs} inputs, got {len(input_types)}")
         if self.num_inputs is None and not input_types and self.kind is not OpKind.FUSED:
             raise OpTypeError(f"op '{self.name}' takes at least one input")
+        if not self.complex and any(t.dtype.kind == "c" for t in input_types):
+            raise OpTypeError(f"op '{self.name}' does not take complex values yet (got "
+                              f"{', '.join(str(t) for t in input_types)})")
         return self.type_rule(input_types, attrs)
 
     # -- evaluation --------------------------------------------------------------------

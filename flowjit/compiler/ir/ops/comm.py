@@ -37,11 +37,11 @@ def _recv_rule(types, attrs):
 
 send = register(Op("send", OpKind.STATEFUL, 1, _send_rule, _only_in_executor,
                    attrs={"key": required(AttrKind.STR)}, stateful=True,
-                   doc="hand a tensor to the rendezvous under key (source;destination;tensor)"))
+                   doc="hand a tensor to the rendezvous under key (source;destination;tensor)", complex=True))
 recv = register(Op("recv", OpKind.STATEFUL, 0, _recv_rule, _only_in_executor,
                    attrs={"key": required(AttrKind.STR), "shape": required(AttrKind.INTS),
                           "dtype": required(AttrKind.DTYPE)}, stateful=True,
-                   doc="wait for the tensor sent under key; does not hold a thread while waiting"))
+                   doc="wait for the tensor sent under key; does not hold a thread while waiting", complex=True))
 
 
 def _truncate_rule(types, attrs):

@@ -7,6 +7,7 @@ numpy 2 exactly.  Shapes broadcast.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -16,7 +17,7 @@ from flowjit.compiler.ir.ops.base import (AttrKind, Op, OpKind, broadcast_shapes
                                           required)
 from flowjit.compiler.ir.ops.lowering import (Lowering, call, cast as cast_text, infix, is_bool, is_float,
                                               literal, lowering, per_float, routine, routine_call, typed)
-from flowjit.compiler.ir.types import TensorType, check_dtype
+from flowjit.compiler.ir.types import TensorType, check_dtype, dtype_short_name
 from flowjit.errors import OpTypeError
 
 
@@ -40,13 +41,32 @@ def _elementwise_rule(function):
 
 
 def _ufunc_op(name: str, ufunc, lower: Lowering, *, flops: float = 1.0, commutative: bool = False,
-              grad=None, doc: str = "") -> Op:
+              grad=None, doc: str = "", complex_rule=None) -> Op:
+    """``complex_rule``: the lowering at complex loop dtypes (numba's complex arithmetic and its
+    numpy functions of complex scalars, or a library helper where numba's differs from numpy's);
+    without one the op refuses complex values."""
+    if complex_rule is not None:
+        lower = dataclasses.replace(lower, complex=complex_rule)
     return register(Op(
         name=name, kind=OpKind.ELEMENTWISE, num_inputs=ufunc.nin,
         type_rule=_elementwise_rule(ufunc),
         reference=lambda arrays, attrs: [ufunc(*arrays)],
         commutative=commutative, ufunc=ufunc, doc=doc or f"numpy.{ufunc.__name__}",
-        lowering=lower, flops=flops, gradient=grad))
+        lowering=lower, flops=flops, gradient=grad, complex=complex_rule is not None))
+
+
+def _complex_call(function: str):
+    """``function(operands...)`` at complex loop dtypes: ``np.exp(z)``."""
+    return lambda c, *operands: f"{function}({', '.join(operands)})"
+
+
+def _complex_helper(name: str):
+    """The library's helper at the loop dtype: ``fj.complex_divide_c64(a, b)``."""
+    return lambda c, *operands: f"fj.{name}_{dtype_short_name(c.dtype)}({', '.join(operands)})"
+
+
+def _complex_infix(symbol: str):
+    return lambda c, a, b: f"({a} {symbol} {b})"
 
 
 # -- gradient rules (ir/gradients.py): rule(node, g, b) -> a cotangent per input, None for none ---
@@ -198,20 +218,29 @@ def _bool_or(bool_text: str, text: str) -> Lowering:
 
 
 # -- unary -----------------------------------------------------------------------------------
-neg = _ufunc_op("neg", np.negative, lowering(lambda c, a: f"(-{a})"), grad=lambda n, g, b: (b.neg(g),))
-abs_ = _ufunc_op("abs", np.absolute, _bool_or("{a}", "abs({a})"), grad=_unary(lambda b, x, out: b(sign, [x])))
-sqrt = _ufunc_op("sqrt", np.sqrt, call("math.sqrt"), flops=4, grad=_unary(lambda b, x, out: b.div(b.like(0.5, out), out)))
-square = _ufunc_op("square", np.square, lowering(lambda c, a: f"({a} * {a})"), grad=_unary(lambda b, x, out: b.mul(b.like(2, out), x)))
-reciprocal = _ufunc_op("reciprocal", np.reciprocal, lowering(_reciprocal), flops=4, grad=_unary(lambda b, x, out: b.neg(b.mul(out, out))))
-exp = _ufunc_op("exp", np.exp, routine("exp", "exp"), flops=10, grad=_unary(lambda b, x, out: out))
+neg = _ufunc_op("neg", np.negative, lowering(lambda c, a: f"(-{a})"), grad=lambda n, g, b: (b.neg(g),),
+               complex_rule=lambda c, a: f"(-{a})")
+abs_ = _ufunc_op("abs", np.absolute, _bool_or("{a}", "abs({a})"), grad=_unary(lambda b, x, out: b(sign, [x])),
+                 complex_rule=_complex_call("abs"))
+sqrt = _ufunc_op("sqrt", np.sqrt, call("math.sqrt"), flops=4, grad=_unary(lambda b, x, out: b.div(b.like(0.5, out), out)),
+                 complex_rule=_complex_call("np.sqrt"))
+square = _ufunc_op("square", np.square, lowering(lambda c, a: f"({a} * {a})"), grad=_unary(lambda b, x, out: b.mul(b.like(2, out), x)),
+                   complex_rule=lambda c, a: f"({a} * {a})")
+reciprocal = _ufunc_op("reciprocal", np.reciprocal, lowering(_reciprocal), flops=4, grad=_unary(lambda b, x, out: b.neg(b.mul(out, out))),
+                       complex_rule=_complex_helper("complex_reciprocal"))
+exp = _ufunc_op("exp", np.exp, routine("exp", "exp"), flops=10, grad=_unary(lambda b, x, out: out),
+                complex_rule=_complex_call("np.exp"))
 exp2 = _ufunc_op("exp2", np.exp2, Lowering(lambda c, a: routine_call("exp2", c.dtype, (a,))
                                            or f"({literal(2, c.dtype)} ** {a})", {"cuda": per_float("exp2")},
                                            routine="exp2"),
                  flops=20, grad=_unary(lambda b, x, out: b.mul(out, b.like(math.log(2), out))))
-expm1 = _ufunc_op("expm1", np.expm1, routine("expm1", "expm1"), flops=20, grad=_unary(lambda b, x, out: b.add(out, b.like(1, out))))
-log = _ufunc_op("log", np.log, routine("log", "log"), flops=10, grad=_unary(lambda b, x, out: b(reciprocal, [x])))
+expm1 = _ufunc_op("expm1", np.expm1, routine("expm1", "expm1"), flops=20, grad=_unary(lambda b, x, out: b.add(out, b.like(1, out))),
+                  complex_rule=_complex_call("np.expm1"))
+log = _ufunc_op("log", np.log, routine("log", "log"), flops=10, grad=_unary(lambda b, x, out: b(reciprocal, [x])),
+                complex_rule=_complex_call("np.log"))
 log2 = _ufunc_op("log2", np.log2, routine("log2", "log2"), flops=20, grad=_unary(lambda b, x, out: b.div(b.like(1 / math.log(2), out), x)))
-log10 = _ufunc_op("log10", np.log10, routine("log10", "log10"), flops=20, grad=_unary(lambda b, x, out: b.div(b.like(1 / math.log(10), out), x)))
+log10 = _ufunc_op("log10", np.log10, routine("log10", "log10"), flops=20, grad=_unary(lambda b, x, out: b.div(b.like(1 / math.log(10), out), x)),
+                  complex_rule=_complex_call("np.log10"))
 log1p = _ufunc_op("log1p", np.log1p, routine("log1p", "log1p"), flops=20, grad=_unary(lambda b, x, out: b(reciprocal, [b.add(x, b.like(1, out))])))
 sin = _ufunc_op("sin", np.sin, routine("sin", "sin", fast=True), flops=20, grad=_unary(lambda b, x, out: b(cos, [x])))
 cos = _ufunc_op("cos", np.cos, routine("cos", "cos", fast=True), flops=20, grad=_unary(lambda b, x, out: b.neg(b(sin, [x]))))
@@ -231,15 +260,19 @@ sign = _ufunc_op("sign", np.sign, _float_or_int(lambda c, a: f"fj.sign_float({a}
                                                  lambda c, a: f"(({a} > 0) - ({a} < 0))", per_float("sign")), grad=_zero)
 logical_not = _ufunc_op("logical_not", np.logical_not, _bool_or("(not {a})", "({a} == 0)"))
 invert = _ufunc_op("invert", np.invert, _bool_or("(not {a})", "(~{a})"))
-isnan = _ufunc_op("isnan", np.isnan, _on_floats("({a} != {a})", "False"))
-isinf = _ufunc_op("isinf", np.isinf, _on_floats("(abs({a}) == np.inf)", "False"))
-isfinite = _ufunc_op("isfinite", np.isfinite, _on_floats("(abs({a}) < np.inf)", "True"))
+isnan = _ufunc_op("isnan", np.isnan, _on_floats("({a} != {a})", "False"), complex_rule=_complex_call("np.isnan"))
+isinf = _ufunc_op("isinf", np.isinf, _on_floats("(abs({a}) == np.inf)", "False"), complex_rule=_complex_call("np.isinf"))
+isfinite = _ufunc_op("isfinite", np.isfinite, _on_floats("(abs({a}) < np.inf)", "True"),
+                     complex_rule=_complex_call("np.isfinite"))
 
 # -- binary ----------------------------------------------------------------------------------
-add = _ufunc_op("add", np.add, infix("+", "|"), commutative=True, grad=lambda n, g, b: (g, g))
-sub = _ufunc_op("sub", np.subtract, infix("-"), grad=lambda n, g, b: (g, b.neg(g)))
-mul = _ufunc_op("mul", np.multiply, infix("*", "&"), commutative=True, grad=lambda n, g, b: (b.mul(g, n.inputs[1]), b.mul(g, n.inputs[0])))
-div = _ufunc_op("div", np.divide, infix("/"), flops=4, grad=lambda n, g, b: (b.div(g, n.inputs[1]), b.neg(b.div(b.mul(g, n.output), n.inputs[1]))))
+add = _ufunc_op("add", np.add, infix("+", "|"), commutative=True, grad=lambda n, g, b: (g, g),
+                complex_rule=_complex_infix("+"))
+sub = _ufunc_op("sub", np.subtract, infix("-"), grad=lambda n, g, b: (g, b.neg(g)), complex_rule=_complex_infix("-"))
+mul = _ufunc_op("mul", np.multiply, infix("*", "&"), commutative=True, grad=lambda n, g, b: (b.mul(g, n.inputs[1]), b.mul(g, n.inputs[0])),
+                complex_rule=_complex_infix("*"))
+div = _ufunc_op("div", np.divide, infix("/"), flops=4, grad=lambda n, g, b: (b.div(g, n.inputs[1]), b.neg(b.div(b.mul(g, n.output), n.inputs[1]))),
+                complex_rule=_complex_helper("complex_divide"))
 floordiv = _ufunc_op("floordiv", np.floor_divide, _float_or_int(_divmod(0), _floordiv_int, _divmod_cuda(0)),
                      flops=4, grad=_zero)
 mod = _ufunc_op("mod", np.remainder, _float_or_int(_divmod(1), lambda c, a, b: f"fj.mod_int({a}, {b})",
@@ -247,14 +280,15 @@ mod = _ufunc_op("mod", np.remainder, _float_or_int(_divmod(1), lambda c, a, b: f
                 grad=lambda n, g, b: (g, b.neg(b.mul(g, b(floordiv, list(n.inputs))))))
 fmod = _ufunc_op("fmod", np.fmod, _float_or_int(lambda c, a, b: f"np.fmod({a}, {b})", _fmod_int, per_float("fmod")),
                  flops=4, grad=lambda n, g, b: (g, b.neg(b.mul(g, b(trunc, [b.div(*n.inputs)])))))
-pow_ = _ufunc_op("pow", np.power, Lowering(_power, {"cuda": _power_cuda}, routine="pow"), flops=20, grad=_power_grad)
+pow_ = _ufunc_op("pow", np.power, Lowering(_power, {"cuda": _power_cuda}, routine="pow"), flops=20, grad=_power_grad,
+                 complex_rule=_complex_helper("complex_power"))
 maximum = _ufunc_op("maximum", np.maximum, _maximum(True, True), commutative=True, grad=_extreme_grad(larger=True))
 minimum = _ufunc_op("minimum", np.minimum, _maximum(True, False), commutative=True, grad=_extreme_grad(larger=False))
 fmax = _ufunc_op("fmax", np.fmax, _maximum(False, True), commutative=True, grad=_extreme_grad(larger=True))
 fmin = _ufunc_op("fmin", np.fmin, _maximum(False, False), commutative=True, grad=_extreme_grad(larger=False))
 arctan2 = _ufunc_op("arctan2", np.arctan2, routine("arctan2", "atan2"), flops=25, grad=_arctan2_grad)
-eq = _ufunc_op("eq", np.equal, infix("=="), commutative=True)
-ne = _ufunc_op("ne", np.not_equal, infix("!="), commutative=True)
+eq = _ufunc_op("eq", np.equal, infix("=="), commutative=True, complex_rule=_complex_infix("=="))
+ne = _ufunc_op("ne", np.not_equal, infix("!="), commutative=True, complex_rule=_complex_infix("!="))
 lt = _ufunc_op("lt", np.less, infix("<"))
 le = _ufunc_op("le", np.less_equal, infix("<="))
 gt = _ufunc_op("gt", np.greater, infix(">"))
@@ -326,7 +360,7 @@ cast = register(Op("cast", OpKind.ELEMENTWISE, 1, _cast_rule,
                    lambda arrays, attrs: [arrays[0].astype(attrs["dtype"])],
                    attrs={"dtype": required(AttrKind.DTYPE)}, doc="ndarray.astype",
                    lowering=typed(lambda c, a: cast_text(a, c.inputs[0].dtype, c.dtype)),
-                   gradient=lambda n, g, b: (g,)))
+                   gradient=lambda n, g, b: (g,), complex=True))
 
 
 def _where_rule(types, attrs):
@@ -347,4 +381,28 @@ def _where(c, condition, a, b):
 
 where = register(Op("where", OpKind.ELEMENTWISE, 3, _where_rule,
                     lambda arrays, attrs: [np.where(*arrays)], doc="numpy.where(cond, x, y)",
-                    lowering=typed(_where), gradient=_where_grad))
+                    lowering=typed(_where), gradient=_where_grad, complex=True))
+
+
+# -- complex values: the conjugate, and the real and imaginary parts ------------------------------
+conj = _ufunc_op("conj", np.conjugate, lowering(lambda c, a: a), grad=lambda n, g, b: (g,),
+                 complex_rule=_complex_call("np.conjugate"))
+
+
+def _part_rule(types, attrs):
+    (source,) = types
+    if source.dtype.kind != "c":
+        raise OpTypeError(f"takes a complex operand, got {source}")
+    return [source.with_dtype(np.float32 if source.dtype == np.complex64 else np.float64)]
+
+
+def _part(name: str, function):
+    """np.real / np.imag of a complex array (the frontend answers them itself for real ones)."""
+    return register(Op(name, OpKind.ELEMENTWISE, 1, _part_rule,
+                       lambda arrays, attrs: [np.ascontiguousarray(function(arrays[0]))],
+                       doc=f"numpy.{function.__name__} of a complex array",
+                       lowering=typed(lambda c, a: f"({a}).{name}"), complex=True))
+
+
+real = _part("real", np.real)
+imag = _part("imag", np.imag)

@@ -88,4 +88,4 @@ def _fused_reference(arrays, attrs):
 
 fused = register(Op("fused", OpKind.FUSED, None, _fused_rule, _fused_reference,
                     attrs={"body": required(AttrKind.GRAPH), "plan": required(AttrKind.PLAN)},
-                    doc="a kernel: its body sub-graph runs as one loop nest"))
+                    doc="a kernel: its body sub-graph runs as one loop nest", complex=True))

@@ -51,7 +51,8 @@ class Lowering:
     routine: str | None = None
     fast: bool = False          # the routine has a fast path at each float dtype: ``fj.<name>_f32_fast``,
                                 # right for arguments whose magnitude ``fj.<name>_f32_fits`` accepts
-
+    complex: ScalarRule | None = None   # the rule at a complex loop dtype (every target); None: the op
+                                        # takes no complex values (its type rule refuses them)
 
     def for_target(self, target: str) -> ScalarRule:
         return self.targets.get(target, self.rule)
@@ -98,6 +99,9 @@ def constructor(dtype: np.dtype) -> str:
 
 
 def cast(expr: str, source: np.dtype, target: np.dtype) -> str:
+    source, target = np.dtype(source), np.dtype(target)
+    if target.kind != "c" and source.kind == "c" and target != np.bool_:
+        expr, source = f"({expr}).real", np.dtype(np.float32 if source == np.complex64 else np.float64)
     if np.dtype(target) == np.float16 and np.dtype(source) != np.float16:
         return f"fj.round_float16(np.float32({expr}))"
     source, target = compute_dtype(source), compute_dtype(target)
@@ -113,6 +117,8 @@ def literal(value, dtype: np.dtype) -> str:
     value = np.asarray(value).reshape(()).item()
     if dtype == np.bool_:
         return "True" if value else "False"
+    if dtype.kind == "c":
+        return f"{constructor(dtype)}(complex({literal(value.real, np.float64)}, {literal(value.imag, np.float64)}))"
     if dtype.kind == "f":
         if value != value:
             text = "np.nan"
@@ -137,6 +143,10 @@ def extreme(dtype: np.dtype, lowest: bool) -> str:
 
 def is_float(dtype) -> bool:
     return compute_dtype(dtype).kind == "f"
+
+
+def is_complex(dtype) -> bool:
+    return np.dtype(dtype).kind == "c"
 
 
 def is_bool(dtype) -> bool:

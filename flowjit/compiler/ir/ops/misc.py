@@ -71,7 +71,8 @@ def _matmul_grad(node, g, b):
 
 
 matmul = register(Op("matmul", OpKind.MATMUL, 2, _matmul_rule,
-                     lambda arrays, attrs: [np.matmul(*arrays)], doc="numpy.matmul", gradient=_matmul_grad))
+                     lambda arrays, attrs: [np.matmul(*arrays)], doc="numpy.matmul", gradient=_matmul_grad,
+                     complex=True))
 
 
 # -- stateful ops: the interpreter's ``state`` holds the variables -----------------------------

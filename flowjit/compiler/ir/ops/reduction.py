@@ -107,9 +107,9 @@ def _variance_grad(node, g, b):
 
 
 def _reduction(name: str, function, combine=None, *, extra_attrs: dict | None = None, ufunc=None,
-               gradient=None) -> Op:
+               gradient=None, complex_values: bool = False) -> Op:
     """``ufunc``: the ufunc without identity the reduction is (max: maximum), so that an
-    empty reduced axis raises numpy's ValueError."""
+    empty reduced axis raises numpy's ValueError.  ``complex_values``: it takes complex values."""
     extra_attrs = extra_attrs or {}
 
     def rule(types, attrs):
@@ -128,12 +128,13 @@ def _reduction(name: str, function, combine=None, *, extra_attrs: dict | None = 
     return register(Op(name, OpKind.REDUCTION, 1, rule, reference,
                        attrs={"axes": required(AttrKind.INTS), "keepdims": attr(AttrKind.BOOL, False),
                               **extra_attrs},
-                       doc=f"numpy.{function.__name__}", combine=combine, gradient=gradient))
+                       doc=f"numpy.{function.__name__}", combine=combine, gradient=gradient,
+                       complex=complex_values))
 
 
-sum_ = _reduction("sum", np.sum, _adding, gradient=_sum_grad)
-prod_ = _reduction("prod", np.prod, _multiplying, gradient=_prod_grad)
-mean = _reduction("mean", np.mean, _adding, gradient=_mean_grad)          # (the kernel divides the total by the count)
+sum_ = _reduction("sum", np.sum, _adding, gradient=_sum_grad, complex_values=True)
+prod_ = _reduction("prod", np.prod, _multiplying, gradient=_prod_grad, complex_values=True)
+mean = _reduction("mean", np.mean, _adding, gradient=_mean_grad, complex_values=True)          # (the kernel divides the total by the count)
 max_ = _reduction("max", np.max, _extreme(larger=True), ufunc=np.maximum, gradient=_extreme_grad)
 min_ = _reduction("min", np.min, _extreme(larger=False), ufunc=np.minimum, gradient=_extreme_grad)
 # var and std have no kernel rule: the expand-composites pass writes them as means.
@@ -182,12 +183,13 @@ def reduction_axes(node) -> tuple[int, ...]:
 
 def accumulator_dtype(node) -> np.dtype:
     """What a reduction accumulates in: float sums, products and means in float64 (numpy's
-    pairwise float32 sum is about as accurate); argmax/argmin the extreme value itself."""
+    pairwise float32 sum is about as accurate), complex ones in complex128; argmax/argmin the
+    extreme value itself."""
     if node.op in ARG_REDUCTIONS:
         return compute_dtype(node.inputs[0].dtype)
     out = compute_dtype(node.output.dtype)
-    if node.op in (sum_, prod_, mean) and out.kind == "f":
-        return np.dtype(np.float64)
+    if node.op in (sum_, prod_, mean) and out.kind in "fc":
+        return np.dtype(np.float64 if out.kind == "f" else np.complex128)
     return out
 
 

@@ -23,7 +23,7 @@ def _reshape_rule(types, attrs):
 reshape = register(Op("reshape", OpKind.SHAPE, 1, _reshape_rule,
                       lambda arrays, attrs: [arrays[0].reshape(attrs["shape"])],
                       attrs={"shape": required(AttrKind.INTS)}, doc="numpy.reshape",
-                      gradient=lambda n, g, b: (b.reshape(g, n.inputs[0].shape),)))
+                      gradient=lambda n, g, b: (b.reshape(g, n.inputs[0].shape),), complex=True))
 
 
 def _transpose_rule(types, attrs):
@@ -37,7 +37,7 @@ def _transpose_rule(types, attrs):
 transpose = register(Op("transpose", OpKind.SHAPE, 1, _transpose_rule,
                         lambda arrays, attrs: [np.transpose(arrays[0], attrs["perm"])],
                         attrs={"perm": required(AttrKind.INTS)}, doc="numpy.transpose",
-                        gradient=lambda n, g, b: (b(transpose, [g], {"perm": tuple(int(axis) for axis in np.argsort(n.attrs["perm"]))}),)))
+                        gradient=lambda n, g, b: (b(transpose, [g], {"perm": tuple(int(axis) for axis in np.argsort(n.attrs["perm"]))}),), complex=True))
 
 
 def _broadcast_rule(types, attrs):
@@ -55,7 +55,7 @@ def _broadcast_rule(types, attrs):
 broadcast_to = register(Op("broadcast_to", OpKind.SHAPE, 1, _broadcast_rule,
                            lambda arrays, attrs: [np.broadcast_to(arrays[0], attrs["shape"])],
                            attrs={"shape": required(AttrKind.INTS)}, doc="numpy.broadcast_to",
-                           gradient=lambda n, g, b: (g,)))
+                           gradient=lambda n, g, b: (g,), complex=True))
 
 
 def slice_length(start: int, stop: int, step: int) -> int:
@@ -132,7 +132,7 @@ slice_ = register(Op("slice", OpKind.SHAPE, 1, _slice_rule,
                     attrs={"starts": required(AttrKind.INTS), "stops": required(AttrKind.INTS),
                            "steps": required(AttrKind.INTS)},
                     doc="basic slicing x[start:stop:step, ...] with normalized bounds",
-                    gradient=lambda n, g, b: (_slice_grad(n, g, b),)))
+                    gradient=lambda n, g, b: (_slice_grad(n, g, b),), complex=True))
 
 
 def _concat_rule(types, attrs):
@@ -168,4 +168,4 @@ def _concat_grad(node, g, b):
 concat = register(Op("concat", OpKind.SHAPE, None, _concat_rule,
                      lambda arrays, attrs: [np.concatenate(arrays, axis=attrs["axis"])],
                      attrs={"axis": attr(AttrKind.INT, 0)}, doc="numpy.concatenate",
-                     gradient=_concat_grad))
+                     gradient=_concat_grad, complex=True))

@@ -1,0 +1,211 @@
+"""Complex values (complex64, complex128): the ops that take them, against numpy on every path
+(fused, unfused, the interpreter), with numpy's special values; reductions, matmul and data
+movement of complex arrays; the IR text; random programs; and clear errors where flowjit does not
+compute with them (orderings, the functions without a complex rule, variables, gradients, GPUs)."""
+
+import numpy as np
+import pytest
+
+import flowjit
+from flowjit.compiler.ir import parse, print_graph
+from flowjit.compiler.ir.gradients import GradientError
+from flowjit.errors import OpTypeError, UnsupportedDTypeError
+from test_array_ops import PATHS, agree, line_of
+
+RNG = np.random.default_rng(29)
+PARTS = (0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -2.5)
+# Every pair of special parts, then ordinary values.
+SPECIAL = np.array([complex(re, im) for re in PARTS for im in PARTS])
+
+
+def complex_values(dtype, count: int = 64, special: bool = True) -> np.ndarray:
+    ordinary = RNG.normal(size=count) + 1j * RNG.normal(size=count)
+    values = np.concatenate([SPECIAL, ordinary]) if special else ordinary
+    return values.astype(dtype)
+
+
+def same_parts(got: np.ndarray, want: np.ndarray, rtol: float) -> None:
+    """Part by part: equal (NaN equal NaN, infinities of one sign), or within rtol of the
+    result's magnitude (each part of a product or a quotient rounds against the whole)."""
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype, got.shape, want.shape)
+    if want.dtype == np.bool_:
+        np.testing.assert_array_equal(got, want)
+        return
+    scale = np.where(np.isfinite(want), np.abs(want), 0) + 1e-300
+    for g, w in ((got.real, want.real), (got.imag, want.imag)) if want.dtype.kind == "c" else ((got, want),):
+        equal = (g == w) | (np.isnan(g) & np.isnan(w))
+        near = np.isfinite(g) & np.isfinite(w) & (np.abs(g - w) <= rtol * scale)
+        assert np.all(equal | near), [(got[i], want[i]) for i in np.flatnonzero(~(equal | near))[:5]]
+
+
+# Each spelling as users write it, and whether flowjit's result is numpy's exactly (the others
+# are within a few ulp: a product's parts may fuse a multiply and an add into one FMA, as numpy's
+# own vector loops do on CPUs with FMA, and numba's hypot, logarithms and expm1 round
+# differently from the C library's).
+ELEMENTWISE = {
+    "z + w": (lambda z, w: z + w, True), "z - w": (lambda z, w: z - w, True),
+    "z * w": (lambda z, w: z * w, False), "z / w": (lambda z, w: z / w, True),
+    "-z": (lambda z, w: -z, True), "np.conj(z)": (lambda z, w: np.conj(z), True),
+    "z.conjugate()": (lambda z, w: z.conjugate(), True), "np.reciprocal(z)": (lambda z, w: np.reciprocal(z), True),
+    "1 / z": (lambda z, w: 1 / z, True), "z.real": (lambda z, w: z.real, True), "z.imag": (lambda z, w: z.imag, True),
+    "np.real(z) + np.imag(w)": (lambda z, w: np.real(z) + np.imag(w), True),
+    "np.abs(z)": (lambda z, w: np.abs(z), False), "np.square(z)": (lambda z, w: np.square(z), False),
+    "z ** 2": (lambda z, w: z ** 2, False), "z ** 3": (lambda z, w: z ** 3, False),
+    "z ** -2": (lambda z, w: z ** -2, False), "np.exp(z)": (lambda z, w: np.exp(z), True),
+    "np.log(z)": (lambda z, w: np.log(z), False), "np.log10(z)": (lambda z, w: np.log10(z), False),
+    "np.expm1(z)": (lambda z, w: np.expm1(z), False), "np.sqrt(z)": (lambda z, w: np.sqrt(z), False),
+    "np.isnan(z)": (lambda z, w: np.isnan(z), True), "np.isinf(z)": (lambda z, w: np.isinf(z), True),
+    "np.isfinite(z)": (lambda z, w: np.isfinite(z), True), "z == w": (lambda z, w: z == w, True),
+    "z != w": (lambda z, w: z != w, True), "z * 2.5 + 1j": (lambda z, w: z * 2.5 + 1j, False),
+    "np.where(w.real > 0, z, 0)": (lambda z, w: np.where(w.real > 0, z, 0), True),
+    "z.astype(np.complex64)": (lambda z, w: z.astype(np.complex64), True),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("spelling", list(ELEMENTWISE))
+def test_elementwise_ops_give_numpys_values_with_its_special_values(spelling, dtype):
+    function, exact = ELEMENTWISE[spelling]
+    z = complex_values(dtype)
+    w = np.roll(complex_values(dtype), 5)
+    with np.errstate(all="ignore"):
+        want = function(z, w)
+    rtol = 0.0 if exact else (8 * np.finfo(np.float32 if dtype == np.complex64 else np.float64).eps)
+    for path, options in PATHS.items():
+        got = flowjit.jit(function, **options)(z, w)
+        same_parts(np.asarray(got), np.asarray(want), rtol)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_powers_are_numpys_npy_cpow(dtype):
+    """Integral exponents below 100 multiply as npy_cpow does (a zero exponent gives 1, a zero base
+    0 or NaN), special values included for the small ones; other exponents are exp(b log a)."""
+    eps = np.finfo(np.float32 if dtype == np.complex64 else np.float64).eps
+    special, finite = complex_values(dtype), complex_values(dtype, special=False)
+    for exponent in (0, 1, 2, 3, 4, 7, -1, -3, 99):
+        for base in ((special, finite) if abs(exponent) <= 3 else (finite,)):
+            with np.errstate(all="ignore"):
+                want = base ** dtype(exponent)
+            # each multiply may fuse into an FMA in the kernel: a rounding apart per multiply
+            same_parts(flowjit.jit(lambda z, n: z ** n)(base, dtype(exponent)), want, 4 * (abs(exponent) + 1) * eps)
+    powers = np.roll(finite, 3) * 0.5
+    for base, exponent in ((finite, powers), (finite, dtype(0.5)), (finite, dtype(2 - 1j)), (finite * 0, powers)):
+        with np.errstate(all="ignore"):
+            want = base ** exponent
+        same_parts(flowjit.jit(lambda a, b: a ** b)(base, exponent), want, 64 * eps)
+
+
+def test_python_complex_scalars_are_weak_as_in_numpy():
+    """1j * float32 is complex64 (NEP 50), a complex64 stays complex64 against a Python complex."""
+    x = RNG.normal(size=8).astype(np.float32)
+    z = complex_values(np.complex64, 8, special=False)
+    agree(lambda x, z: (x * 1j, z + (2 - 1j), 2j * np.pi * x, np.exp(1j * x), x.astype(np.complex128) / 3), x, z)
+
+
+def test_casts_between_complex_and_real_dtypes():
+    """A complex value cast to a real dtype keeps its real part (numpy warns and does so), to bool
+    tests both parts."""
+    z = complex_values(np.complex128, special=False) * 100
+
+    def casts(z, x):
+        return (z.astype(np.float32), z.astype(np.int32), z.astype(bool), z.astype(np.complex64),
+                x.astype(np.complex64), x.astype(np.complex128) + z, np.zeros(3, np.complex64) + x[:3])
+    with pytest.warns(np.exceptions.ComplexWarning):
+        agree(casts, z, RNG.normal(size=z.shape).astype(np.float32))
+
+
+def test_reductions_matmul_and_data_movement_of_complex_arrays():
+    z = complex_values(np.complex128, 35, special=False).reshape(5, 7)
+    c = complex_values(np.complex64, 35, special=False).reshape(7, 5)
+
+    def f(z, c, x):
+        return (z.sum(), z.sum(axis=0), z.mean(axis=1), np.prod(z / np.abs(z), axis=1), c.sum(axis=0),
+                c.mean(), z @ c, c @ x, np.concatenate([z, c.T * 1j]), np.stack([z, z.conj()], axis=-1),
+                z[::2, 1:].T, z.reshape(7, 5), np.broadcast_to(z[:1], (3, 7)), (np.abs(z - z.mean()) ** 2).mean())
+    agree(f, z, c, RNG.normal(size=(5, 3)))
+
+
+def test_complex_values_inside_fused_kernels_with_real_ones():
+    """A chirp, a rotation and a magnitude in one kernel: complex values between real ones."""
+    t = np.linspace(0, 1, 256)
+
+    def chirp(t, phase):
+        z = np.exp(2j * np.pi * (5 * t + 3 * t ** 2) + 1j * phase)
+        rotated = z * (np.cos(phase) - 1j * np.sin(phase))
+        return np.abs(rotated) ** 2 + rotated.real * rotated.imag, np.angle(rotated)
+    agree(chirp, t, 0.3)
+    text = flowjit.jit(chirp).lower(t, 0.3).as_text(stage="fused")
+    assert "c128" in text and text.count("fused") >= 1
+
+
+def test_random_complex_programs_match_numpy():
+    """Programs drawn from the complex ops (seeded): each equals numpy on every path."""
+    unary = [np.conj, np.negative, lambda a: a * 0.5j, lambda a: np.exp(a * 0.25), np.sqrt, np.square,
+             lambda a: a.real + 0j, lambda a: np.abs(a) + a, lambda a: a / (1.5 + np.abs(a)), np.expm1]
+    binary = [np.add, np.subtract, np.multiply, lambda a, b: a / (b + 3), lambda a, b: np.where(a.real > b.imag, a, b)]
+    rng = np.random.default_rng(7)
+    for program in range(12):
+        steps = [(int(rng.integers(len(unary))), int(rng.integers(len(binary))), int(rng.integers(3)))
+                 for _ in range(int(rng.integers(2, 6)))]
+
+        def f(z, w, x, steps=steps):
+            values = [z, w, x]
+            for u, b, other in steps:
+                values.append(binary[b](unary[u](values[-1]), values[other]))
+            return values[-1], values[-1].sum(axis=0)
+        dtype = (np.complex64, np.complex128)[program % 2]
+        z = complex_values(dtype, 24, special=False).reshape(4, 6) * 0.5
+        agree(f, z, np.roll(z, 1) * 0.3, RNG.normal(size=(4, 6)).astype(np.float32))
+
+
+def test_complex_types_and_constants_print_and_parse_back():
+    jitted = flowjit.jit(lambda z: z * (1 + 2j) + np.array([1j, 2, 3, 4]))
+    graph = jitted.lower(np.ones(4, np.complex64)).graph
+    text = print_graph(graph)
+    assert "c64[4]" in text and "c128[4]" in text
+    again = parse(text)
+    assert print_graph(again) == text
+    assert flowjit.interpret(again, np.ones(4, np.complex64))[0].tolist() == [1 + 3j, 3 + 2j, 4 + 2j, 5 + 2j]
+
+
+def test_what_does_not_take_complex_values_says_so_at_the_users_line():
+    z = complex_values(np.complex128, 6, special=False)
+
+    def ordering(z):
+        return z.max() + (z < 1).sum() + np.maximum(z, 1)  # ordering
+    with pytest.raises(OpTypeError, match=r"np\.max\(c128\[113\]\): op 'max' does not take complex values yet") as info:
+        flowjit.jit(ordering)(complex_values(np.complex128))
+    assert info.value.location.line == line_of(ordering, "ordering")
+
+    def trig(z):
+        return np.sin(z)  # trig
+    with pytest.raises(OpTypeError, match=r"op 'sin' does not take complex values yet \(got c128\[6\]\)") as info:
+        flowjit.jit(trig)(z)
+    assert info.value.location.line == line_of(trig, "trig")
+    with pytest.raises(OpTypeError, match=r"np\.floor\(c128\[6\]\)"):
+        flowjit.jit(lambda z: np.floor(z))(z)           # numpy has no complex floor either
+    with pytest.raises(OpTypeError, match="op 'argmax' does not take complex values yet"):
+        flowjit.jit(lambda z: z.argmax())(z)
+    with pytest.raises(UnsupportedDTypeError, match="complex256: this dtype is not supported"):
+        flowjit.jit(lambda z: z)(np.ones(2, np.clongdouble))
+
+
+def test_variables_and_gradients_stay_real():
+    with pytest.raises(UnsupportedDTypeError, match="variables hold real values"):
+        flowjit.Variable(np.zeros(3, np.complex64))
+
+    def power(x):
+        return (np.abs(np.fft.rfft(x)) ** 2).sum()  # spectrum
+    with pytest.raises(GradientError, match="computes with complex values, and flowjit differentiates real values only"):
+        flowjit.grad(power)(RNG.normal(size=8))
+    real_part = flowjit.grad(lambda x: (x * 2.0).sum())(RNG.normal(size=3))      # real programs unchanged
+    assert real_part.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_complex_kernels_are_refused_for_the_gpu_with_the_node_named():
+    from flowjit.compiler.codegen.scalar import CodegenError, expression
+    graph = flowjit.jit(lambda z: z * z).lower(np.ones(3, np.complex64)).graph
+    node = next(n for n in graph.nodes if n.op.name == "mul")
+    assert expression(node, ["a", "b"], "cpu") == "np.complex64((a * b))"
+    with pytest.raises(CodegenError, match=r"%mul = mul: complex values are compiled for the CPU only, not for cuda"):
+        expression(node, ["a", "b"], "cuda")
