@@ -73,7 +73,7 @@ def test_dump_formats_and_output_file(tmp_path):
     (["nofile.py:f"], "no such file: nofile.py"),
     ([f"{MODELS}:nothing"], "has no function 'nothing'"),
     ([f"{MODELS}:softmax", "--arg", "x=f32[4,8"], "is not a type such as f32[64,784]"),
-    ([f"{MODELS}:softmax", "--arg", "x=c64[4]"], "unknown dtype 'c64'"),
+    ([f"{MODELS}:softmax", "--arg", "x=q64[4]"], "unknown dtype 'q64'"),
     ([f"{MODELS}:mlp", "--arg", "x=f32[4]"], "mlp(x, w1, b1, w2, b2): missing a required argument: 'w1'"),
     ([f"{MODELS}:softmax", "--arg", "x=f32[4,8]", "--stage", "nope"], "unknown stage 'nope'"),
 ])

@@ -329,8 +329,11 @@ def _sum(x, axis, keepdims=False):
 
 def norm(x, ord=None, axis=None, keepdims=False):
     """numpy.linalg.norm: vector norms (2, 1, inf, -inf, 0, any p) and the matrix norms that
-    need no singular values (Frobenius, 1, -1, inf, -inf); non-float input as float64."""
+    need no singular values (Frobenius, 1, -1, inf, -inf); non-float input as float64, complex
+    input as its magnitudes (every one of these norms reads only |x|, in the real dtype)."""
     x = _tracer(x)
+    if x.dtype.kind == "c":
+        x = np.absolute(x)
     if x.dtype.kind != "f":
         x = numpy_api.astype(x, np.float64)
     rank = x.ndim
@@ -401,6 +404,9 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     for item in variables:
         if item.ndim > 2:
             raise ShapeError(f"np.cov: {item._value.type} has more than 2 dimensions", user_location())
+        if item.dtype.kind == "c":
+            raise UnsupportedFunctionError(f"np.cov of complex values ({item._value.type}) is not supported yet",
+                                           user_location())
     if dtype is None:
         dtype = np.result_type(*(item.dtype for item in variables), np.float64)
     blocks = []

@@ -11,7 +11,7 @@ import numpy as np
 
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.ops.fft import NORMS
-from flowjit.errors import ShapeError, TracerConversionError, UnsupportedFunctionError, user_location
+from flowjit.errors import ShapeError, TracerConversionError, user_location
 from flowjit.frontend import numpy_api
 from flowjit.frontend.tracer import Tracer
 
@@ -64,11 +64,12 @@ def _several_axes(name: str, two: bool):
         if axes is None:
             axes = tuple(range(-len(s), 0)) if s is not None else tuple(range(x.ndim))
         axes = tuple(numpy_api._static_ints(axes, what, "axes"))
-        sizes = [None] * len(axes) if s is None else list(numpy_api._static_ints(s, what, "s"))
+        sizes = [None] * len(axes) if s is None else [None if n == -1 else n       # (-1: the axis's length)
+                                                      for n in numpy_api._static_ints(s, what, "s")]
         if len(sizes) != len(axes):
             raise ShapeError(f"{what}: s {s!r} and axes {axes!r} differ in length", user_location())
         if not axes:
-            raise UnsupportedFunctionError(f"{what} over no axes is not supported", user_location())
+            return x                                  # numpy returns its argument itself
         if real and name.startswith("irfft") and sizes[-1] is None:
             sizes[-1] = 2 * (x.shape[axes[-1]] - 1)
         last = len(axes) - 1

@@ -24,7 +24,8 @@ from flowjit.errors import (OpTypeError, ShapeError, TraceError, TracerConversio
                             UnsupportedOperatorError, user_frame, user_location)
 
 _local = threading.local()
-_VIEW_OPS = (ops.slice, ops.reshape, ops.transpose, ops.broadcast_to)    # numpy returns views for these
+_VIEW_OPS = (ops.slice, ops.reshape, ops.transpose, ops.broadcast_to,    # numpy returns views for these
+             ops.real, ops.imag)
 
 
 class TraceContext:

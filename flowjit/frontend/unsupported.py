@@ -14,7 +14,7 @@ SEE_ALSO = "flowjit.supported_functions() lists what is supported"
 HINTS = {
     "ediff1d": "use slicing instead: x.ravel()[1:] - x.ravel()[:-1]",
     "inner": "use (a * b).sum(axis=-1), or a @ b for 1-d arrays",
-    "vdot": "use (a.ravel() * b.ravel()).sum()",
+    "vdot": "use (np.conj(a).ravel() * b.ravel()).sum()",
     "tensordot": "reshape the operands to 2-d and use @",
     "kron": "use broadcasting and reshape: (a[:, None, :, None] * b[None, :, None, :]).reshape(...)",
     "hstack": "use np.concatenate(arrays, axis=1) (axis=0 for 1-d arrays)",

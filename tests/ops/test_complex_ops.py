@@ -95,6 +95,21 @@ def test_complex_powers_are_numpys_npy_cpow(dtype):
         same_parts(flowjit.jit(lambda a, b: a ** b)(base, exponent), want, 64 * eps)
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_exp_and_sqrt_keep_numpys_values_at_the_ends_of_the_range(dtype):
+    """C's cexp takes e^t out of a large real part so that the other part stays finite (numba's
+    gives inf * 0 = NaN there); C's csqrt scales huge and subnormal parts (numba's halves an
+    imaginary part past max / (1 + sqrt 2) and loses subnormal digits)."""
+    info = np.finfo(np.float32 if dtype == np.complex64 else np.float64)
+    ends = [0.5 * info.maxexp * np.log(2) * k for k in (1.99, 2.0, 2.01, 2.5, 4, 6.5)] + [
+        info.max, info.max / 2, info.max / 3, info.tiny, info.tiny / 8, info.smallest_subnormal, 0.1, -0.1]
+    parts = sorted({float(v) for e in ends for v in (e, -e)})
+    z = np.array([complex(re, im) for re in parts for im in parts], dtype)
+    with np.errstate(all="ignore"):
+        for function in (np.exp, np.sqrt):
+            same_parts(flowjit.jit(function)(z), function(z), 4 * info.eps)
+
+
 def test_python_complex_scalars_are_weak_as_in_numpy():
     """1j * float32 is complex64 (NEP 50), a complex64 stays complex64 against a Python complex."""
     x = RNG.normal(size=8).astype(np.float32)
@@ -120,7 +135,8 @@ def test_reductions_matmul_and_data_movement_of_complex_arrays():
 
     def f(z, c, x):
         return (z.sum(), z.sum(axis=0), z.mean(axis=1), np.prod(z / np.abs(z), axis=1), c.sum(axis=0),
-                c.mean(), z @ c, c @ x, np.concatenate([z, c.T * 1j]), np.stack([z, z.conj()], axis=-1),
+                c.mean(), z[:0].mean(axis=0), np.linalg.norm(z), np.linalg.norm(c, axis=0), np.linalg.norm(z, 1),
+                np.linalg.norm(c, np.inf), np.array([2j, 2j, 2j]) * z[0, :3], z @ c, c @ x, np.concatenate([z, c.T * 1j]), np.stack([z, z.conj()], axis=-1),
                 z[::2, 1:].T, z.reshape(7, 5), np.broadcast_to(z[:1], (3, 7)), (np.abs(z - z.mean()) ** 2).mean())
     agree(f, z, c, RNG.normal(size=(5, 3)))
 
@@ -190,6 +206,19 @@ def test_what_does_not_take_complex_values_says_so_at_the_users_line():
         flowjit.jit(lambda z: z)(np.ones(2, np.clongdouble))
 
 
+def test_writes_through_the_parts_of_a_complex_array_are_refused():
+    """numpy's z.real is a view: a write through it would change z, which no trace follows."""
+    def zero_real(z):
+        t = z.copy()
+        t.real[:] = 0  # through-real
+        return t
+    with pytest.raises(flowjit.FlowjitError, match="view") as info:
+        flowjit.jit(zero_real)(complex_values(np.complex128, 4, special=False))
+    assert info.value.location.line == line_of(zero_real, "through-real")
+    with pytest.raises(flowjit.FlowjitError, match=r"np\.cov of complex values \(c128\[2,2\]\) is not supported yet"):
+        flowjit.jit(np.cov)(complex_values(np.complex128, 4, special=False).reshape(2, 2))
+
+
 def test_variables_and_gradients_stay_real():
     with pytest.raises(UnsupportedDTypeError, match="variables hold real values"):
         flowjit.Variable(np.zeros(3, np.complex64))
@@ -209,3 +238,19 @@ def test_complex_kernels_are_refused_for_the_gpu_with_the_node_named():
     assert expression(node, ["a", "b"], "cpu") == "np.complex64((a * b))"
     with pytest.raises(CodegenError, match=r"%mul = mul: complex values are compiled for the CPU only, not for cuda"):
         expression(node, ["a", "b"], "cuda")
+
+
+def test_the_placer_keeps_complex_values_on_cpus():
+    """A GPU in the device set gets none of a program's complex values (they compile for CPUs
+    only); asking for one there fails placement, naming the op and the line."""
+    def spectrum(x):
+        return (np.abs(np.fft.rfft(x * 2.0)) ** 2).sum()
+    text = flowjit.jit(spectrum, devices=["cpu:0", "gpu:0"]).lower(np.ones((64, 64))).as_text(stage="placed")
+    complex_lines = [line for line in text.splitlines() if "%rfft" in line]       # the rfft and the abs of it
+    assert len(complex_lines) == 2 and all("device:cpu:0" in line for line in complex_lines)
+
+    def pinned(x):
+        with flowjit.device("gpu:0"):
+            return np.fft.fft(x) * 2  # pinned
+    with pytest.raises(flowjit.FlowjitError, match=r"%fft \(fft\) requests /device:gpu:0 at .*test_complex_ops.py:\d+"):
+        flowjit.jit(pinned, devices=["cpu:0", "gpu:0"]).lower(np.ones((4, 4))).as_text(stage="placed")

@@ -49,6 +49,7 @@ def test_n_dimensional_transforms_and_shifts_are_numpys():
     def f(x, z, c):
         return (np.fft.fft2(x), np.fft.ifft2(z), np.fft.rfft2(x), np.fft.irfft2(z), np.fft.irfft2(z, s=(5, 9)),
                 np.fft.fftn(c), np.fft.fftn(c, axes=(0, 2)), np.fft.fftn(c, s=(3, 4), axes=(2, 0)),
+                np.fft.fftn(c, s=(-1, 7), axes=(0, 2)), np.fft.fftn(c, axes=()),
                 np.fft.ifftn(c, norm="ortho"), np.fft.rfftn(c), np.fft.irfftn(np.fft.rfftn(c), axes=(0, 1, 2)),
                 np.fft.rfftn(c, axes=(1, 0)), np.fft.fftshift(x), np.fft.ifftshift(x, axes=1),
                 np.fft.fftshift(np.fft.fftfreq(c.shape[2])) * c[0, 0, 0])

@@ -3,7 +3,7 @@
 Integer floor division, remainder and power by numpy's rules (a zero divisor gives 0, not an
 exception), float divmod as ``npy_divmod``, float16 rounding, the sign of a float, the
 fast paths numpy's float power loop takes for a broadcast exponent, and numpy's complex
-quotient, reciprocal and power.  Inlined into each kernel (``inline="always"``; the
+quotient, reciprocal, power, exp and square root.  Inlined into each kernel (``inline="always"``; the
 complex ones by LLVM, to keep their instructions out of FMA contraction), so a kernel pays only
 for what it calls.
 """
@@ -138,11 +138,52 @@ EXACT = dict(error_model="numpy", fastmath=False, cache=True)
 
 
 def _complex_helpers(real, make):
-    """numpy's complex division, reciprocal and power loops, computed in the parts' dtype ``real``:
+    """numpy's complex division, reciprocal, power, exp and sqrt, computed in the parts' dtype ``real``:
     division is Smith's method (a zero divisor gives inf or NaN parts, where numba's ``/`` raises
     ZeroDivisionError); power is ``npy_cpow``, whose products are C's (kernels compute ``a * b``
     of complex values with FMA contraction, as numpy's own vector loops do on CPUs with FMA)."""
     one, zero = real(1), real(0)
+    info = np.finfo(real)
+    big = real(int((info.maxexp - 1) * math.log(2)))       # glibc's cexp: t = (MAX_EXP - 1) ln 2, truncated
+    exp_big, largest, tiny, quarter = real(math.exp(big)), real(info.max), real(info.tiny), real(0.25)
+    beyond_quarter = real(info.max / 4)
+    half_digits = (info.nmant + 2) // 2                       # C's csqrt scales subnormal arguments up
+    scale_up, scale_down, small = real(2.0 ** (2 * half_digits)), real(2.0 ** -half_digits), real(4 * info.tiny)
+
+    @njit(**EXACT)
+    def exp(a):
+        # numpy's (C's cexp): exp(x) (cos y + i sin y), e^t taken out of a large x (twice at most) so
+        # that a finite part does not overflow with the other (numba's gives inf * 0 = NaN there);
+        # non-finite parts are numba's, which gives numpy's special values.
+        x, y = a.real, a.imag
+        if not (np.isfinite(x) and np.isfinite(y)):
+            return make(np.exp(a))
+        if abs(y) > tiny:
+            s, c = np.sin(y), np.cos(y)
+        else:
+            s, c = y, one
+        for _ in range(2):
+            if x > big:
+                x -= big
+                s *= exp_big
+                c *= exp_big
+        if x > big:
+            return make(complex(largest * c, largest * s))
+        e = np.exp(x)
+        return make(complex(e * c, e * s))
+
+    @njit(**EXACT)
+    def sqrt(a):
+        # numba's sqrt halves the imaginary part where a part reaches max / (1 + sqrt 2): there
+        # 2 sqrt(a / 4); and it loses digits of subnormal parts: there sqrt(a 4^k) / 2^k.  Powers
+        # of two scale exactly, as C's csqrt scales.
+        if abs(a.real) > beyond_quarter or abs(a.imag) > beyond_quarter:
+            root = np.sqrt(make(complex(a.real * quarter, a.imag * quarter)))
+            return make(complex(root.real * 2, root.imag * 2))
+        if abs(a.real) < small and abs(a.imag) < small:
+            root = np.sqrt(make(complex(a.real * scale_up, a.imag * scale_up)))
+            return make(complex(root.real * scale_down, root.imag * scale_down))
+        return make(np.sqrt(a))
 
     @njit(**EXACT)
     def divide(a, b):
@@ -201,9 +242,11 @@ def _complex_helpers(real, make):
                     break
                 base = multiply(base, base)
             return divide(make(complex(one, zero)), result) if n < 0 else result
-        return make(np.exp(b * np.log(a)))
-    return divide, reciprocal, power
+        return exp(make(b * np.log(a)))
+    return divide, reciprocal, power, exp, sqrt
 
 
-complex_divide_c64, complex_reciprocal_c64, complex_power_c64 = _complex_helpers(np.float32, np.complex64)
-complex_divide_c128, complex_reciprocal_c128, complex_power_c128 = _complex_helpers(np.float64, np.complex128)
+(complex_divide_c64, complex_reciprocal_c64, complex_power_c64, complex_exp_c64,
+ complex_sqrt_c64) = _complex_helpers(np.float32, np.complex64)
+(complex_divide_c128, complex_reciprocal_c128, complex_power_c128, complex_exp_c128,
+ complex_sqrt_c128) = _complex_helpers(np.float64, np.complex128)

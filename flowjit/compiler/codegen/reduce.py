@@ -519,6 +519,9 @@ class ReduceWriter(PartsWriter, KernelWriter):
     def reduction_result(self, node: Node, total: str) -> str:
         """The reduction's value from its accumulated ``total`` (a mean divides by ``ninner``)."""
         if node.op is ops.mean:
+            if accumulator_dtype(node).kind == "c":      # (numba's complex / raises on a zero count)
+                return cast(f"fj.complex_divide_c128({total}, np.complex128(ninner))", np.dtype(np.complex128),
+                            node.output.dtype)
             return cast(f"({total} / np.float64(ninner))", np.dtype(np.float64), node.output.dtype)
         return cast(total, accumulator_dtype(node), node.output.dtype)
 

@@ -197,7 +197,7 @@ def uniform_constant(node: Node, rw: Rewriter) -> Value | None:
     if array.ndim == 0 or array.size < 2:
         return None
     flat = np.ascontiguousarray(array).reshape(-1)
-    bits = flat.view(np.dtype(f"u{flat.dtype.itemsize}")) if flat.dtype.kind in "fc" else flat
+    bits = flat.view(np.uint8).reshape(flat.size, -1)          # (complex128 has no 16-byte integer)
     if not bool(np.all(bits == bits[0])):
         return None
     scalar = rw.emit(ops.constant, [], {"value": flat[:1].reshape(())})

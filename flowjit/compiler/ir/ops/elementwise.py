@@ -223,13 +223,13 @@ neg = _ufunc_op("neg", np.negative, lowering(lambda c, a: f"(-{a})"), grad=lambd
 abs_ = _ufunc_op("abs", np.absolute, _bool_or("{a}", "abs({a})"), grad=_unary(lambda b, x, out: b(sign, [x])),
                  complex_rule=_complex_call("abs"))
 sqrt = _ufunc_op("sqrt", np.sqrt, call("math.sqrt"), flops=4, grad=_unary(lambda b, x, out: b.div(b.like(0.5, out), out)),
-                 complex_rule=_complex_call("np.sqrt"))
+                 complex_rule=_complex_helper("complex_sqrt"))
 square = _ufunc_op("square", np.square, lowering(lambda c, a: f"({a} * {a})"), grad=_unary(lambda b, x, out: b.mul(b.like(2, out), x)),
                    complex_rule=lambda c, a: f"({a} * {a})")
 reciprocal = _ufunc_op("reciprocal", np.reciprocal, lowering(_reciprocal), flops=4, grad=_unary(lambda b, x, out: b.neg(b.mul(out, out))),
                        complex_rule=_complex_helper("complex_reciprocal"))
 exp = _ufunc_op("exp", np.exp, routine("exp", "exp"), flops=10, grad=_unary(lambda b, x, out: out),
-                complex_rule=_complex_call("np.exp"))
+                complex_rule=_complex_helper("complex_exp"))
 exp2 = _ufunc_op("exp2", np.exp2, Lowering(lambda c, a: routine_call("exp2", c.dtype, (a,))
                                            or f"({literal(2, c.dtype)} ** {a})", {"cuda": per_float("exp2")},
                                            routine="exp2"),
