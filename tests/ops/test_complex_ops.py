@@ -96,17 +96,18 @@ def test_complex_powers_are_numpys_npy_cpow(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
-def test_exp_and_sqrt_keep_numpys_values_at_the_ends_of_the_range(dtype):
+def test_exp_sqrt_and_abs_keep_numpys_values_at_the_ends_of_the_range(dtype):
     """C's cexp takes e^t out of a large real part so that the other part stays finite (numba's
     gives inf * 0 = NaN there); C's csqrt scales huge and subnormal parts (numba's halves an
-    imaginary part past max / (1 + sqrt 2) and loses subnormal digits)."""
+    imaginary part past max / (1 + sqrt 2) and loses subnormal digits); |z| (flowjit's own,
+    vectorised) neither overflows nor underflows where hypot does not."""
     info = np.finfo(np.float32 if dtype == np.complex64 else np.float64)
     ends = [0.5 * info.maxexp * np.log(2) * k for k in (1.99, 2.0, 2.01, 2.5, 4, 6.5)] + [
         info.max, info.max / 2, info.max / 3, info.tiny, info.tiny / 8, info.smallest_subnormal, 0.1, -0.1]
     parts = sorted({float(v) for e in ends for v in (e, -e)})
     z = np.array([complex(re, im) for re in parts for im in parts], dtype)
     with np.errstate(all="ignore"):
-        for function in (np.exp, np.sqrt):
+        for function in (np.exp, np.sqrt, np.abs):
             same_parts(flowjit.jit(function)(z), function(z), 4 * info.eps)
 
 

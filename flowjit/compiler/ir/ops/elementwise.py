@@ -221,7 +221,7 @@ def _bool_or(bool_text: str, text: str) -> Lowering:
 neg = _ufunc_op("neg", np.negative, lowering(lambda c, a: f"(-{a})"), grad=lambda n, g, b: (b.neg(g),),
                complex_rule=lambda c, a: f"(-{a})")
 abs_ = _ufunc_op("abs", np.absolute, _bool_or("{a}", "abs({a})"), grad=_unary(lambda b, x, out: b(sign, [x])),
-                 complex_rule=_complex_call("abs"))
+                 complex_rule=lambda c, a: f"fj.complex_abs_{dtype_short_name(c.dtype)}({a})")
 sqrt = _ufunc_op("sqrt", np.sqrt, call("math.sqrt"), flops=4, grad=_unary(lambda b, x, out: b.div(b.like(0.5, out), out)),
                  complex_rule=_complex_helper("complex_sqrt"))
 square = _ufunc_op("square", np.square, lowering(lambda c, a: f"({a} * {a})"), grad=_unary(lambda b, x, out: b.mul(b.like(2, out), x)),
