@@ -58,6 +58,8 @@ CASES = {
     "float16": (lambda x, y: x * y + np.float16(1.5), (rows((8,), np.float16), rows((8,), np.float16, 1))),
     "integer_ops": (lambda i: (i // 3) % 5 + i * 2 - (i > 0), (np.arange(-8, 8, dtype=np.int32),)),
     "broadcast_outer": (lambda x, y: np.exp(x[:, None] - y[None, :]), (rows((4,)), rows((8,), seed=1))),
+    "complex_spectrum": (lambda x: (np.abs(np.fft.rfft(x * np.hanning(8), axis=1)) ** 2,
+                                    np.exp(1j * x) / (x + 2j)), (rows((4, 8), np.float64),)),
 }
 
 
