@@ -163,12 +163,9 @@ def complex_abs_c128(z):
 EXACT = dict(error_model="numpy", fastmath=False, cache=True)
 
 
-def _complex_helpers(real, make):
-    """numpy's complex division, reciprocal, power, exp and sqrt, computed in the parts' dtype ``real``:
-    division is Smith's method (a zero divisor gives inf or NaN parts, where numba's ``/`` raises
-    ZeroDivisionError); power is ``npy_cpow``, whose products are C's (kernels compute ``a * b``
-    of complex values with FMA contraction, as numpy's own vector loops do on CPUs with FMA)."""
-    one, zero = real(1), real(0)
+def _complex_functions(real, make):
+    """numpy's (C's) complex exp and sqrt, in the parts' dtype ``real``."""
+    one = real(1)
     info = np.finfo(real)
     big = real(int((info.maxexp - 1) * math.log(2)))       # glibc's cexp: t = (MAX_EXP - 1) ln 2, truncated
     exp_big, largest, tiny, quarter = real(math.exp(big)), real(info.max), real(info.tiny), real(0.25)
@@ -210,6 +207,16 @@ def _complex_helpers(real, make):
             root = np.sqrt(make(complex(a.real * scale_up, a.imag * scale_up)))
             return make(complex(root.real * scale_down, root.imag * scale_down))
         return make(np.sqrt(a))
+
+    return exp, sqrt
+
+
+def _complex_arithmetic(real, make, exp):
+    """numpy's complex division, reciprocal and power, computed in the parts' dtype ``real``:
+    division is Smith's method (a zero divisor gives inf or NaN parts, where numba's ``/`` raises
+    ZeroDivisionError); power is ``npy_cpow``, whose products are C's (kernels compute ``a * b``
+    of complex values with FMA contraction, as numpy's own vector loops do on CPUs with FMA)."""
+    one, zero = real(1), real(0)
 
     @njit(**EXACT)
     def divide(a, b):
@@ -269,10 +276,12 @@ def _complex_helpers(real, make):
                 base = multiply(base, base)
             return divide(make(complex(one, zero)), result) if n < 0 else result
         return exp(make(b * np.log(a)))
-    return divide, reciprocal, power, exp, sqrt
+    return divide, reciprocal, power
 
 
-(complex_divide_c64, complex_reciprocal_c64, complex_power_c64, complex_exp_c64,
- complex_sqrt_c64) = _complex_helpers(np.float32, np.complex64)
-(complex_divide_c128, complex_reciprocal_c128, complex_power_c128, complex_exp_c128,
- complex_sqrt_c128) = _complex_helpers(np.float64, np.complex128)
+complex_exp_c64, complex_sqrt_c64 = _complex_functions(np.float32, np.complex64)
+complex_exp_c128, complex_sqrt_c128 = _complex_functions(np.float64, np.complex128)
+complex_divide_c64, complex_reciprocal_c64, complex_power_c64 = _complex_arithmetic(np.float32, np.complex64,
+                                                                                    complex_exp_c64)
+complex_divide_c128, complex_reciprocal_c128, complex_power_c128 = _complex_arithmetic(np.float64, np.complex128,
+                                                                                       complex_exp_c128)
