@@ -322,6 +322,17 @@ class Tracer:
         """A new array with this one's value (x.copy(), astype to the same dtype): writable in place."""
         return Tracer(self._trace, self._value, origin="copy")
 
+    def __setattr__(self, name, value):
+        if name in Tracer.__slots__:
+            object.__setattr__(self, name, value)
+            return
+        raise UnsupportedOperatorError(
+            f"x.{name} = ... on a traced array ({self._value.type}): numpy would change the array in place, "
+            f"which flowjit does not trace; build a new array instead"
+            + (" (x = x.reshape(...))" if name == "shape" else
+               " (x = np.real(x) + 1j * value)" if name == "imag" else
+               " (x = value + 1j * np.imag(x))" if name == "real" else ""), user_location())
+
     # -- static facts --------------------------------------------------------------------
     shape = property(lambda self: self._value.shape)
     dtype = property(lambda self: self._value.dtype)

@@ -255,3 +255,16 @@ def test_the_placer_keeps_complex_values_on_cpus():
             return np.fft.fft(x) * 2  # pinned
     with pytest.raises(flowjit.FlowjitError, match=r"%fft \(fft\) requests /device:gpu:0 at .*test_complex_ops.py:\d+"):
         flowjit.jit(pinned, devices=["cpu:0", "gpu:0"]).lower(np.ones((4, 4))).as_text(stage="placed")
+
+
+def test_assigning_an_attribute_of_a_traced_array_says_what_to_write():
+    def set_imag(z):
+        t = z.copy()
+        t.imag = z.real  # set-imag
+        return t
+    with pytest.raises(flowjit.FlowjitError, match=r"x\.imag = \.\.\. on a traced array \(c128\[3\]\): numpy would "
+                                                   r"change the array in place.*\(x = np\.real\(x\) \+ 1j \* value\)") as info:
+        flowjit.jit(set_imag)(np.ones(3, complex))
+    assert info.value.location.line == line_of(set_imag, "set-imag")
+    with pytest.raises(flowjit.FlowjitError, match=r"x\.shape = \.\.\..*x = x\.reshape"):
+        flowjit.jit(lambda x: setattr(x, "shape", (3,)))(np.ones(3))
