@@ -180,9 +180,16 @@ def test_complex_types_and_constants_print_and_parse_back():
     graph = jitted.lower(np.ones(4, np.complex64)).graph
     text = print_graph(graph)
     assert "c64[4]" in text and "c128[4]" in text
+    assert "{value=complex<1.0, 2.0>} : c64[]" in text
+    assert "{value=[complex<0.0, 1.0>, complex<2.0, 0.0>, complex<3.0, 0.0>, complex<4.0, 0.0>]} : c128[4]" in text
     again = parse(text)
     assert print_graph(again) == text
     assert flowjit.interpret(again, np.ones(4, np.complex64))[0].tolist() == [1 + 3j, 3 + 2j, 4 + 2j, 5 + 2j]
+    special = np.array([complex(-0.0, np.inf), complex(np.nan, 1), complex(1e-300, -2.5)])
+    text = print_graph(flowjit.jit(lambda z: z * special).lower(np.ones(3, np.complex64)).graph)
+    assert "complex<-0.0, inf>, complex<nan, 1.0>, complex<1e-300, -2.5>" in text and print_graph(parse(text)) == text
+    with pytest.raises(flowjit.FlowjitError, match=r"a complex literal is complex<real, imag> of two numbers"):
+        parse(text.replace("complex<nan, 1.0>", "complex<nan, true>"))
 
 
 def test_what_does_not_take_complex_values_says_so_at_the_users_line():

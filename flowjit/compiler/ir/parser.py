@@ -306,6 +306,16 @@ class Parser:
                 return bytes.fromhex(json.loads(data.text))
             except ValueError:
                 raise self.error("malformed hex bytes", data) from None
+        if token.kind == "ident" and token.text == "complex" and self.tokens[self.index + 1].text == "<":
+            self.next()
+            self.expect("<")
+            real = self.parse_attr_value()
+            self.expect(",")
+            imag = self.parse_attr_value()
+            self.expect(">")
+            if not all(isinstance(part, (int, float)) and not isinstance(part, bool) for part in (real, imag)):
+                raise self.error("a complex literal is complex<real, imag> of two numbers", token)
+            return complex(real, imag)
         if token.kind == "ident" and token.text in PLAN_KINDS and self.tokens[self.index + 1].text == "<":
             return self.parse_plan()
         if token.kind == "ident":

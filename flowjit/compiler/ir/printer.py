@@ -30,6 +30,8 @@ MAX_LITERAL_ELEMENTS = 16
 def format_scalar(value) -> str:
     if isinstance(value, (bool, np.bool_)):
         return "true" if value else "false"
+    if isinstance(value, (complex, np.complexfloating)):
+        return f"complex<{format_scalar(value.real)}, {format_scalar(value.imag)}>"
     if isinstance(value, np.generic):
         return str(value)            # numpy's shortest repr that round-trips in its own dtype
     if isinstance(value, float):
@@ -38,7 +40,7 @@ def format_scalar(value) -> str:
 
 
 def format_array(array: np.ndarray) -> str:
-    if array.size > MAX_LITERAL_ELEMENTS or array.dtype.kind == "c":      # (complex: no literal syntax)
+    if array.size > MAX_LITERAL_ELEMENTS:
         return f'dense<"{np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes().hex()}">'
     if array.ndim == 0:
         return format_scalar(array[()])
