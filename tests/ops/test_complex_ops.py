@@ -275,3 +275,24 @@ def test_assigning_an_attribute_of_a_traced_array_says_what_to_write():
     assert info.value.location.line == line_of(set_imag, "set-imag")
     with pytest.raises(flowjit.FlowjitError, match=r"x\.shape = \.\.\..*x = x\.reshape"):
         flowjit.jit(lambda x: setattr(x, "shape", (3,)))(np.ones(3))
+
+
+def test_complex_values_cross_devices_as_the_interpreter_computes_them():
+    """Send/Recv carry complex tensors between CPU devices (a lossy transfer truncates float32
+    values only), on the cost model's placement and on a random one."""
+    def f(x, z):
+        with flowjit.device("cpu:0"):
+            s = np.fft.rfft(x * 2.0, axis=1)
+        with flowjit.device("cpu:1"):
+            t = s * z[:, :s.shape[1]] + 1j
+        return np.abs(t).sum(axis=1), t.mean()
+    x = RNG.normal(size=(4, 16)).astype(np.float32)
+    z = complex_values(np.complex64, 64, special=False).reshape(4, 16)
+    want = flowjit.jit(f, backend="interpreter")(x, z)
+    for lossy in (False, True):
+        for strategy in ("cost", "random"):
+            got = flowjit.jit(f, devices=["cpu:0", "cpu:1"], placement=strategy, placement_seed=3,
+                              lossy_transfers=lossy)(x, z)
+            for value, expected in zip(got, want):
+                assert value.dtype == expected.dtype
+                np.testing.assert_allclose(value, expected, rtol=1e-2 if lossy else 2e-5)
