@@ -433,38 +433,6 @@ def where(condition, x=None, y=None):
     return trace.emit1(ops.where, lifted, what="np.where")
 
 
-def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
-    _reject_kwargs("np.clip", {"out": out, **kwargs})
-    low = a_min if a_min is not None else min
-    high = a_max if a_max is not None else max
-    dtype = a.dtype if isinstance(a, Tracer) else np.asarray(a).dtype
-    if dtype.kind in "iu":              # numpy: a Python int bound beyond the dtype's range clips nothing
-        if type(low) is int and low <= np.iinfo(dtype).min:
-            low = None
-        if type(high) is int and high >= np.iinfo(dtype).max:
-            high = None
-        for bound in (low, high):       # ... and one beyond the other end is numpy's OverflowError
-            if type(bound) is int and not np.iinfo(dtype).min <= bound <= np.iinfo(dtype).max:
-                message = (f"Python integer {bound} out of bounds for {dtype}" if -2 ** 63 <= bound < 2 ** 64
-                           else "Python int too large to convert to C long")
-                raise ScalarOverflowError(f"np.clip: {message}", user_location())
-    result = a
-    if low is not None:
-        result = _clip_bound(result, low, np.greater_equal)
-    if high is not None:
-        result = _clip_bound(result, high, np.less_equal)
-    return result
-
-
-def _clip_bound(x, bound, inside):
-    """numpy's clip keeps x when it equals the bound (clip(-0.0, 0.0, 1) is -0.0, where
-    np.maximum gives 0.0) and returns NaN for a NaN x or bound."""
-    keep = inside(x, bound)
-    if np.dtype(x.dtype).kind == "f":
-        keep = np.logical_or(keep, np.isnan(x))
-    return np.where(keep, x, bound)
-
-
 def matmul(a, b):
     trace = _trace_of(a, b)
     a, b = (_as_tracer(trace, item) for item in (a, b))
@@ -499,43 +467,6 @@ def _full_like(fill):
     return like
 
 
-def _power_of_ten(n: int) -> float:
-    """numpy's power_of_ten (multiarray/calculation.c): exact to 1e22, then repeated * 10."""
-    if n < 9:
-        return float(10 ** n)
-    value = 1e9
-    for _ in range(n - 9):
-        value *= 10.0
-        if value == float("inf"):
-            break
-    return value
-
-
-def round_(a, decimals=0, out=None):
-    """numpy's PyArray_Round: integers keep their dtype (rounded through float64 when
-    decimals < 0); floats compute rint(a * 10**d) / 10**d in their own dtype."""
-    _reject_kwargs("np.round", {"out": out})
-    trace = _trace_of(a)
-    a = _as_tracer(trace, a)
-    decimals = operator.index(decimals)
-    if a.dtype.kind in "iu":
-        if decimals >= 0:
-            return a._copy()                   # (a new array, as numpy's)
-        scale = _power_of_ten(-decimals)
-        return astype(np.multiply(np.rint(np.true_divide(a, scale)), scale), a.dtype)
-    if decimals == 0:
-        return np.rint(a)
-    if a.dtype.kind == "b":
-        raise OpTypeError(f"np.round({a._value.type}, decimals={decimals}): numpy cannot round a bool "
-                          f"array to decimals other than 0 (its float64 result does not cast back to "
-                          f"bool); use a.astype(np.float64)", user_location())
-    if decimals > 0:
-        scale = _power_of_ten(decimals)
-        return np.true_divide(np.rint(np.multiply(a, scale)), scale)
-    scale = _power_of_ten(-decimals)
-    return np.multiply(np.rint(np.true_divide(a, scale)), scale)
-
-
 def _static_shape(a):
     return a.shape
 
@@ -546,11 +477,11 @@ FUNCTIONS = {
     np.amin: REDUCTIONS["min"], np.var: REDUCTIONS["var"], np.std: REDUCTIONS["std"],
     np.argmax: _arg_reduction("argmax"), np.argmin: _arg_reduction("argmin"),
     np.any: _bool_reduction("any"), np.all: _bool_reduction("all"),
-    np.where: where, np.clip: clip, np.dot: dot, np.reshape: reshape, np.transpose: transpose,
+    np.where: where, np.dot: dot, np.reshape: reshape, np.transpose: transpose,
     np.swapaxes: swapaxes, np.expand_dims: expand_dims, np.squeeze: squeeze, np.ravel: ravel,
     np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.stack: stack,
     np.zeros_like: _full_like(0), np.ones_like: _full_like(1), np.full_like: _full_like(None),
-    np.round: round_, np.around: round_, np.shape: _static_shape, np.ndim: lambda a: a.ndim,
+    np.shape: _static_shape, np.ndim: lambda a: a.ndim,
     np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
     np.astype: astype,
 }
@@ -581,9 +512,9 @@ METHODS = {
     "max": REDUCTIONS["max"], "min": REDUCTIONS["min"], "var": REDUCTIONS["var"],
     "std": REDUCTIONS["std"], "argmax": FUNCTIONS[np.argmax], "argmin": FUNCTIONS[np.argmin],
     "any": FUNCTIONS[np.any], "all": FUNCTIONS[np.all], "astype": astype, "transpose": transpose,
-    "swapaxes": swapaxes, "squeeze": squeeze, "ravel": ravel, "clip": clip,
+    "swapaxes": swapaxes, "squeeze": squeeze, "ravel": ravel,
     "flatten": lambda self, order="C": ravel(self, order)._copy(),      # (always a new array)
-    "dot": dot, "round": round_,
+    "dot": dot,
     "reshape": lambda self, *shape, order="C": reshape(self, shape[0] if len(shape) == 1 else shape, order=order),
     "copy": lambda self, order="C": self._copy(),
 }
@@ -592,8 +523,8 @@ PROPERTIES = {"T": lambda self: transpose(self), "mT": lambda self: swapaxes(sel
 
 def _register_compositions():
     """np.diff, np.pad, np.linalg.norm...: numpy functions written in terms of the ones above."""
-    from flowjit.frontend import einsum, fancy_indexing, histogram, numpy_arrays, order_statistics, spectral
-    for module in (numpy_arrays, fancy_indexing, einsum, order_statistics, histogram, spectral):
+    from flowjit.frontend import einsum, fancy_indexing, histogram, numpy_arrays, order_statistics, rounding, spectral
+    for module in (rounding, numpy_arrays, fancy_indexing, einsum, order_statistics, histogram, spectral):
         FUNCTIONS.update(module.FUNCTIONS)
         METHODS.update(module.METHODS)
         PROPERTIES.update(getattr(module, "PROPERTIES", {}))

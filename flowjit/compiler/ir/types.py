@@ -118,6 +118,11 @@ class TensorType:
         return TensorType(array.shape, array.dtype)
 
 
+def part_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype of a complex dtype's real and imaginary parts (complex64: float32)."""
+    return np.dtype(np.float32 if np.dtype(dtype) == np.complex64 else np.float64)
+
+
 def compute_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype a kernel computes a value in (float16 values compute in float32)."""
     return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)

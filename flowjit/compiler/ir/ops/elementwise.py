@@ -17,7 +17,7 @@ from flowjit.compiler.ir.ops.base import (AttrKind, Op, OpKind, broadcast_shapes
                                           required)
 from flowjit.compiler.ir.ops.lowering import (Lowering, call, cast as cast_text, infix, is_bool, is_float,
                                               literal, lowering, per_float, routine, routine_call, typed)
-from flowjit.compiler.ir.types import TensorType, check_dtype, dtype_short_name
+from flowjit.compiler.ir.types import TensorType, check_dtype, dtype_short_name, part_dtype
 from flowjit.errors import OpTypeError
 
 
@@ -55,18 +55,10 @@ def _ufunc_op(name: str, ufunc, lower: Lowering, *, flops: float = 1.0, commutat
         lowering=lower, flops=flops, gradient=grad, complex=complex_rule is not None))
 
 
-def _complex_call(function: str):
-    """``function(operands...)`` at complex loop dtypes: ``np.exp(z)``."""
-    return lambda c, *operands: f"{function}({', '.join(operands)})"
-
-
 def _complex_helper(name: str):
     """The library's helper at the loop dtype: ``fj.complex_divide_c64(a, b)``."""
     return lambda c, *operands: f"fj.{name}_{dtype_short_name(c.dtype)}({', '.join(operands)})"
 
-
-def _complex_infix(symbol: str):
-    return lambda c, a, b: f"({a} {symbol} {b})"
 
 
 # -- gradient rules (ir/gradients.py): rule(node, g, b) -> a cotangent per input, None for none ---
@@ -218,14 +210,15 @@ def _bool_or(bool_text: str, text: str) -> Lowering:
 
 
 # -- unary -----------------------------------------------------------------------------------
-neg = _ufunc_op("neg", np.negative, lowering(lambda c, a: f"(-{a})"), grad=lambda n, g, b: (b.neg(g),),
-               complex_rule=lambda c, a: f"(-{a})")
+_NEGATE = lowering(lambda c, a: f"(-{a})")              # (one text for every dtype, complex too)
+_SELF_PRODUCT = lowering(lambda c, a: f"({a} * {a})")
+neg = _ufunc_op("neg", np.negative, _NEGATE, grad=lambda n, g, b: (b.neg(g),), complex_rule=_NEGATE.rule)
 abs_ = _ufunc_op("abs", np.absolute, _bool_or("{a}", "abs({a})"), grad=_unary(lambda b, x, out: b(sign, [x])),
-                 complex_rule=lambda c, a: f"fj.complex_abs_{dtype_short_name(c.dtype)}({a})")
+                 complex_rule=_complex_helper("complex_abs"))
 sqrt = _ufunc_op("sqrt", np.sqrt, call("math.sqrt"), flops=4, grad=_unary(lambda b, x, out: b.div(b.like(0.5, out), out)),
                  complex_rule=_complex_helper("complex_sqrt"))
-square = _ufunc_op("square", np.square, lowering(lambda c, a: f"({a} * {a})"), grad=_unary(lambda b, x, out: b.mul(b.like(2, out), x)),
-                   complex_rule=lambda c, a: f"({a} * {a})")
+square = _ufunc_op("square", np.square, _SELF_PRODUCT, grad=_unary(lambda b, x, out: b.mul(b.like(2, out), x)),
+                   complex_rule=_SELF_PRODUCT.rule)
 reciprocal = _ufunc_op("reciprocal", np.reciprocal, lowering(_reciprocal), flops=4, grad=_unary(lambda b, x, out: b.neg(b.mul(out, out))),
                        complex_rule=_complex_helper("complex_reciprocal"))
 exp = _ufunc_op("exp", np.exp, routine("exp", "exp"), flops=10, grad=_unary(lambda b, x, out: out),
@@ -235,12 +228,12 @@ exp2 = _ufunc_op("exp2", np.exp2, Lowering(lambda c, a: routine_call("exp2", c.d
                                            routine="exp2"),
                  flops=20, grad=_unary(lambda b, x, out: b.mul(out, b.like(math.log(2), out))))
 expm1 = _ufunc_op("expm1", np.expm1, routine("expm1", "expm1"), flops=20, grad=_unary(lambda b, x, out: b.add(out, b.like(1, out))),
-                  complex_rule=_complex_call("np.expm1"))
+                  complex_rule=call("np.expm1").rule)
 log = _ufunc_op("log", np.log, routine("log", "log"), flops=10, grad=_unary(lambda b, x, out: b(reciprocal, [x])),
-                complex_rule=_complex_call("np.log"))
+                complex_rule=call("np.log").rule)
 log2 = _ufunc_op("log2", np.log2, routine("log2", "log2"), flops=20, grad=_unary(lambda b, x, out: b.div(b.like(1 / math.log(2), out), x)))
 log10 = _ufunc_op("log10", np.log10, routine("log10", "log10"), flops=20, grad=_unary(lambda b, x, out: b.div(b.like(1 / math.log(10), out), x)),
-                  complex_rule=_complex_call("np.log10"))
+                  complex_rule=call("np.log10").rule)
 log1p = _ufunc_op("log1p", np.log1p, routine("log1p", "log1p"), flops=20, grad=_unary(lambda b, x, out: b(reciprocal, [b.add(x, b.like(1, out))])))
 sin = _ufunc_op("sin", np.sin, routine("sin", "sin", fast=True), flops=20, grad=_unary(lambda b, x, out: b(cos, [x])))
 cos = _ufunc_op("cos", np.cos, routine("cos", "cos", fast=True), flops=20, grad=_unary(lambda b, x, out: b.neg(b(sin, [x]))))
@@ -260,17 +253,17 @@ sign = _ufunc_op("sign", np.sign, _float_or_int(lambda c, a: f"fj.sign_float({a}
                                                  lambda c, a: f"(({a} > 0) - ({a} < 0))", per_float("sign")), grad=_zero)
 logical_not = _ufunc_op("logical_not", np.logical_not, _bool_or("(not {a})", "({a} == 0)"))
 invert = _ufunc_op("invert", np.invert, _bool_or("(not {a})", "(~{a})"))
-isnan = _ufunc_op("isnan", np.isnan, _on_floats("({a} != {a})", "False"), complex_rule=_complex_call("np.isnan"))
-isinf = _ufunc_op("isinf", np.isinf, _on_floats("(abs({a}) == np.inf)", "False"), complex_rule=_complex_call("np.isinf"))
+isnan = _ufunc_op("isnan", np.isnan, _on_floats("({a} != {a})", "False"), complex_rule=call("np.isnan").rule)
+isinf = _ufunc_op("isinf", np.isinf, _on_floats("(abs({a}) == np.inf)", "False"), complex_rule=call("np.isinf").rule)
 isfinite = _ufunc_op("isfinite", np.isfinite, _on_floats("(abs({a}) < np.inf)", "True"),
-                     complex_rule=_complex_call("np.isfinite"))
+                     complex_rule=call("np.isfinite").rule)
 
 # -- binary ----------------------------------------------------------------------------------
 add = _ufunc_op("add", np.add, infix("+", "|"), commutative=True, grad=lambda n, g, b: (g, g),
-                complex_rule=_complex_infix("+"))
-sub = _ufunc_op("sub", np.subtract, infix("-"), grad=lambda n, g, b: (g, b.neg(g)), complex_rule=_complex_infix("-"))
+                complex_rule=infix("+").rule)
+sub = _ufunc_op("sub", np.subtract, infix("-"), grad=lambda n, g, b: (g, b.neg(g)), complex_rule=infix("-").rule)
 mul = _ufunc_op("mul", np.multiply, infix("*", "&"), commutative=True, grad=lambda n, g, b: (b.mul(g, n.inputs[1]), b.mul(g, n.inputs[0])),
-                complex_rule=_complex_infix("*"))
+                complex_rule=infix("*").rule)
 div = _ufunc_op("div", np.divide, infix("/"), flops=4, grad=lambda n, g, b: (b.div(g, n.inputs[1]), b.neg(b.div(b.mul(g, n.output), n.inputs[1]))),
                 complex_rule=_complex_helper("complex_divide"))
 floordiv = _ufunc_op("floordiv", np.floor_divide, _float_or_int(_divmod(0), _floordiv_int, _divmod_cuda(0)),
@@ -287,8 +280,8 @@ minimum = _ufunc_op("minimum", np.minimum, _maximum(True, False), commutative=Tr
 fmax = _ufunc_op("fmax", np.fmax, _maximum(False, True), commutative=True, grad=_extreme_grad(larger=True))
 fmin = _ufunc_op("fmin", np.fmin, _maximum(False, False), commutative=True, grad=_extreme_grad(larger=False))
 arctan2 = _ufunc_op("arctan2", np.arctan2, routine("arctan2", "atan2"), flops=25, grad=_arctan2_grad)
-eq = _ufunc_op("eq", np.equal, infix("=="), commutative=True, complex_rule=_complex_infix("=="))
-ne = _ufunc_op("ne", np.not_equal, infix("!="), commutative=True, complex_rule=_complex_infix("!="))
+eq = _ufunc_op("eq", np.equal, infix("=="), commutative=True, complex_rule=infix("==").rule)
+ne = _ufunc_op("ne", np.not_equal, infix("!="), commutative=True, complex_rule=infix("!=").rule)
 lt = _ufunc_op("lt", np.less, infix("<"))
 le = _ufunc_op("le", np.less_equal, infix("<="))
 gt = _ufunc_op("gt", np.greater, infix(">"))
@@ -386,14 +379,14 @@ where = register(Op("where", OpKind.ELEMENTWISE, 3, _where_rule,
 
 # -- complex values: the conjugate, and the real and imaginary parts ------------------------------
 conj = _ufunc_op("conj", np.conjugate, lowering(lambda c, a: a), grad=lambda n, g, b: (g,),
-                 complex_rule=_complex_call("np.conjugate"))
+                 complex_rule=call("np.conjugate").rule)
 
 
 def _part_rule(types, attrs):
     (source,) = types
     if source.dtype.kind != "c":
         raise OpTypeError(f"takes a complex operand, got {source}")
-    return [source.with_dtype(np.float32 if source.dtype == np.complex64 else np.float64)]
+    return [source.with_dtype(part_dtype(source.dtype))]
 
 
 def _part(name: str, function):

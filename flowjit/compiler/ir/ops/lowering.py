@@ -23,7 +23,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from flowjit.compiler.ir.types import TensorType, compute_dtype
+from flowjit.compiler.ir.types import TensorType, compute_dtype, part_dtype
 
 ROUTINE_DTYPES = {"float64": "f64", "float32": "f32"}
 
@@ -101,7 +101,7 @@ def constructor(dtype: np.dtype) -> str:
 def cast(expr: str, source: np.dtype, target: np.dtype) -> str:
     source, target = np.dtype(source), np.dtype(target)
     if target.kind != "c" and source.kind == "c" and target != np.bool_:
-        expr, source = f"({expr}).real", np.dtype(np.float32 if source == np.complex64 else np.float64)
+        expr, source = f"({expr}).real", part_dtype(source)
     if np.dtype(target) == np.float16 and np.dtype(source) != np.float16:
         return f"fj.round_float16(np.float32({expr}))"
     source, target = compute_dtype(source), compute_dtype(target)
