@@ -13,11 +13,8 @@ from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.ops.fft import NORMS
 from flowjit.errors import ShapeError, TracerConversionError, user_location
 from flowjit.frontend import numpy_api
+from flowjit.frontend.numpy_arrays import _tracer
 from flowjit.frontend.tracer import Tracer
-
-
-def _tracer(a) -> Tracer:
-    return numpy_api._as_tracer(numpy_api._trace_of(a), a)
 
 
 def _points(n, what: str) -> int:
