@@ -47,7 +47,7 @@ def reference(name: str):
 @functools.cache
 def _runner(name: str, dtype, fma: bool):
     """mathlib's ``name`` for ``dtype`` over an array, compiled once per FMA setting."""
-    function = library.FUNCTIONS[f"{name}_{'f64' if dtype == np.float64 else 'f32'}"]
+    function = library.functions(fma)[f"{name}_{'f64' if dtype == np.float64 else 'f32'}"]
     flags = dict(error_model="numpy", fastmath={"contract"} if fma else False)
     if name in BINARY:
         @njit(**flags)

@@ -71,10 +71,12 @@ STALE_TEMPORARY_S = 600        # a temporary file this old belongs to a writer t
 def kernel_dispatchers(namespace: dict, fma: bool = True, cache: bool = False) -> tuple:
     """The numba dispatchers of a kernel module's two functions (``namespace``: the module's
     globals), serial and parallel, as the driver calls them.  ``fma``: 'contract' lets LLVM
-    fuse a*b+c into one FMA (one rounding), nothing else of fastmath.  The module's ``kernel``
+    fuse a*b+c into one FMA (one rounding), nothing else of fastmath, and binds the module's ``fj``
+    to the library's flavour of that setting (library.py).  The module's ``kernel``
     becomes the serial dispatcher: a parallel twin that runs the serial kernel on parts
     (writer.serial_in_parts) calls it."""
     fastmath = {"contract"} if fma else False
+    namespace["fj"] = library.flavour(fma)       # (the header imports the default, contracting one)
     serial = njit(cache=cache, fastmath=fastmath, **SERIAL_FLAGS)(namespace[SERIAL])
     namespace[SERIAL] = serial
     parallel = njit(parallel=True, cache=cache, fastmath=fastmath, **KERNEL_FLAGS)(namespace[PARALLEL])

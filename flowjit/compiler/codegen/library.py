@@ -6,6 +6,14 @@ functions, never paste their text (numba compiles only what a kernel calls, and 
 The library is every public numba function and intrinsic of ``MODULES``; another backend
 binds ``fj`` to a library of its own with the same names.
 
+It comes in two flavours, as kernels are compiled with FMA contraction or without it
+(``CompileOptions.fma``).  A routine LLVM inlines (``mathlib.INLINE``: compiled once on its
+own, not re-typed inside each kernel) keeps the contraction it was compiled with, so this
+module's routines contract, and ``exact`` (a module built by ``load``) holds a twin of each
+compiled without contraction, calling the other twins; the kernel cache binds a kernel's ``fj``
+to the flavour of its compile.  Functions that contract nothing (intrinsics, the complex
+helpers, numba's own inlining) are the same object in both.
+
 Importing this module loads none of them: a process whose kernels all load from the kernel
 cache never types a kernel, and importing the modules (about a hundred dispatchers, tables)
 took 50 ms of a warm first call.  ``load`` imports them all, as does the first name looked up
@@ -17,6 +25,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
+import types
 
 from flowjit.compiler.ir.ops.base import routine_ops
 from flowjit.compiler.ir.ops.lowering import ROUTINE_DTYPES
@@ -52,25 +62,72 @@ def _functions() -> dict[str, object]:
     return functions
 
 
+def _exact_module(functions: dict[str, object]) -> types.ModuleType:
+    """The flavour without contraction: ``functions`` with each routine LLVM inlines
+    (``forceinline``) replaced by a twin compiled without contraction -- a dispatcher of a
+    copy of its function whose globals name twins instead of the originals, so twins call
+    twins, under a qualified name of its own (the name its machine code has)."""
+    from numba import njit
+    from numba.core.registry import CPUDispatcher
+    modules = [sys.modules[name] for name in MODULES]
+    originals = {id(value) for module in modules for value in vars(module).values()
+                 if isinstance(value, CPUDispatcher) and value.targetoptions.get("forceinline")}
+    twins: dict[int, object] = {}
+    namespaces = []
+    for module in modules:
+        namespace = dict(vars(module))
+        namespaces.append(namespace)
+        for name, value in vars(module).items():
+            if id(value) in originals and value.py_func.__module__ == module.__name__ and id(value) not in twins:
+                function = value.py_func
+                if function.__closure__:
+                    raise ImportError(f"kernel library: {module.__name__}.{name} is a closure, whose "
+                                      f"twin would call the contracting routines it closes over")
+                copy = types.FunctionType(function.__code__, namespace, function.__name__, function.__defaults__)
+                copy.__qualname__, copy.__module__ = f"{function.__qualname__}_exact", function.__module__
+                options = {name: option for name, option in value.targetoptions.items() if name != "nopython"}
+                twins[id(value)] = njit(**dict(options, fastmath=False))(copy)
+    for namespace in namespaces:
+        namespace.update({name: twins[id(value)] for name, value in namespace.items() if id(value) in twins})
+    exact = types.ModuleType(f"{__name__}.exact", "The kernel library without FMA contraction (library.py).")
+    vars(exact).update({name: twins.get(id(value), value) for name, value in functions.items()})
+    exact.FUNCTIONS = {name: getattr(exact, name) for name in functions}
+    return exact
+
+
 def load() -> dict[str, object]:
     """Every library function by name (``FUNCTIONS``), the library's modules imported at the
-    first call.  numba takes in the intrinsics made since its last compile when a compile
-    starts (``CompilerBase`` refreshes its contexts), so the library loads under numba's
-    compiler lock, with no compile under way on another thread, and a load by this thread's
-    compile (numba typing ``fj.exp_f32``: a kernel's, or any numba function's that calls
-    ``fj``) refreshes numba's contexts, as numba does for a compile nested in another."""
+    first call, and the flavour without contraction (``exact``).  numba takes in the intrinsics
+    made since its last compile when a compile starts (``CompilerBase`` refreshes its contexts),
+    so the library loads under numba's compiler lock, with no compile under way on another
+    thread, and a load by this thread's compile (numba typing ``fj.exp_f32``: a kernel's, or any
+    numba function's that calls ``fj``) refreshes numba's contexts, as numba does for a compile
+    nested in another."""
     if "FUNCTIONS" not in globals():
         from numba.core.compiler_lock import global_compiler_lock
         compiling = global_compiler_lock.is_locked()       # this thread's compile is under way
         with global_compiler_lock:
             if "FUNCTIONS" not in globals():
                 functions = _functions()
-                globals().update(functions, FUNCTIONS=functions)
+                globals().update(functions, exact=_exact_module(functions), FUNCTIONS=functions)
                 if compiling:
                     from numba.core.registry import cpu_target
                     cpu_target.typing_context.refresh()
                     cpu_target.target_context.refresh()
     return globals()["FUNCTIONS"]
+
+
+def flavour(fma: bool) -> types.ModuleType:
+    """What a kernel compiled with (``fma``) or without FMA contraction binds as ``fj``."""
+    if fma:
+        return sys.modules[__name__]
+    load()
+    return globals()["exact"]
+
+
+def functions(fma: bool = True) -> dict[str, object]:
+    """Every library function of a flavour, by name."""
+    return flavour(fma).FUNCTIONS
 
 
 def __getattr__(name: str):

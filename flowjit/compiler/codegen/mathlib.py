@@ -2,7 +2,7 @@
 
 numba's ``math.exp`` and friends call libm one element at a time, which stops the loop
 vectoriser (the measured cause of numba's loss to jax.jit on GELU).  These are written
-in plain arithmetic, bit casts and selects, inlined into the kernels:
+in plain arithmetic, bit casts and selects, and LLVM inlines them into the kernels (``INLINE``):
 
 - ``exp``: Cody-Waite reduction x = k ln2 + r, |r| <= ln2/2, a degree-11 polynomial
   (float32: degree 6), and 2**k built from exponent bits in two halves (so denormal
@@ -159,7 +159,20 @@ def known_last_extent(typingctx, array, extent):
     return array(array, extent), codegen
 
 
-INLINE = dict(inline="always", error_model="numpy", cache=True)
+# How library routines are compiled: each on its own, once a process, with LLVM's
+# ``alwaysinline``, so that LLVM inlines it into each kernel that calls it before the loop is
+# vectorised.  numba's own inlining (``inline="always"``) copied and re-typed a routine's IR at
+# every call site: half of a math-heavy kernel's compile time.  ``contract`` (a*b+c as one FMA)
+# is what a kernel compiled with FMA (the default) does; library.py gives kernels compiled
+# without it a twin of every routine compiled without it (library.exact).  Not in numba's disk
+# cache: its index does not tell flags apart (a cached routine compiled with other flags would
+# load), kernels keep their routines' code in their own cache entries, and a process compiles
+# only the routines its new kernels call.
+INLINE = dict(forceinline=True, error_model="numpy", fastmath={"contract"})
+# The two helpers that read the thread count stay numba's inlining: ``thread_count``'s symbol
+# exists once numba's threading layer has started, which loading a routine from numba's cache
+# does not do and loading a parallel kernel does.
+THREADS = dict(inline="always", error_model="numpy", cache=True)
 
 
 @intrinsic
@@ -178,14 +191,14 @@ def thread_count(typingctx):
     return types.intp(), codegen
 
 
-@njit(**INLINE)
+@njit(**THREADS)
 def parallel_parts(rows):
     """How many parts a parallel loop kernel splits its ``rows`` (the outer axis) into: one a
     thread, as numba's prange hands each thread one run of iterations, and no more than rows."""
     return min(np.int64(rows), np.int64(thread_count()))
 
 
-@njit(**INLINE)
+@njit(**THREADS)
 def column_block(columns, most):
     """Adjacent outputs a task of a parallel reduction over outer axes takes: ``most``, or
     fewer so that every thread gets some, a multiple of 16 (whole vectors of any width)."""

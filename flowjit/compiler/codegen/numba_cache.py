@@ -20,7 +20,8 @@ call.  A kernel's dispatcher gets a cache that changes exactly those points:
 - a file that cannot be loaded is reported to ``unreadable`` (which discards the entry
   with one warning) and the overload is compiled instead; a save that fails is reported to
   ``save`` and never raised: the compiled kernel is already in memory;
-- it loads machine code without first refreshing the target context (below).
+- it loads machine code without first refreshing the target context (below), and without
+  rebuilding the environments of the library routines inlined into it (``reduce``).
 
 Everything here relies on numba's private pieces; without them (another numba) the
 dispatcher keeps numba's own cache and the manifest follows its ``cache_path``.
@@ -78,6 +79,17 @@ def _kernel_function_cache():
             module = os.path.splitext(os.path.basename(source))[0]
             self._filename_base = self.get_filename_base(f"{module}.{py_func.__qualname__}",
                                                          getattr(sys, "abiflags", ""))
+
+        def reduce(self, cres):
+            """numba's, less the environments of the library routines LLVM inlined into the
+            kernel.  numba saves every environment the machine code names, and rebuilding one
+            imports its module: a warm process would import the kernel library (50 ms) for
+            globals that routines never read (they run in nopython mode and raise nothing:
+            error_model="numpy", no bounds checks)."""
+            from flowjit.compiler.codegen.library import MODULES
+            *payload, environments = super().reduce(cres)
+            return (*payload, tuple(environment for environment in environments
+                                    if environment.globals.get("__name__") not in MODULES))
 
     class KernelFunctionCache(FunctionCache):
         """A kernel dispatcher's cache; ``owner`` is the kernel cache that decides what an

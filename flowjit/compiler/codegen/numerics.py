@@ -3,9 +3,9 @@
 Integer floor division, remainder and power by numpy's rules (a zero divisor gives 0, not an
 exception), float divmod as ``npy_divmod``, float16 rounding, the sign of a float, the
 fast paths numpy's float power loop takes for a broadcast exponent, and numpy's complex
-quotient, reciprocal, power, exp and square root.  Inlined into each kernel (``inline="always"``; the
-complex ones by LLVM, to keep their instructions out of FMA contraction), so a kernel pays only
-for what it calls.
+quotient, reciprocal, power, exp and square root.  LLVM inlines each into the kernels that call it
+(mathlib.INLINE; the complex ones are compiled without contraction in either flavour, so FMA
+contraction never reaches them), so a kernel pays only for what it calls.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
-INLINE = dict(inline="always", error_model="numpy", cache=True)
+from flowjit.compiler.codegen.mathlib import INLINE
 
 
 @njit(**INLINE)
