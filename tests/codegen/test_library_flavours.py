@@ -1,0 +1,80 @@
+"""The kernel library's two flavours: routines LLVM inlines, compiled once, with FMA
+contraction (kernels compiled with ``fma=True``) and without it (``library.exact``, for
+``fma=False``), each flavour calling only its own routines."""
+
+import re
+import sys
+
+import numpy as np
+import pytest
+from llvmlite import binding
+from numba.core.registry import CPUDispatcher
+
+from flowjit.compiler.codegen import library
+from flowjit.compiler.codegen.writer import SERIAL
+from helpers import kernel_twins
+
+FMA = re.compile(r"\bv?fn?m(add|sub)\d*[sp][sd]\b")
+
+
+def _dispatchers():
+    library.load()
+    return {(module, name): value for module in library.MODULES
+            for name, value in vars(sys.modules[module]).items() if isinstance(value, CPUDispatcher)}
+
+
+def test_routines_are_inlined_by_llvm_and_contract_only_in_the_default_flavour():
+    """numba's own inlining (which re-types a routine at every call site) is left to the two
+    helpers that read the thread count; every other routine is either ``alwaysinline`` with
+    contraction, its twin in ``exact`` the same without, or compiled without contraction in both."""
+    numba_inlined = {name for (_, name), value in _dispatchers().items()
+                     if value.targetoptions.get("inline", "never") != "never"}
+    assert numba_inlined == {"parallel_parts", "column_block"}
+    for name, value in library.FUNCTIONS.items():
+        twin = library.exact.FUNCTIONS[name]
+        options = getattr(value, "targetoptions", None)
+        if options is None or not options.get("forceinline"):        # intrinsics, the complex helpers
+            assert twin is value, name
+            continue
+        assert options["fastmath"] == {"contract"}, name
+        assert twin is not value and twin.targetoptions["forceinline"] and not twin.targetoptions["fastmath"]
+        assert twin.py_func.__code__ is value.py_func.__code__, name
+
+
+def test_exact_twins_call_twins():
+    """A twin's globals name the twins of the routines it calls, across the library's modules
+    (mathlib_trig's routines call mathlib's and their own module's)."""
+    originals = {id(value) for value in _dispatchers().values() if value.targetoptions.get("forceinline")}
+    checked = 0
+    for name, twin in library.exact.FUNCTIONS.items():
+        if not isinstance(twin, CPUDispatcher) or twin is library.FUNCTIONS[name]:
+            continue
+        names = twin.py_func.__code__.co_names
+        called = [twin.py_func.__globals__[n] for n in names if isinstance(twin.py_func.__globals__.get(n), CPUDispatcher)]
+        assert not any(id(callee) in originals for callee in called), name
+        checked += len(called)
+    assert checked > 50
+
+
+@pytest.mark.skipif(not binding.get_host_cpu_features().get("fma"), reason="the host has no FMA instructions")
+def test_a_kernel_without_fma_has_no_fused_multiply_add_even_in_its_routines():
+    """exp's polynomial contracts into FMAs in a default kernel; compiled with fma=False the
+    kernel (its routines inlined) has none, as a kernel whose routines numba inlined had none."""
+    from flowjit.compiler.codegen.kernel import MODULE_HEADER
+    source = (MODULE_HEADER + "\n\ndef kernel(x, out):\n    for i in range(x.shape[0]):\n"
+              "        out[i] = fj.exp_f64(x[i]) + fj.tanh_f64(x[i])\n\n\n"
+              "def kernel_parallel(x, out):\n    kernel(x, out)\n")
+    x = np.linspace(-3, 3, 64)
+    results = {}
+    for fma in (True, False):
+        serial, _ = kernel_twins(source, "<flavours>", fma=fma)
+        assert serial.py_func.__name__ == SERIAL
+        out = np.empty_like(x)
+        serial(x, out)
+        results[fma] = out
+        assembly = "".join(serial.inspect_asm().values())
+        assert bool(FMA.search(assembly)) is fma, fma
+        assert not re.search(r"call\w*\s+\S*(mathlib|exp_f64|tanh_f64)", assembly), "a routine was not inlined"
+    np.testing.assert_allclose(results[True], np.exp(x) + np.tanh(x), rtol=1e-15)
+    np.testing.assert_allclose(results[False], np.exp(x) + np.tanh(x), rtol=1e-15)
+
