@@ -41,19 +41,28 @@ def test_routines_are_inlined_by_llvm_and_contract_only_in_the_default_flavour()
         assert twin.py_func.__code__ is value.py_func.__code__, name
 
 
-def test_exact_twins_call_twins():
+def _called(function) -> list:
+    """The numba functions ``function``'s code names as globals."""
+    return [function.__globals__[name] for name in function.__code__.co_names
+            if isinstance(function.__globals__.get(name), CPUDispatcher)]
+
+
+def test_exact_twins_call_twins_and_shared_functions_call_no_contracting_routine():
     """A twin's globals name the twins of the routines it calls, across the library's modules
-    (mathlib_trig's routines call mathlib's and their own module's)."""
-    originals = {id(value) for value in _dispatchers().values() if value.targetoptions.get("forceinline")}
+    (mathlib_trig's routines call mathlib's and their own module's); a function both flavours
+    share (compiled without contraction, or inlined by numba) calls no routine that contracts."""
+    dispatchers = _dispatchers()
+    originals = {id(value) for value in dispatchers.values() if value.targetoptions.get("forceinline")}
     checked = 0
     for name, twin in library.exact.FUNCTIONS.items():
-        if not isinstance(twin, CPUDispatcher) or twin is library.FUNCTIONS[name]:
-            continue
-        names = twin.py_func.__code__.co_names
-        called = [twin.py_func.__globals__[n] for n in names if isinstance(twin.py_func.__globals__.get(n), CPUDispatcher)]
-        assert not any(id(callee) in originals for callee in called), name
-        checked += len(called)
+        if isinstance(twin, CPUDispatcher) and twin is not library.FUNCTIONS[name]:
+            called = _called(twin.py_func)
+            assert not any(id(callee) in originals for callee in called), name
+            checked += len(called)
     assert checked > 50
+    for (module, name), value in dispatchers.items():
+        if id(value) not in originals:
+            assert not any(id(callee) in originals for callee in _called(value.py_func)), (module, name)
 
 
 @pytest.mark.skipif(not binding.get_host_cpu_features().get("fma"), reason="the host has no FMA instructions")
