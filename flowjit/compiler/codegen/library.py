@@ -85,7 +85,7 @@ def _exact_module(functions: dict[str, object]) -> types.ModuleType:
                                       f"twin would call the contracting routines it closes over")
                 copy = types.FunctionType(function.__code__, namespace, function.__name__, function.__defaults__)
                 copy.__qualname__, copy.__module__ = f"{function.__qualname__}_exact", function.__module__
-                options = {name: option for name, option in value.targetoptions.items() if name != "nopython"}
+                options = {key: option for key, option in value.targetoptions.items() if key != "nopython"}
                 twins[id(value)] = njit(**dict(options, fastmath=False))(copy)
     for namespace in namespaces:
         namespace.update({name: twins[id(value)] for name, value in namespace.items() if id(value) in twins})
