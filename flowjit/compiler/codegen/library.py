@@ -69,25 +69,21 @@ def _exact_module(functions: dict[str, object]) -> types.ModuleType:
     twins, under a qualified name of its own (the name its machine code has)."""
     from numba import njit
     from numba.core.registry import CPUDispatcher
-    modules = [sys.modules[name] for name in MODULES]
-    originals = {id(value) for module in modules for value in vars(module).values()
+    namespaces = {name: dict(vars(sys.modules[name])) for name in MODULES}   # each module's globals
+    originals = {id(value): value for namespace in namespaces.values() for value in namespace.values()
                  if isinstance(value, CPUDispatcher) and value.targetoptions.get("forceinline")}
     twins: dict[int, object] = {}
-    namespaces = []
-    for module in modules:
-        namespace = dict(vars(module))
-        namespaces.append(namespace)
-        for name, value in vars(module).items():
-            if id(value) in originals and value.py_func.__module__ == module.__name__ and id(value) not in twins:
-                function = value.py_func
-                if function.__closure__:
-                    raise ImportError(f"kernel library: {module.__name__}.{name} is a closure, whose "
-                                      f"twin would call the contracting routines it closes over")
-                copy = types.FunctionType(function.__code__, namespace, function.__name__, function.__defaults__)
-                copy.__qualname__, copy.__module__ = f"{function.__qualname__}_exact", function.__module__
-                options = {key: option for key, option in value.targetoptions.items() if key != "nopython"}
-                twins[id(value)] = njit(**dict(options, fastmath=False))(copy)
-    for namespace in namespaces:
+    for key, value in originals.items():
+        function = value.py_func
+        if function.__closure__:
+            raise ImportError(f"kernel library: {function.__module__}.{function.__name__} is a closure, whose "
+                              f"twin would call the contracting routines it closes over")
+        copy = types.FunctionType(function.__code__, namespaces[function.__module__], function.__name__,
+                                  function.__defaults__)
+        copy.__qualname__, copy.__module__ = f"{function.__qualname__}_exact", function.__module__
+        options = {name: option for name, option in value.targetoptions.items() if name != "nopython"}
+        twins[key] = njit(**dict(options, fastmath=False))(copy)
+    for namespace in namespaces.values():
         namespace.update({name: twins[id(value)] for name, value in namespace.items() if id(value) in twins})
     exact = types.ModuleType(f"{__name__}.exact", "The kernel library without FMA contraction (library.py).")
     vars(exact).update({name: twins.get(id(value), value) for name, value in functions.items()})
