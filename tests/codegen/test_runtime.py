@@ -333,11 +333,12 @@ LOAD_SCRIPT = textwrap.dedent("""
     refreshed = "numba.np.arraymath" in sys.modules     # imported only by a registry refresh
     arrays = "numba.np.arrayobj" in sys.modules         # imported by np.empty's environment on a load
     library = [name for name in LIBRARY if name in sys.modules]    # imported only to type a kernel
+    masked = "numpy.ma" in sys.modules                  # imported by numba's typeof of an ndarray
     scale = float(sys.argv[1])                          # a new constant: a kernel no process compiled
     fresh = flowjit.jit(lambda x: np.tanh(x) * scale)(rows[:4])
     ok &= np.allclose(fresh, np.tanh(rows[:4]) * np.float32(scale), rtol=1e-5, atol=1e-6)
     print(json.dumps({"ok": bool(ok), "refreshed": refreshed, "arrays": arrays, "library": library,
-                      "allocations": allocations, "stats": flowjit.stats()}))
+                      "masked": masked, "allocations": allocations, "stats": flowjit.stats()}))
 """)
 
 
@@ -350,7 +351,8 @@ def test_kernels_load_from_disk_without_refreshing_numba_and_a_new_kernel_still_
     the kernel library (codegen/library.py's modules): only typing a kernel needs it, and
     rendering one (softmax's exp has a routine: the fast-path check) reads what it needs from
     the ops and the config.  Nor numba's array module: scratch rows and partial totals come
-    from ``fj.heap_array``, not ``np.empty``, whose environment a load would rebuild (50 ms)."""
+    from ``fj.heap_array``, not ``np.empty``, whose environment a load would rebuild (50 ms).
+    Nor ``numpy.ma``, which numba's typeof of an array imports (numba_cache.py)."""
     env = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path), FLOWJIT_BACKGROUND_COMPILE="0", NUMBA_NRT_STATS="1")
     names = list(library.MODULES)
     script = LOAD_SCRIPT.replace("LIBRARY", repr(names))
@@ -364,6 +366,7 @@ def test_kernels_load_from_disk_without_refreshing_numba_and_a_new_kernel_still_
     assert first["ok"] and first["refreshed"] and first["stats"]["disk_hits"] == 0 and first["library"] == names
     second = run("2.5")
     assert second["ok"] and not second["refreshed"] and not second["arrays"] and second["library"] == []
+    assert not second["masked"]
     made, freed = second["allocations"]                 # the runtime's arrays of three calls, all freed
     assert made >= 3 * 2 and made == freed, second["allocations"]
     assert second["stats"]["disk_hits"] >= 4 and second["stats"]["kernel_compiles"] >= 1
@@ -587,3 +590,24 @@ def test_whole_domain_reductions_get_their_scratch_from_the_driver():
         for _ in range(3):
             for got, want in zip(jitted(*args), fun(*args)):
                 np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_numba_types_arrays_as_before_once_flowjit_has_loaded():
+    """flowjit's typeof of an ndarray (numba_cache.py, without numba's MaskedArray question)
+    gives numba's types, and a MaskedArray still gets numba's error."""
+    import numba
+    from numba.core import errors, types
+    from flowjit.compiler.codegen import numba_cache  # noqa: F401  (registers it)
+    base = np.arange(24.0).reshape(4, 6)
+    frozen = base.copy()
+    frozen.flags.writeable = False
+    cases = [(base, types.float64, 2, "C", False), (base.T, types.float64, 2, "F", False),
+             (base[:, ::2], types.float64, 2, "A", False), (frozen, types.float64, 2, "C", True),
+             (np.zeros(3, np.int16), types.int16, 1, "C", False), (np.zeros((), np.bool_), types.boolean, 0, "C", False),
+             (np.zeros(2, np.complex64), types.complex64, 1, "C", False)]
+    for array, dtype, ndim, layout, readonly in cases:
+        assert numba.typeof(array) == types.Array(dtype, ndim, layout, readonly=readonly), array
+    with pytest.raises(errors.NumbaTypeError, match="MaskedArray"):
+        numba.typeof(np.ma.array([1.0, 2.0]))
+    with pytest.raises(errors.NumbaValueError, match="Unsupported array dtype"):
+        numba.typeof(np.zeros(2, np.dtype("V8")))

@@ -147,3 +147,31 @@ def load_cached(dispatcher, signature: tuple) -> bool:
         dispatcher.targetctx.insert_user_function(cached.entry_point, cached.fndesc, [cached.library])
         dispatcher.add_overload(cached)
         return True
+
+
+def _type_plain_arrays_without_numpy_ma() -> None:
+    """numba types an ndarray argument the first time a dispatcher sees its (dtype, rank,
+    layout) by asking, first of all, whether it is a ``numpy.ma.MaskedArray``; that attribute
+    imports ``numpy.ma``, 15-35 ms of a warm process's first call for a module no kernel uses.
+    An array whose type is exactly ``ndarray`` is typed here the way numba types it, without
+    the question; any other (a subclass, a MaskedArray) still goes to numba's own rule."""
+    try:
+        import numpy as np
+        from numba.core import errors, types
+        from numba.core.typing.typeof import _typeof_ndarray, typeof_impl
+        from numba.np.numpy_support import from_dtype, map_layout
+    except ImportError:                  # (another numba: its own rule stays)
+        return
+
+    @typeof_impl.register(np.ndarray)
+    def typeof_ndarray(val, c):
+        if type(val) is not np.ndarray:
+            return _typeof_ndarray(val, c)
+        try:
+            dtype = from_dtype(val.dtype)
+        except errors.NumbaNotImplementedError:
+            raise errors.NumbaValueError(f"Unsupported array dtype: {val.dtype}") from None
+        return types.Array(dtype, val.ndim, map_layout(val), readonly=not val.flags.writeable)
+
+
+_type_plain_arrays_without_numpy_ma()
