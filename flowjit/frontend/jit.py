@@ -6,6 +6,7 @@ import functools
 import inspect
 import logging
 import re
+import struct
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -83,6 +84,37 @@ class _Identity:
     def __hash__(self):
         return id(self.item)
 
+
+class _Constant:
+    """A signature entry for a constant argument (a Python scalar, a static argument): equal
+    only to the same constant.  Python's ``==`` has ``0.0 == -0.0`` and ``nan != nan``, but
+    ``x / 0.0`` and ``x / -0.0`` are different programs, and every nan is one constant."""
+
+    __slots__ = ("value", "key")
+
+    def __init__(self, value):
+        self.value, self.key = value, _exact(value)
+
+    def __eq__(self, other):
+        return isinstance(other, _Constant) and other.key == self.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+    def __repr__(self):
+        return repr(self.value)
+
+
+def _exact(value):
+    """``value`` as a key whose floats compare by their bits (signed zeros, nan payloads)."""
+    if isinstance(value, (float, np.floating)):
+        return type(value), struct.pack("<d", value)
+    if isinstance(value, (complex, np.complexfloating)):
+        return type(value), struct.pack("<dd", value.real, value.imag)
+    if type(value) is tuple:
+        return tuple, tuple(_exact(item) for item in value)
+    return type(value), value
+
     def __repr__(self):
         return repr(self.item)
 
@@ -151,7 +183,7 @@ class Jitted:
                 except TypeError:
                     raise ArgumentError(f"static argument '{name}' of {_graph_name(self.fun)} must be hashable, "
                                         f"got {type(value).__name__}", user_location()) from None
-                static.append((name, value))
+                static.append((name, _Constant(value)))
             else:
                 dynamic[name] = value
         leaves, paths, treedef = pytree.flatten(dynamic)
@@ -170,7 +202,7 @@ class Jitted:
                 except TypeError:
                     raise ArgumentError(f"argument '{path}' of type {type(leaf).__name__} is neither an array "
                                         f"nor a hashable constant", user_location()) from None
-                static_leaves.append((type(leaf), leaf))
+                static_leaves.append(_Constant(leaf))
         types = []
         for array, path in zip(arrays, array_paths):
             check_argument_array(array, path)
@@ -200,8 +232,8 @@ class Jitted:
             rebuilt = [next(tracers) if _is_array_leaf(leaf) else leaf for leaf in leaves]
             dynamic = pytree.unflatten(treedef, rebuilt)
             call_args = dict(dynamic)
-            for name, value in signature[2]:
-                call_args[name] = value
+            for name, constant in signature[2]:
+                call_args[name] = constant.value
             bound.arguments.update(call_args)
             for name in list(bound.arguments):
                 if name not in given and not any(isinstance(leaf, Tracer)

@@ -295,3 +295,28 @@ def test_defaults_the_caller_leaves_out_keep_their_meaning():
     np.testing.assert_array_equal(jitted(x, scale=0.5), scaled(x, scale=0.5))
     np.testing.assert_array_equal(jitted(x, np.ones(3)), scaled(x, np.ones(3)))
     np.testing.assert_array_equal(flowjit.jit(np.sum, static_argnames="axis")(x, axis=1), x.sum(axis=1))
+
+
+
+ZEROS = [0.0, -0.0, np.float32(-0.0), np.float32(0.0), complex(0.0, 0.0), complex(-0.0, 0.0), complex(0.0, -0.0)]
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["scalar", "static_argnums"])
+def test_constants_equal_in_python_but_not_in_numpy_trace_apart(static):
+    """Python scalars and static arguments are constants of the trace, and Python calls 0.0
+    and -0.0 equal: x / -0.0 must not reuse the trace of x / 0.0 (nor complex zeros of another
+    sign, nor a tuple of them).  Every nan is one constant: one trace, not one a call."""
+    x = np.array([1.0, -2.0, 0.5])
+    divide = flowjit.jit(lambda x, s: x / s, static_argnums=(1,) if static else ())
+    pair = flowjit.jit(lambda x, s: x / s[0] - x / s[1], static_argnums=(1,) if static else ())
+    cases = [(divide, s) for s in ZEROS] + [(pair, (0.0, -0.0)), (pair, (-0.0, 0.0))]
+    with np.errstate(all="ignore"):
+        for jitted, s in cases:
+            expected = jitted.fun(x, s)
+            actual = jitted(x, s)
+            np.testing.assert_array_equal(actual, expected)
+            assert np.array_equal(np.signbit(np.real(actual)), np.signbit(np.real(expected))), (s, actual)
+        traces = len(divide._traces)
+        for _ in range(3):
+            divide(x, float("nan"))            # (a new nan object each time)
+    assert len(divide._traces) == traces + 1
