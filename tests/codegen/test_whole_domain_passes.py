@@ -73,9 +73,23 @@ def test_the_clip_joins_the_reduce_kernel():
     assert len(_kernels(flowjit.jit(winsorised_mean), x)) == 1
 
 
-@pytest.mark.parametrize("n", [1, 5, PART_MIN - 1, 2 * PART_MIN, 5 * PART_MIN + 3])
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+SIZES = [1, 5, PART_MIN - 1, 2 * PART_MIN, 5 * PART_MIN + 3]
+DTYPES = [np.float64, np.float32]
+
+
+def _program_size_dtype():
+    """Every program at every size in every dtype; make test runs each program at each size in
+    one dtype, the dtypes alternating (so each program, and each size, meets both), and
+    ``make test-slow`` (the sweep marker) the other half."""
+    for i, program in enumerate(PROGRAMS):
+        for j, n in enumerate(SIZES):
+            for k, dtype in enumerate(DTYPES):
+                marks = [] if (i + j) % len(DTYPES) == k else [pytest.mark.sweep]
+                yield pytest.param(program, dtype, n, marks=marks,
+                                   id=f"{program.__name__}-{np.dtype(dtype).name}-{n}")
+
+
+@pytest.mark.parametrize("program, dtype, n", _program_size_dtype())
 def test_results_match_the_interpreter(program, dtype, n):
     """One part and several, a partial last part, both kernel twins (the serial one runs
     while the parallel one compiles)."""
