@@ -3,8 +3,9 @@
     python -m flowjit.bench.math_speed [--size 4194304] [--repeat 7]
 
 One loop per function over uniform inputs in [-100, 100] (positive for the logs, above -1
-for log1p, in [-1, 1] for arcsin and arccos, both arguments for arctan2); best of 7.
-sigmoid has no libm counterpart; numpy's column is scipy for sigmoid and erf.  "fast" is the
+for log1p, above 1 for arccosh, in [-1, 1] for arcsin, arccos and arctanh, both arguments for
+arctan2 and logaddexp); best of 7.
+sigmoid, cbrt (numba has no math.cbrt) and logaddexp have no libm counterpart; numpy's column is scipy for sigmoid and erf.  "fast" is the
 function's fast path where it has one (sin, cos, tan: ``fj.sin_f32_fast``), which kernels take
 for the blocks whose arguments all fit it (every input here does).
 """
@@ -22,8 +23,11 @@ from flowjit.compiler.codegen import library
 from flowjit.compiler.codegen.accuracy import BINARY, reference
 from flowjit.config import kernel_vector_bits
 
-LIBM = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2"}
-LOW = {"log": 0.0, "log2": 0.0, "log10": 0.0, "log1p": -1.0, "arcsin": -1.0, "arccos": -1.0}
+LIBM = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2", "arcsinh": "asinh",
+        "arccosh": "acosh", "arctanh": "atanh", "cbrt": None, "logaddexp": None, "logaddexp2": None}
+LOW = {"log": 0.0, "log2": 0.0, "log10": 0.0, "log1p": -1.0, "arcsin": -1.0, "arccos": -1.0, "arccosh": 1.0,
+       "arctanh": -1.0}
+UNIT = ("arcsin", "arccos", "arctanh")          # arguments in [-1, 1]
 
 
 def _loop(function, binary: bool = False):
@@ -65,19 +69,23 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=1 << 22)
     parser.add_argument("--repeat", type=int, default=7, help="runs per measurement; the best counts")
+    parser.add_argument("--functions", metavar="F1,F2", help="measure only these (default: every routine)")
     args = parser.parse_args(argv)
+    chosen = set(args.functions.split(",")) if args.functions else None
     rng = np.random.default_rng(0)
     print(f"{'function':<10}{'dtype':<9}{'flowjit':>10}{'fast':>8}{'numba libm':>12}{'numpy':>9}   (ns/element)")
     for (name, dtype_name), function_name in library.ROUTINES.items():
+        if chosen is not None and name not in chosen:
+            continue
         dtype = np.dtype(dtype_name)
         low = LOW.get(name, -100.0)
-        high = 1.0 if name in ("arcsin", "arccos") else 100.0
+        high = 1.0 if name in UNIT else 100.0
         binary = name in BINARY
         arguments = [rng.uniform(low, high, args.size).astype(dtype) for _ in range(2 if binary else 1)]
         out = np.empty_like(arguments[0])
         ours = _loop(library.FUNCTIONS[function_name], binary)
         libm_name = LIBM.get(name, name)
-        libm = _loop(_libm(libm_name, binary), binary) if hasattr(math, libm_name) else None
+        libm = _loop(_libm(libm_name, binary), binary) if libm_name and hasattr(math, libm_name) else None
         fast_function = library.FUNCTIONS.get(f"{function_name}_fast")
         fast = _loop(fast_function, binary) if fast_function is not None else None
         numpy_function = reference(name)
