@@ -89,7 +89,8 @@ BINARY = {
     "floordiv_operator": lambda a, b: a // b, "mod_operator": lambda a, b: a % b,
     "divmod_quotient": lambda a, b: divmod(a, b)[0], "divmod_remainder": lambda a, b: np.divmod(a, b)[1],
     "power": _integer_power, "maximum": np.maximum, "minimum": np.minimum, "fmax": np.fmax,
-    "fmin": np.fmin, "arctan2": np.arctan2, "equal": np.equal, "not_equal": np.not_equal,
+    "fmin": np.fmin, "arctan2": np.arctan2, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2,
+    "equal": np.equal, "not_equal": np.not_equal,
     "less": np.less, "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
     "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
     "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
@@ -113,10 +114,11 @@ UNARY = {
     "exp": np.exp, "expm1": np.expm1, "log": np.log, "log2": np.log2, "log10": np.log10,
     "log1p": np.log1p, "sin": np.sin, "cos": np.cos, "tan": np.tan, "arcsin": np.arcsin,
     "arccos": np.arccos, "arctan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
+    "cbrt": np.cbrt, "arcsinh": np.arcsinh, "arccosh": np.arccosh, "arctanh": np.arctanh,
 }
 # Rounded by a libm function (or flowjit's vectorised one): equal within the dtype's tolerance,
 # but exactly at NaN, inf and zero.
-APPROXIMATE = {"arctan2", "power", "pow_minus_half", "pow_one_and_half", "power_of_two",
+APPROXIMATE = {"arctan2", "logaddexp", "logaddexp2", "cbrt", "arcsinh", "arccosh", "arctanh", "power", "pow_minus_half", "pow_one_and_half", "power_of_two",
                "power_minus_two", "exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos",
                "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "round_one", "round_two"}
 
@@ -306,7 +308,8 @@ def unary_tables(dtype) -> list[tuple[dict, tuple, frozenset]]:
 # unary tables took most of this file's compile time in a cold run) running the scalar code
 # that the fused kernels run too.
 ROUTINE_UNARY = frozenset({"exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin",
-                           "arccos", "arctan", "sinh", "cosh", "tanh", "power_of_two", "power_minus_two"})
+                           "arccos", "arctan", "sinh", "cosh", "tanh", "power_of_two", "power_minus_two",
+                           "cbrt", "arcsinh", "arccosh", "arctanh"})
 
 
 def _part(cases: dict, routines: bool) -> dict:
@@ -317,7 +320,7 @@ def _part(cases: dict, routines: bool) -> dict:
 # reach the same float16/32/64 routines through a cast to the float dtype numpy promotes them to
 # (those casts are in make test's binary and scalar tables and its fused non-routine unary cases:
 # sqrt, reciprocal, the powers): make test checks their routine cases interpreted, and fused (two
-# kernels inlining the 17 routines: 11 to 19 s of a cold compile per dtype) under ``make
+# kernels inlining the 21 routines: 11 to 19 s of a cold compile per dtype) under ``make
 # test-slow`` (test_unary_math_routines_of_the_other_integers).
 ROUTINE_DTYPES = {np.float16, np.float32, np.float64}
 

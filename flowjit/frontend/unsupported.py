@@ -42,8 +42,6 @@ HINTS = {
     "isclose": "use np.abs(a - b) <= atol + rtol * np.abs(b)",
     "allclose": "use (np.abs(a - b) <= atol + rtol * np.abs(b)).all()",
     "fabs": "use np.absolute",
-    "cbrt": "use np.sign(x) * np.abs(x) ** (1 / 3)",
-    "logaddexp": "use np.maximum(a, b) + np.log1p(np.exp(-np.abs(a - b)))",
     "deg2rad": "use x * (np.pi / 180)",
     "radians": "use x * (np.pi / 180)",
     "rad2deg": "use x * (180 / np.pi)",

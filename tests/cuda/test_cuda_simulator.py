@@ -58,6 +58,10 @@ PROGRAMS = {
     "matmul_epilogue": (lambda a, b, bias: np.maximum(a @ b + bias, 0.0),
                         (rows((4, 6)), rows((6, 8), seed=1), rows((8,), seed=2))),
     "where_compare": (lambda x: np.where(x > 0, np.sqrt(np.abs(x)), -x), (rows((2, 3, 4)),)),
+    "inverse_hyperbolic_cbrt_logaddexp": (
+        lambda x, y: (np.cbrt(x * 8), np.arcsinh(x * 5), np.arccosh(np.abs(x) + 1), np.arctanh(x * 0.9),
+                      np.logaddexp(x, y), np.logaddexp2(y * 3, x)),
+        (with_nan(rows((4, 8))), rows((4, 8), seed=1))),
 }
 
 

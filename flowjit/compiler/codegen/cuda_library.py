@@ -96,7 +96,8 @@ def arg_prefer(a, ia, b, ib, larger):
 # libdevice's name of each routine used below -> numpy's (the simulator runs them as Python,
 # where numpy's ufuncs on float32 scalars keep float32).
 ROUTINES = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "fmod": np.fmod,
-            "pow": np.power, "sqrt": np.sqrt, "exp2": np.exp2, "copysign": np.copysign, "exp": np.exp}
+            "pow": np.power, "sqrt": np.sqrt, "exp2": np.exp2, "copysign": np.copysign, "exp": np.exp,
+            "cbrt": np.cbrt, "log1p": np.log1p, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh}
 
 
 def _routines(f) -> dict:
@@ -113,8 +114,9 @@ def _float_functions(dtype, suffix: str, f) -> dict:
     routines = _routines(f)
     floor, ceil, trunc, rint = (routines[name] for name in ("floor", "ceil", "trunc", "rint"))
     fmod, power, sqrt, exp2 = (routines[name] for name in ("fmod", "pow", "sqrt", "exp2"))
-    copysign, exp = routines["copysign"], routines["exp"]
+    copysign, exp, cbrt, log1p = routines["copysign"], routines["exp"], routines["cbrt"], routines["log1p"]
     zero, one, half, two = dtype(0.0), dtype(1.0), dtype(0.5), dtype(2.0)
+    ln2, log2e = dtype(0.6931471805599453), dtype(1.4426950408889634)
 
     def divmod_float(a, b):
         # numpy's npy_divmod, as numerics.divmod_float, in ``dtype`` throughout.
@@ -162,6 +164,27 @@ def _float_functions(dtype, suffix: str, f) -> dict:
     def sigmoid(a):
         return one / (one + exp(-a))
 
+    def logaddexp(a, b):
+        # numpy's npy_logaddexp (mathlib_more.logaddexp_f64), in ``dtype`` throughout.
+        if a == b:
+            return a + ln2
+        difference = a - b
+        if difference > zero:
+            return a + log1p(exp(-difference))
+        if difference <= zero:
+            return b + log1p(exp(difference))
+        return difference
+
+    def logaddexp2(a, b):
+        if a == b:
+            return a + one
+        difference = a - b
+        if difference > zero:
+            return a + log2e * log1p(exp2(-difference))
+        if difference <= zero:
+            return b + log2e * log1p(exp2(difference))
+        return difference
+
     def rounding(routine):
         return lambda a: routine(a)
 
@@ -169,8 +192,11 @@ def _float_functions(dtype, suffix: str, f) -> dict:
         return lambda a, b: routine(a, b)
 
     functions = dict(floor=rounding(floor), ceil=rounding(ceil), trunc=rounding(trunc), rint=rounding(rint),
-                     exp2=rounding(exp2), fmod=binary(fmod), pow=binary(power), divmod=divmod_float,
-                     power_scalar=power_scalar_float, sign=sign_float, sigmoid=sigmoid)
+                     exp2=rounding(exp2), cbrt=rounding(cbrt),
+                     arcsinh=rounding(routines["asinh"]), arccosh=rounding(routines["acosh"]),
+                     arctanh=rounding(routines["atanh"]), fmod=binary(fmod), pow=binary(power),
+                     divmod=divmod_float, power_scalar=power_scalar_float, sign=sign_float, sigmoid=sigmoid,
+                     logaddexp=logaddexp, logaddexp2=logaddexp2)
     return {f"{name}_{suffix}": _device(function) for name, function in functions.items()}
 
 

@@ -32,7 +32,7 @@ from flowjit.compiler.ir.ops.base import routine_ops
 from flowjit.compiler.ir.ops.lowering import ROUTINE_DTYPES
 
 MODULES = tuple(f"flowjit.compiler.codegen.{name}"
-                for name in ("mathlib", "mathlib_explog", "mathlib_trig", "numerics", "randomlib"))
+                for name in ("mathlib", "mathlib_explog", "mathlib_trig", "mathlib_more", "numerics", "randomlib"))
 # What decides the library's machine code: its modules, this one (it decides what fj binds), the
 # op functions randomlib compiles, and the config (the attribute ``fj.vector_width`` writes).
 SOURCES = MODULES + (__name__, "flowjit.compiler.ir.ops.random", "flowjit.config")

@@ -244,6 +244,14 @@ arctan = _ufunc_op("arctan", np.arctan, routine("arctan", "atan"), flops=25, gra
 sinh = _ufunc_op("sinh", np.sinh, routine("sinh", "sinh"), flops=20, grad=_unary(lambda b, x, out: b(cosh, [x])))
 cosh = _ufunc_op("cosh", np.cosh, routine("cosh", "cosh"), flops=20, grad=_unary(lambda b, x, out: b(sinh, [x])))
 tanh = _ufunc_op("tanh", np.tanh, routine("tanh", "tanh"), flops=15, grad=_unary(lambda b, x, out: b.sub(b.like(1, out), b.mul(out, out))))
+arcsinh = _ufunc_op("arcsinh", np.arcsinh, routine("arcsinh", "asinh", cuda=per_float("arcsinh")), flops=25,
+                   grad=_unary(lambda b, x, out: _reciprocal_sqrt_of(b, b.add(b.mul(x, x), b.like(1, out)))))
+arccosh = _ufunc_op("arccosh", np.arccosh, routine("arccosh", "acosh", cuda=per_float("arccosh")), flops=25,
+                   grad=_unary(lambda b, x, out: _reciprocal_sqrt_of(b, b.sub(b.mul(x, x), b.like(1, out)))))
+arctanh = _ufunc_op("arctanh", np.arctanh, routine("arctanh", "atanh", cuda=per_float("arctanh")), flops=25,
+                   grad=_unary(lambda b, x, out: b(reciprocal, [b.sub(b.like(1, out), b.mul(x, x))])))
+cbrt = _ufunc_op("cbrt", np.cbrt, routine("cbrt", None, cuda=per_float("cbrt")), flops=20,
+                 grad=_unary(lambda b, x, out: b.div(b.like(1 / 3, out), b.mul(out, out))))
 floor = _ufunc_op("floor", np.floor, _rounding("np.floor", "floor"), grad=_zero)
 ceil = _ufunc_op("ceil", np.ceil, _rounding("np.ceil", "ceil"), grad=_zero)
 trunc = _ufunc_op("trunc", np.trunc, _rounding("np.trunc", "trunc"), grad=_zero)
@@ -280,6 +288,11 @@ minimum = _ufunc_op("minimum", np.minimum, _maximum(True, False), commutative=Tr
 fmax = _ufunc_op("fmax", np.fmax, _maximum(False, True), commutative=True, grad=_extreme_grad(larger=True))
 fmin = _ufunc_op("fmin", np.fmin, _maximum(False, False), commutative=True, grad=_extreme_grad(larger=False))
 arctan2 = _ufunc_op("arctan2", np.arctan2, routine("arctan2", "atan2"), flops=25, grad=_arctan2_grad)
+logaddexp = _ufunc_op("logaddexp", np.logaddexp, routine("logaddexp", None, cuda=per_float("logaddexp")), flops=30,
+                      commutative=True, grad=lambda n, g, b: tuple(b.mul(g, b(exp, [b.sub(x, n.output)])) for x in n.inputs))
+logaddexp2 = _ufunc_op("logaddexp2", np.logaddexp2, routine("logaddexp2", None, cuda=per_float("logaddexp2")), flops=30,
+                       commutative=True, grad=lambda n, g, b: tuple(b.mul(g, b(exp2, [b.sub(x, n.output)]))
+                                                                    for x in n.inputs))
 eq = _ufunc_op("eq", np.equal, infix("=="), commutative=True, complex_rule=infix("==").rule)
 ne = _ufunc_op("ne", np.not_equal, infix("!="), commutative=True, complex_rule=infix("!=").rule)
 lt = _ufunc_op("lt", np.less, infix("<"))
