@@ -57,6 +57,7 @@ UNARY = {
     "log1p": np.log1p, "sin": np.sin, "cos": np.cos, "tan": np.tan, "arcsin": np.arcsin, "arccos": np.arccos,
     "arctan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "erf": erf, "expit": expit,
     "cbrt": np.cbrt, "arcsinh": np.arcsinh, "arccosh": lambda x: np.arccosh(x + 1), "arctanh": np.arctanh,
+    "fabs": lambda x: np.fabs(x - 0.5), "deg2rad": np.deg2rad, "rad2deg": np.rad2deg,
     "cube": lambda x: x ** 3, "half_power": lambda x: x ** 0.5, "power_of_2": lambda x: 2.0 ** x,
     "floor_times": lambda x: np.floor(4 * x) * x, "sign_times": lambda x: np.sign(x - 0.5) * x,
 }
@@ -72,7 +73,7 @@ BINARY = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
     "power": lambda a, b: np.power(a, b), "maximum": np.maximum, "minimum": np.minimum, "fmax": np.fmax,
     "fmin": np.fmin, "arctan2": np.arctan2, "mod": np.mod, "fmod": np.fmod, "logaddexp": np.logaddexp,
-    "logaddexp2": np.logaddexp2,
+    "logaddexp2": np.logaddexp2, "copysign": np.copysign, "heaviside_times": lambda a, b: np.heaviside(b, 0.5) * a,
     "where": lambda a, b: np.where(a > 0.5, a * 2, b), "clip": lambda a, b: np.clip(b, -1, a),
 }
 

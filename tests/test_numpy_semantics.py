@@ -90,7 +90,7 @@ BINARY = {
     "divmod_quotient": lambda a, b: divmod(a, b)[0], "divmod_remainder": lambda a, b: np.divmod(a, b)[1],
     "power": _integer_power, "maximum": np.maximum, "minimum": np.minimum, "fmax": np.fmax,
     "fmin": np.fmin, "arctan2": np.arctan2, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2,
-    "equal": np.equal, "not_equal": np.not_equal,
+    "copysign": np.copysign, "heaviside": np.heaviside, "equal": np.equal, "not_equal": np.not_equal,
     "less": np.less, "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
     "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
     "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
@@ -115,6 +115,8 @@ UNARY = {
     "log1p": np.log1p, "sin": np.sin, "cos": np.cos, "tan": np.tan, "arcsin": np.arcsin,
     "arccos": np.arccos, "arctan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
     "cbrt": np.cbrt, "arcsinh": np.arcsinh, "arccosh": np.arccosh, "arctanh": np.arctanh,
+    "fabs": np.fabs, "deg2rad": np.deg2rad, "radians": np.radians, "rad2deg": np.rad2deg, "degrees": np.degrees,
+    "signbit": np.signbit,
 }
 # Rounded by a libm function (or flowjit's vectorised one): equal within the dtype's tolerance,
 # but exactly at NaN, inf and zero.

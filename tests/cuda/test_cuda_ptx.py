@@ -26,10 +26,12 @@ F64 = re.compile(r"^\s*[a-z][\w.]*\.f64\b", re.MULTILINE)     # an instruction o
 # float32 elementwise ops, one program each: none may compute in float64.
 UNARY = ["negative", "absolute", "sqrt", "square", "reciprocal", "exp", "exp2", "expm1", "log", "log2", "log10",
          "log1p", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "floor", "ceil",
-         "trunc", "rint", "sign", "isnan", "isinf", "isfinite", "cbrt", "arcsinh", "arccosh", "arctanh"]
+         "trunc", "rint", "sign", "isnan", "isinf", "isfinite", "cbrt", "arcsinh", "arccosh", "arctanh",
+         "fabs", "deg2rad", "rad2deg", "signbit"]
 LIBDEVICE_F64 = ("np.sin", "np.cos", "np.tan")
 BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "remainder", "fmod", "power", "maximum",
-          "minimum", "fmax", "fmin", "arctan2", "logaddexp", "logaddexp2", "less", "equal"]
+          "minimum", "fmax", "fmin", "arctan2", "logaddexp", "logaddexp2", "copysign", "heaviside", "less",
+          "equal"]
 
 
 def float32_programs():

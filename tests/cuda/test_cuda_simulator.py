@@ -62,6 +62,10 @@ PROGRAMS = {
         lambda x, y: (np.cbrt(x * 8), np.arcsinh(x * 5), np.arccosh(np.abs(x) + 1), np.arctanh(x * 0.9),
                       np.logaddexp(x, y), np.logaddexp2(y * 3, x)),
         (with_nan(rows((4, 8))), rows((4, 8), seed=1))),
+    "angles_signs_steps": (
+        lambda x, y: (np.fabs(x), np.deg2rad(x * 90), np.rad2deg(y), np.signbit(x), np.copysign(y, x),
+                      np.heaviside(x, y)),
+        (with_nan(rows((4, 8))), rows((4, 8), seed=1))),
 }
 
 

@@ -17,7 +17,7 @@ from flowjit.compiler.ir.ops.base import (AttrKind, Op, OpKind, broadcast_shapes
                                           required)
 from flowjit.compiler.ir.ops.lowering import (Lowering, call, cast as cast_text, infix, is_bool, is_float,
                                               literal, lowering, per_float, routine, routine_call, typed)
-from flowjit.compiler.ir.types import TensorType, check_dtype, dtype_short_name, part_dtype
+from flowjit.compiler.ir.types import TensorType, check_dtype, compute_dtype, dtype_short_name, part_dtype
 from flowjit.errors import OpTypeError
 
 
@@ -188,6 +188,21 @@ def _power_cuda(c, a, b):
     return per_float("pow")(c, a, b)
 
 
+def _angle(numerator: float, denominator: float) -> Lowering:
+    """deg2rad / rad2deg: numpy's ``x * (NPY_PI / 180)`` with the constant divided in the loop's
+    float type (float32's is float32(pi) / 180 rounded to float32, not float32(pi / 180))."""
+    def rule(c, a):
+        kind = compute_dtype(c.dtype).type
+        return f"({a} * {literal(kind(numerator) / kind(denominator), c.dtype)})"
+    return lowering(rule)
+
+
+def _heaviside(c, a, b):
+    """numpy's npy_heaviside: NaN (numpy's own, positive) for NaN, ``h0`` (b) at 0, 0 below, 1 above."""
+    one, zero = literal(1, c.dtype), literal(0, c.dtype)
+    return f"({literal(np.nan, c.dtype)} if {a} != {a} else ({b} if {a} == {zero} else ({zero} if {a} < {zero} else {one})))"
+
+
 def _reciprocal(c, a):
     if is_float(c.dtype):
         return f"({literal(1, c.dtype)} / {a})"
@@ -252,6 +267,14 @@ arctanh = _ufunc_op("arctanh", np.arctanh, routine("arctanh", "atanh", cuda=per_
                    grad=_unary(lambda b, x, out: b(reciprocal, [b.sub(b.like(1, out), b.mul(x, x))])))
 cbrt = _ufunc_op("cbrt", np.cbrt, routine("cbrt", None, cuda=per_float("cbrt")), flops=20,
                  grad=_unary(lambda b, x, out: b.div(b.like(1 / 3, out), b.mul(out, out))))
+fabs = _ufunc_op("fabs", np.fabs, lowering(lambda c, a: f"abs({a})"), grad=_unary(lambda b, x, out: b(sign, [x])))
+deg2rad = _ufunc_op("deg2rad", np.deg2rad, _angle(math.pi, 180), grad=_unary(lambda b, x, out: b.like(math.pi / 180, out)))
+radians = _ufunc_op("radians", np.radians, _angle(math.pi, 180), grad=_unary(lambda b, x, out: b.like(math.pi / 180, out)))
+rad2deg = _ufunc_op("rad2deg", np.rad2deg, _angle(180, math.pi), grad=_unary(lambda b, x, out: b.like(180 / math.pi, out)))
+degrees = _ufunc_op("degrees", np.degrees, _angle(180, math.pi), grad=_unary(lambda b, x, out: b.like(180 / math.pi, out)))
+# the sign bit, NaN's and zero's too: copysign's (a select on it vectorises, as LLVM's copysign does)
+signbit = _ufunc_op("signbit", np.signbit, lowering(lambda c, a: f"(math.copysign({literal(1, c.dtype)}, {a}) < "
+                                                                f"{literal(0, c.dtype)})"))
 floor = _ufunc_op("floor", np.floor, _rounding("np.floor", "floor"), grad=_zero)
 ceil = _ufunc_op("ceil", np.ceil, _rounding("np.ceil", "ceil"), grad=_zero)
 trunc = _ufunc_op("trunc", np.trunc, _rounding("np.trunc", "trunc"), grad=_zero)
@@ -293,6 +316,10 @@ logaddexp = _ufunc_op("logaddexp", np.logaddexp, routine("logaddexp", None, cuda
 logaddexp2 = _ufunc_op("logaddexp2", np.logaddexp2, routine("logaddexp2", None, cuda=per_float("logaddexp2")), flops=30,
                        commutative=True, grad=lambda n, g, b: tuple(b.mul(g, b(exp2, [b.sub(x, n.output)]))
                                                                     for x in n.inputs))
+copysign = _ufunc_op("copysign", np.copysign, call("math.copysign"),
+                     grad=lambda n, g, b: (b.mul(g, b(copysign, [b.like(1, n.output), n.inputs[0]]),
+                                                 b(copysign, [b.like(1, n.output), n.inputs[1]])), None))
+heaviside = _ufunc_op("heaviside", np.heaviside, lowering(_heaviside), grad=_zero)
 eq = _ufunc_op("eq", np.equal, infix("=="), commutative=True, complex_rule=infix("==").rule)
 ne = _ufunc_op("ne", np.not_equal, infix("!="), commutative=True, complex_rule=infix("!=").rule)
 lt = _ufunc_op("lt", np.less, infix("<"))
