@@ -1,5 +1,6 @@
 """np.median, np.percentile, np.quantile (and np.nanmedian's absence): one ``quantile`` op per
-q (compiler/ir/ops/order.py), stacked in front for a sequence of q as numpy does."""
+q (compiler/ir/ops/order.py), stacked in front for a sequence of q as numpy does; np.sort and
+np.argsort (and ``x.argsort()``): one ``sort`` or ``argsort`` op."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import numpy as np
 
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.ops.order import METHODS as QUANTILE_METHODS, order_statistic
-from flowjit.errors import OpTypeError, ShapeError, TracerConversionError, UnsupportedFunctionError, user_location
+from flowjit.errors import (OpTypeError, ShapeError, TracerConversionError, UnsupportedAttributeError,
+                            UnsupportedFunctionError, user_location)
 from flowjit.frontend import numpy_api
 from flowjit.frontend.tracer import Tracer
 
@@ -62,5 +64,35 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
     return _quantiles("np.quantile", a, q, axis, method, keepdims, 1.0)
 
 
-FUNCTIONS = {np.median: median, np.percentile: percentile, np.quantile: quantile}
-METHODS = {}
+def _sort(what: str, op, a, axis, kind, order, stable):
+    """np.sort / np.argsort: one op along ``axis`` (None: of the flattened array, as numpy)."""
+    numpy_api._reject_kwargs(what, {"order": order})
+    trace = numpy_api._trace_of(a)
+    x = numpy_api._as_tracer(trace, a)
+    if axis is None:
+        x, axis = numpy_api.ravel(x), 0
+    if x.ndim == 0:
+        raise ShapeError(f"{what} of a 0-d array: numpy's axis -1 is out of bounds (pass axis=None)",
+                         user_location())
+    (axis,) = numpy_api._axes(axis, x.ndim, what)
+    if kind is not None and stable is not None:
+        raise OpTypeError(f"{what}: kind and stable cannot both be given (numpy refuses it too)", user_location())
+    return trace.emit1(op, [x], {"axis": axis, "kind": kind or "", "stable": bool(stable)}, what=what)
+
+
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    return _sort("np.sort", ops.sort, a, axis, kind, order, stable)
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    return _sort("np.argsort", ops.argsort, a, axis, kind, order, stable)
+
+
+def sort_method(self, axis=-1, kind=None, order=None, *, stable=None):
+    """``x.sort()`` sorts x in place, which a traced value cannot do."""
+    raise UnsupportedAttributeError("x.sort() sorts in place, and traced arrays are immutable: use "
+                                    "x = np.sort(x, axis)", user_location())
+
+
+FUNCTIONS = {np.median: median, np.percentile: percentile, np.quantile: quantile, np.sort: sort, np.argsort: argsort}
+METHODS = {"argsort": argsort, "sort": sort_method}

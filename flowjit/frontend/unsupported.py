@@ -27,8 +27,6 @@ HINTS = {
     "flipud": "use slicing instead: x[::-1]",
     "atleast_1d": "use reshape or x[None]",
     "atleast_2d": "use reshape or x[None]",
-    "sort": "flowjit does not sort (no data-dependent ops)",
-    "argsort": "flowjit does not sort (no data-dependent ops)",
     "nonzero": "its shape depends on the data; use np.where(cond, x, y) or a mask product",
     "argwhere": "its shape depends on the data; use np.where(cond, x, y)",
     "unique": "its shape depends on the data",

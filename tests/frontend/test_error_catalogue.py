@@ -184,11 +184,8 @@ CATALOGUE = [
     # -- attributes and methods ------------------------------------------------------------------------
     ("unknown attribute", lambda x: x.foo, (F64,), UnsupportedAttributeError, AttributeError,  # L-foo
      "numpy arrays have no attribute 'foo' (the value is a traced f64[2,3] array)", "L-foo"),
-    ("x.argsort", lambda x: x.argsort(axis=1), (F64,), UnsupportedAttributeError, AttributeError,  # L-argsort
-     f"ndarray.argsort is not supported by flowjit; flowjit does not sort (no data-dependent ops) {SEE}",
-     "L-argsort"),
     ("x.sort", lambda x: x.sort(), (F64,), UnsupportedAttributeError, AttributeError,  # L-sort
-     f"ndarray.sort is not supported by flowjit; flowjit does not sort (no data-dependent ops) {SEE}", "L-sort"),
+     "x.sort() sorts in place, and traced arrays are immutable: use x = np.sort(x, axis)", "L-sort"),
     ("x.tobytes", lambda x: x.tobytes(), (F64,), UnsupportedAttributeError, AttributeError,  # L-tobytes
      f"ndarray.tobytes is not supported by flowjit; traced arrays have no memory while tracing; return the array "
      f"and convert the result {SEE}", "L-tobytes"),

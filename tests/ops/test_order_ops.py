@@ -1,13 +1,14 @@
 """np.median, np.percentile and np.quantile (one ``quantile`` op per q, compiler/ir/ops/order.py):
 numpy's values to the bit and numpy's dtypes (a weak scalar q keeps float32, a sequence of q is
-float64), NaN, several axes and keepdims on every path; the errors; no gradient rule."""
+float64), NaN, several axes and keepdims on every path; the errors; no gradient rule.  np.sort and
+np.argsort (``sort`` and ``argsort`` ops): numpy's results to the bit, ties' order included."""
 
 import numpy as np
 import pytest
 
 import flowjit
 from flowjit.compiler.ir.gradients import GradientError
-from flowjit.errors import OpTypeError, ShapeError, TracerConversionError
+from flowjit.errors import OpTypeError, ShapeError, TracerConversionError, UnsupportedAttributeError
 from helpers import assert_same_result
 from test_array_ops import PATHS, line_of
 
@@ -65,3 +66,46 @@ def test_order_statistics_have_no_gradient_rule():
         return np.median(x, axis=0).sum()  # median
     with pytest.raises(GradientError, match=r"op 'quantile' \(%\w+\) has no gradient rule"):
         flowjit.jit(flowjit.grad(loss))(X)
+
+
+def test_sorts_match_numpy_exactly():
+    """Every axis (and None: flattened), numpy's kinds and stable=True, NaN (last), ties (a
+    stable argsort keeps their order; numpy's default one too, as flowjit calls numpy's own),
+    float16 (sorted as float16), integers, booleans and complex values; the sorted values feed
+    fused kernels (the smallest three of exp(x) summed, the top two by take_along_axis)."""
+    ties = np.round(X * 2) / 2
+    ties[1, 2] = np.nan
+    z = X + 1j * ties[::-1]
+
+    def f(x, b, y, h, z):
+        return (np.sort(x), np.sort(x, axis=0), np.sort(x, axis=None), np.argsort(x), np.argsort(x, axis=0, stable=True),
+                x.argsort(axis=1, kind="mergesort"), np.sort(b, axis=0, kind="heapsort"), np.argsort(b),
+                np.argsort(b > 0, stable=True), np.sort(y), np.argsort(h, axis=1), np.sort(h, axis=0),
+                np.sort(z), np.argsort(z, axis=0), np.sort(np.exp(x) * 2, axis=1)[:, :3] + 1,
+                np.take_along_axis(x, np.argsort(-x, axis=1, stable=True)[:, :2], axis=1) * 2)
+    args = (ties, I8, F32, np.round(F16), z)
+    with np.errstate(all="ignore"):
+        want = f(*args)
+    for path, options in PATHS.items():
+        got = flowjit.jit(f, **options)(*args)
+        try:
+            assert_same_result(got, want, exact=True)
+        except AssertionError as error:
+            raise AssertionError(f"{path}: {error}") from None
+
+
+def test_sort_errors_and_no_gradient_rule():
+    def in_place(x):
+        x.sort()  # in place
+        return x
+    with pytest.raises(UnsupportedAttributeError, match=r"x\.sort\(\) sorts in place.*np\.sort\(x, axis\)") as info:
+        flowjit.jit(in_place)(X)
+    assert info.value.location.line == line_of(in_place, "in place")
+    with pytest.raises(ShapeError, match=r"np\.sort: .*axis"):
+        flowjit.jit(lambda x: np.sort(x, axis=2))(X)
+    with pytest.raises(ShapeError, match=r"np\.argsort of a 0-d array"):
+        flowjit.jit(lambda x: np.argsort(x.sum()))(X)
+    with pytest.raises(OpTypeError, match=r"np\.sort: kind and stable cannot both be given"):
+        flowjit.jit(lambda x: np.sort(x, kind="stable", stable=True))(X)
+    with pytest.raises(GradientError, match=r"op 'sort' \(%\w+\) has no gradient rule"):
+        flowjit.jit(flowjit.grad(lambda x: np.sort(x, axis=1)[:, -1].sum()))(X)

@@ -1,4 +1,4 @@
-"""Order statistics: ``quantile {q, method, axes, keepdims, strong}``, numpy's np.quantile of
+"""Order statistics and sorting: ``quantile {q, method, axes, keepdims, strong}``, numpy's np.quantile of
 one q in [0, 1] with one of numpy's methods, or its np.median (method="median").
 
 q is a Python float (weak: a float32 array's quantile is float32), or with ``strong`` a
@@ -6,6 +6,10 @@ float64 element of an array of q (np.percentile(x, [5, 95]) of float32 is float6
 so).  The result dtype is numpy's for that call.  A quantile runs outside kernels as one call of numpy's
 own (a partition, linear in the size: numpy's is what a kernel would do), on float16 values
 in float16 as numpy's; it has no gradient rule.
+
+``sort {axis, kind, stable}`` and ``argsort`` (the same attributes; int64 indices) are numpy's
+np.sort and np.argsort along one axis, each one call of numpy's own outside kernels (float16
+sorted as float16, so argsort orders ties as numpy does); neither has a gradient rule.
 """
 
 from __future__ import annotations
@@ -70,3 +74,53 @@ quantile = register(Op("quantile", OpKind.LIBRARY, 1, _quantile_rule,
                               "strong": attr(AttrKind.BOOL, False)},
                        doc="numpy.quantile of one q over axes (method='median': numpy.median)",
                        extensions={"compiled": _compiled_quantile}))
+
+
+# -- sort and argsort: numpy's own, one call each ------------------------------------------------------
+KINDS = ("", "quicksort", "mergesort", "heapsort", "stable")     # "": numpy's default
+
+
+def _sorted(array: np.ndarray, attrs, indices: bool) -> np.ndarray:
+    """numpy's sort (or argsort) along ``axis`` with its kind (``stable``: numpy's stable=True)."""
+    kind = attrs["kind"] or None
+    stable = True if attrs["stable"] else None
+    function = np.argsort if indices else np.sort
+    return np.asarray(function(array, axis=attrs["axis"], kind=kind, stable=stable))
+
+
+def _sort_rule(indices: bool):
+    def rule(types, attrs):
+        (source,) = types
+        if source.rank == 0:
+            raise ShapeError("sort of a 0-d array: numpy needs an axis")
+        if not -source.rank <= attrs["axis"] < source.rank:
+            raise ShapeError(f"axis {attrs['axis']} is out of bounds for {source}")
+        if attrs["kind"] not in KINDS:
+            raise OpTypeError(f"sort kind {attrs['kind']!r} is not one of numpy's: {', '.join(KINDS[1:])}")
+        return [TensorType(source.shape, np.dtype(np.intp) if indices else source.dtype)]
+    return rule
+
+
+def _compiled_sort(indices: bool):
+    def compiled(node):
+        attrs, dtype = dict(node.attrs), node.inputs[0].dtype
+
+        def sort_(array):
+            if dtype == np.float16:          # held in float32: sorted as numpy sorts float16 (its ties' order too)
+                result = _sorted(array.astype(np.float16), attrs, indices)
+                return result if indices else result.astype(np.float32)
+            return _sorted(array, attrs, indices)
+        sort_.__name__ = "argsort_" if indices else "sort_"
+        return sort_
+    return compiled
+
+
+_SORT_ATTRS = {"axis": attr(AttrKind.INT, -1), "kind": attr(AttrKind.STR, ""), "stable": attr(AttrKind.BOOL, False)}
+sort = register(Op("sort", OpKind.LIBRARY, 1, _sort_rule(False),
+                   lambda arrays, attrs: [_sorted(arrays[0], attrs, False)], attrs=dict(_SORT_ATTRS), complex=True,
+                   doc="numpy.sort along one axis (numpy's own: a sort is data-dependent work, not a loop to fuse)",
+                   extensions={"compiled": _compiled_sort(False)}))
+argsort = register(Op("argsort", OpKind.LIBRARY, 1, _sort_rule(True),
+                      lambda arrays, attrs: [_sorted(arrays[0], attrs, True)], attrs=dict(_SORT_ATTRS), complex=True,
+                      doc="numpy.argsort along one axis (numpy's own)",
+                      extensions={"compiled": _compiled_sort(True)}))
