@@ -1,7 +1,8 @@
 """np.median, np.percentile and np.quantile (one ``quantile`` op per q, compiler/ir/ops/order.py):
 numpy's values to the bit and numpy's dtypes (a weak scalar q keeps float32, a sequence of q is
 float64), NaN, several axes and keepdims on every path; the errors; no gradient rule.  np.sort and
-np.argsort (``sort`` and ``argsort`` ops): numpy's results to the bit, ties' order included."""
+np.argsort (``sort`` and ``argsort`` ops): numpy's results to the bit, ties' order included, and
+sort's gradient."""
 
 import numpy as np
 import pytest
@@ -94,7 +95,7 @@ def test_sorts_match_numpy_exactly():
             raise AssertionError(f"{path}: {error}") from None
 
 
-def test_sort_errors_and_no_gradient_rule():
+def test_sort_errors():
     def in_place(x):
         x.sort()  # in place
         return x
@@ -107,5 +108,20 @@ def test_sort_errors_and_no_gradient_rule():
         flowjit.jit(lambda x: np.argsort(x.sum()))(X)
     with pytest.raises(OpTypeError, match=r"np\.sort: kind and stable cannot both be given"):
         flowjit.jit(lambda x: np.sort(x, kind="stable", stable=True))(X)
-    with pytest.raises(GradientError, match=r"op 'sort' \(%\w+\) has no gradient rule"):
-        flowjit.jit(flowjit.grad(lambda x: np.sort(x, axis=1)[:, -1].sum()))(X)
+
+
+def test_sort_gradients_match_finite_differences():
+    """The cotangent of each sorted value goes back to where it came from (every axis, None,
+    every path); through take_along_axis of an argsort the same; and twice (the gradient of
+    the permutation is its inverse's)."""
+    from test_gradients import check
+
+    def loss(x):
+        s = np.sort(x * x, axis=1)
+        return (s[:, -2:] * np.arange(2.0)).sum() + np.sort(x, axis=0)[0].sum() + np.sort(x, axis=None)[-3:].sum()
+    check(loss, X)
+    check(lambda x: (np.take_along_axis(x, np.argsort(x, axis=0), axis=0)[:2] ** 2).sum(), X, paths=("fused",))
+
+    def inner(y):
+        return (np.sort(y, axis=1) ** 3 * np.arange(6.0)).sum()
+    check(lambda x: (flowjit.grad(inner)(x) ** 2).sum(), X, paths=("fused", "interpreter"))

@@ -9,7 +9,9 @@ in float16 as numpy's; it has no gradient rule.
 
 ``sort {axis, kind, stable}`` and ``argsort`` (the same attributes; int64 indices) are numpy's
 np.sort and np.argsort along one axis, each one call of numpy's own outside kernels (float16
-sorted as float16, so argsort orders ties as numpy does); neither has a gradient rule.
+sorted as float16, so argsort orders ties as numpy does).  sort's gradient sends the cotangent
+back along a stable argsort's order (``unpermute``, numpy's put_along_axis; ``permute``, its
+take_along_axis, is the gradient of that).
 """
 
 from __future__ import annotations
@@ -115,11 +117,60 @@ def _compiled_sort(indices: bool):
     return compiled
 
 
+# -- a permutation along an axis, and its inverse: sort's gradient -------------------------------------
+def _permute_rule(types, attrs):
+    source, order = types
+    if order.dtype.kind not in "iu" or order.shape != source.shape:
+        raise OpTypeError(f"a permutation of {source} needs integer indices of its shape, got {order}")
+    if not 0 <= attrs["axis"] < source.rank:
+        raise ShapeError(f"axis {attrs['axis']} is out of bounds for {source}")
+    return [TensorType(source.shape, source.dtype)]
+
+
+def _permuted(array, order, axis: int, inverse: bool) -> np.ndarray:
+    """``take_along_axis(array, order)``, or (``inverse``) the array it is that of: ``order`` a
+    permutation of each line along ``axis``."""
+    if not inverse:
+        return np.take_along_axis(array, order, axis)
+    result = np.empty_like(array)
+    np.put_along_axis(result, order, array, axis)
+    return result
+
+
+def _permute_op(name: str, inverse: bool, doc: str) -> Op:
+    def gradient(node, g, b):
+        return b(unpermute if not inverse else permute, [g, node.inputs[1]], dict(node.attrs)), None
+
+    def compiled(node):
+        axis = node.attrs["axis"]
+
+        def permute_(array, order):
+            return _permuted(array, order, axis, inverse)
+        permute_.__name__ = f"{name}_"
+        return permute_
+    return register(Op(name, OpKind.LIBRARY, 2, _permute_rule,
+                       lambda arrays, attrs: [_permuted(arrays[0], arrays[1], attrs["axis"], inverse)],
+                       attrs={"axis": required(AttrKind.INT)}, doc=doc, gradient=gradient,
+                       extensions={"compiled": compiled}))
+
+
+permute = _permute_op("permute", False, "take_along_axis(x, order, axis) of a permutation order (sort's gradient)")
+unpermute = _permute_op("unpermute", True, "the x whose permute by order is the input (put_along_axis)")
+
+
+def _sort_grad(node, g, b):
+    """The cotangent goes back to where each sorted value came from: a stable argsort's order
+    (ties in their first positions, as jax's sort does)."""
+    axis = node.attrs["axis"] % node.inputs[0].type.rank
+    order = b(argsort, [node.inputs[0]], {"axis": axis, "stable": True})
+    return (b(unpermute, [g, order], {"axis": axis}),)
+
+
 _SORT_ATTRS = {"axis": attr(AttrKind.INT, -1), "kind": attr(AttrKind.STR, ""), "stable": attr(AttrKind.BOOL, False)}
 sort = register(Op("sort", OpKind.LIBRARY, 1, _sort_rule(False),
                    lambda arrays, attrs: [_sorted(arrays[0], attrs, False)], attrs=dict(_SORT_ATTRS), complex=True,
                    doc="numpy.sort along one axis (numpy's own: a sort is data-dependent work, not a loop to fuse)",
-                   extensions={"compiled": _compiled_sort(False)}))
+                   gradient=_sort_grad, extensions={"compiled": _compiled_sort(False)}))
 argsort = register(Op("argsort", OpKind.LIBRARY, 1, _sort_rule(True),
                       lambda arrays, attrs: [_sorted(arrays[0], attrs, True)], attrs=dict(_SORT_ATTRS), complex=True,
                       doc="numpy.argsort along one axis (numpy's own)",
