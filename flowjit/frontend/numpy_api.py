@@ -523,8 +523,9 @@ PROPERTIES = {"T": lambda self: transpose(self), "mT": lambda self: swapaxes(sel
 
 def _register_compositions():
     """np.diff, np.pad, np.linalg.norm...: numpy functions written in terms of the ones above."""
-    from flowjit.frontend import einsum, fancy_indexing, histogram, numpy_arrays, order_statistics, rounding, spectral
-    for module in (rounding, numpy_arrays, fancy_indexing, einsum, order_statistics, histogram, spectral):
+    from flowjit.frontend import (einsum, fancy_indexing, histogram, numpy_arrays, numpy_more, order_statistics, rounding,
+                                  spectral)
+    for module in (rounding, numpy_arrays, fancy_indexing, einsum, order_statistics, histogram, spectral, numpy_more):
         FUNCTIONS.update(module.FUNCTIONS)
         METHODS.update(module.METHODS)
         PROPERTIES.update(getattr(module, "PROPERTIES", {}))

@@ -189,9 +189,6 @@ CATALOGUE = [
     ("x.tobytes", lambda x: x.tobytes(), (F64,), UnsupportedAttributeError, AttributeError,  # L-tobytes
      f"ndarray.tobytes is not supported by flowjit; traced arrays have no memory while tracing; return the array "
      f"and convert the result {SEE}", "L-tobytes"),
-    ("x.repeat", lambda x: x.repeat(2), (F64,), UnsupportedAttributeError, AttributeError,  # L-repeat
-     f"ndarray.repeat is not supported by flowjit; use np.broadcast_to(x[:, None], (n, k)).reshape(-1) {SEE}",
-     "L-repeat"),
     ("x.diagonal", lambda x: x.diagonal(), (F64,), UnsupportedAttributeError, AttributeError,  # L-diagonal
      f"ndarray.diagonal is not supported by flowjit {SEE}", "L-diagonal"),
     ("x.item", lambda x: x.item(), (F64,), TracerConversionError, TypeError,  # L-item
@@ -208,8 +205,8 @@ CATALOGUE = [
     ("np.ediff1d", lambda x: np.ediff1d(x), (F64,), UnsupportedFunctionError, NotImplementedError,  # L-ediff1d
      f"np.ediff1d is not supported by flowjit; use slicing instead: x.ravel()[1:] - x.ravel()[:-1] {SEE}",
      "L-ediff1d"),
-    ("np.inner", lambda x: np.inner(x, x), (F64,), UnsupportedFunctionError, NotImplementedError,  # L-inner
-     f"np.inner is not supported by flowjit; use (a * b).sum(axis=-1), or a @ b for 1-d arrays {SEE}", "L-inner"),
+    ("np.vdot", lambda x: np.vdot(x, x), (F64,), UnsupportedFunctionError, NotImplementedError,  # L-vdot
+     f"np.vdot is not supported by flowjit; use (np.conj(a).ravel() * b.ravel()).sum() {SEE}", "L-vdot"),
     ("np.linalg.svd", lambda x: np.linalg.svd(x), (F64,), UnsupportedFunctionError,  # L-svd
      NotImplementedError, f"np.linalg.svd is not supported by flowjit {SEE}", "L-svd"),
     ("np.fft.hfft", lambda x: np.fft.hfft(x), (F64,), UnsupportedFunctionError,  # L-hfft
