@@ -3,7 +3,7 @@ so they fuse as the ops they are made of: np.flip, np.moveaxis, np.vstack, np.hs
 np.array_split, np.tile, np.repeat (and ``x.repeat``), np.meshgrid, np.ptp,
 np.count_nonzero, np.nan_to_num, np.isclose, np.allclose, np.nansum, np.nanmean, np.nanmax,
 np.nanmin, np.trace (and ``x.trace``) of a matrix, np.inner, np.fliplr, np.flipud, np.column_stack
-and np.atleast_1d/2d/3d.
+and np.atleast_1d/2d/3d; and np.linalg.inv, det and solve, as numpy's own calls (ops/linalg.py).
 
 Arguments that decide shapes (axes, sections, reps, repeats) must be known while tracing, as
 numpy's results' shapes depend on them.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from flowjit.compiler.ir import ops
 from flowjit.errors import OpTypeError, ShapeError, TracerConversionError, UnsupportedFunctionError, user_location
 from flowjit.frontend import numpy_api
 from flowjit.frontend.tracer import Tracer
@@ -298,6 +299,16 @@ def inner(a, b):
     return numpy_api.reshape(product, x.shape[:-1] + y.shape[:-1])
 
 
+# -- linear algebra: numpy's own LAPACK calls (compiler/ir/ops/linalg.py) ------------------------------
+def _linalg(name: str):
+    def function(*arrays):
+        what = f"np.linalg.{name}"
+        inputs = _tracers(what, *arrays)
+        return inputs[0]._trace.emit1(getattr(ops, name), inputs, {}, what=what)
+    function.__name__ = name
+    return function
+
+
 FUNCTIONS = {np.flip: flip, np.moveaxis: moveaxis, np.vstack: vstack, np.hstack: hstack, np.split: split,
              np.array_split: array_split, np.tile: tile, np.repeat: repeat, np.meshgrid: meshgrid, np.ptp: ptp,
              np.count_nonzero: count_nonzero, np.nan_to_num: nan_to_num, np.isclose: isclose,
@@ -305,5 +316,6 @@ FUNCTIONS = {np.flip: flip, np.moveaxis: moveaxis, np.vstack: vstack, np.hstack:
              np.nanmax: _nan_extreme("np.nanmax", True), np.nanmin: _nan_extreme("np.nanmin", False),
              np.trace: trace, np.inner: inner, np.fliplr: fliplr, np.flipud: flipud, np.column_stack: column_stack,
              np.atleast_1d: _at_least_function(1), np.atleast_2d: _at_least_function(2),
-             np.atleast_3d: _at_least_function(3)}
+             np.atleast_3d: _at_least_function(3), np.linalg.inv: _linalg("inv"), np.linalg.det: _linalg("det"),
+             np.linalg.solve: _linalg("solve")}
 METHODS = {"repeat": repeat, "trace": trace}

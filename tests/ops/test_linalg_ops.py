@@ -185,3 +185,38 @@ def test_gradients_of_norms_covariances_dots_and_hypot():
                 + (np.cov(x) * x[:, :4]).sum() + (dot * (dot + 1.0)).sum()
                 + (np.hypot(x, x[::-1] - 0.3) * x).sum())
     check(loss, positive, paths=GRADIENT_PATHS)
+
+
+# -- np.linalg.inv, det, solve: numpy's own LAPACK calls (compiler/ir/ops/linalg.py) ------------------------
+MATRICES = RNG.normal(size=(3, 4, 4)) + 4 * np.eye(4)
+RIGHT = RNG.normal(size=(3, 4, 2))
+VECTOR = RNG.normal(size=4)
+
+
+def test_inv_det_solve_match_numpy():
+    """Stacks of matrices, a vector right-hand side (numpy 2's 1-d b) and a broadcast one,
+    float32 kept, integers in float64, complex values; the results feed fused kernels."""
+    agree(lambda a, b, v: (np.linalg.inv(a), np.linalg.det(a), np.linalg.solve(a, b), np.linalg.solve(a[0], v),
+                           np.linalg.solve(a, b[0]), np.linalg.inv(a[0].astype(np.float32)) * 2,
+                           np.linalg.det(np.round(a[1]).astype(np.int32)), np.linalg.solve(a[0] + 0j, v),
+                           np.linalg.inv(a) @ b - np.linalg.solve(a, b)),
+          MATRICES, RIGHT, VECTOR)
+
+
+def test_linalg_errors_are_numpys():
+    def square(a):
+        return np.linalg.inv(a)  # square
+    with pytest.raises(ShapeError, match=r"Last 2 dimensions of the array must be square") as info:
+        flowjit.jit(square)(F64)
+    assert info.value.location.line == line_of(square, "square")
+    with pytest.raises(TypeError, match=r"array type float16 is unsupported in linalg"):
+        flowjit.jit(np.linalg.det)(np.eye(2, dtype=np.float16))
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        flowjit.jit(np.linalg.solve)(np.zeros((2, 2)), np.ones(2))
+
+
+def test_linalg_gradients_match_finite_differences():
+    def loss(a, b, v):
+        return ((np.linalg.inv(a) ** 2).sum() + np.linalg.det(a).sum() + (np.linalg.solve(a, b) * b).sum()
+                + (np.linalg.solve(a, v) ** 2).sum())
+    check(loss, MATRICES, RIGHT, VECTOR, argnums=(0, 1, 2), paths=GRADIENT_PATHS)
