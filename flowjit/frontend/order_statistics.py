@@ -94,5 +94,27 @@ def sort_method(self, axis=-1, kind=None, order=None, *, stable=None):
                                     "x = np.sort(x, axis)", user_location())
 
 
-FUNCTIONS = {np.median: median, np.percentile: percentile, np.quantile: quantile, np.sort: sort, np.argsort: argsort}
-METHODS = {"argsort": argsort, "sort": sort_method}
+def searchsorted(a, v, side="left", sorter=None):
+    numpy_api._reject_kwargs("np.searchsorted", {"sorter": sorter})
+    trace = numpy_api._trace_of(a, v)
+    inputs = [numpy_api._as_tracer(trace, item) for item in (a, v)]
+    return trace.emit1(ops.searchsorted, inputs, {"side": side}, what="np.searchsorted")
+
+
+def interp(x, xp, fp, left=None, right=None, period=None):
+    numpy_api._reject_kwargs("np.interp", {"period": period})
+    trace = numpy_api._trace_of(x, xp, fp)
+    inputs = [numpy_api._as_tracer(trace, item) for item in (x, xp, fp)]
+    attrs = {}
+    for name, bound in (("left", left), ("right", right)):
+        if bound is not None:
+            if isinstance(bound, Tracer) or not isinstance(bound, (int, float, np.integer, np.floating)):
+                raise TracerConversionError(f"np.interp: {name} must be a real number known while tracing, got "
+                                            f"{bound!r}", user_location())
+            attrs.update({name: float(bound), f"has_{name}": True})
+    return trace.emit1(ops.interp, inputs, attrs, what="np.interp")
+
+
+FUNCTIONS = {np.median: median, np.percentile: percentile, np.quantile: quantile, np.sort: sort, np.argsort: argsort,
+             np.searchsorted: searchsorted, np.interp: interp}
+METHODS = {"argsort": argsort, "sort": sort_method, "searchsorted": searchsorted}

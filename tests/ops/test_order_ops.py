@@ -125,3 +125,30 @@ def test_sort_gradients_match_finite_differences():
     def inner(y):
         return (np.sort(y, axis=1) ** 3 * np.arange(6.0)).sum()
     check(lambda x: (flowjit.grad(inner)(x) ** 2).sum(), X, paths=("fused", "interpreter"))
+
+
+def test_searchsorted_and_interp_match_numpy_exactly():
+    """Both sides, the method, float16 searched as float16, NaN (searched last), interp's
+    bounds, float32 and complex values, feeding fused kernels."""
+    xp = np.sort(RNG.uniform(0, 10, 9))
+    fp = RNG.normal(size=9)
+    x = RNG.uniform(-1, 11, (3, 5))
+    x[0, 0] = np.nan
+
+    def f(x, xp, fp):
+        return (np.searchsorted(xp, x), np.searchsorted(xp, x, side="right"), xp.searchsorted(x[0]),
+                np.interp(x, xp, fp), np.interp(x, xp, fp, left=-1, right=2.5) * 2 + 1,
+                np.interp(x.astype(np.float32), xp, fp + 1j), np.searchsorted(xp.astype(np.float16), x.astype(np.float16)),
+                np.interp(x, xp.astype(np.float32), fp.astype(np.float32)))
+    want = f(x, xp, fp)
+    for path, options in PATHS.items():
+        try:
+            assert_same_result(flowjit.jit(f, **options)(x, xp, fp), want, exact=True)
+        except AssertionError as error:
+            raise AssertionError(f"{path}: {error}") from None
+    with pytest.raises(ShapeError, match=r"searchsorted: the sorted array must be 1-d"):
+        flowjit.jit(np.searchsorted)(X, X)
+    with pytest.raises(ShapeError, match=r"interp: xp and fp must be 1-d arrays of one non-zero length"):
+        flowjit.jit(lambda x: np.interp(x, x[0], x[1, :3]))(X)
+    with pytest.raises(TracerConversionError, match=r"np\.interp: left must be a real number known while tracing"):
+        flowjit.jit(lambda x: np.interp(x, x[0], x[1], left=x[0, 0]))(X)

@@ -12,6 +12,9 @@ np.sort and np.argsort along one axis, each one call of numpy's own outside kern
 sorted as float16, so argsort orders ties as numpy does).  sort's gradient sends the cotangent
 back along a stable argsort's order (``unpermute``, numpy's put_along_axis; ``permute``, its
 take_along_axis, is the gradient of that).
+
+``searchsorted {side}`` and ``interp {left, right}`` are numpy's own calls too (float16 searched
+as float16); neither has a gradient rule.
 """
 
 from __future__ import annotations
@@ -175,3 +178,59 @@ argsort = register(Op("argsort", OpKind.LIBRARY, 1, _sort_rule(True),
                       lambda arrays, attrs: [_sorted(arrays[0], attrs, True)], attrs=dict(_SORT_ATTRS), complex=True,
                       doc="numpy.argsort along one axis (numpy's own)",
                       extensions={"compiled": _compiled_sort(True)}))
+
+
+# -- searchsorted and interp: numpy's own binary searches ---------------------------------------------
+def _search_rule(types, attrs):
+    sorted_, values = types
+    if sorted_.rank != 1:
+        raise ShapeError(f"searchsorted: the sorted array must be 1-d, got {sorted_}")
+    if attrs["side"] not in ("left", "right"):
+        raise OpTypeError(f"searchsorted: side must be 'left' or 'right', got {attrs['side']!r}")
+    return [TensorType(values.shape, np.dtype(np.intp))]
+
+
+def _interp_rule(types, attrs):
+    x, xp, fp = types
+    if xp.rank != 1 or fp.rank != 1 or xp.shape != fp.shape or not xp.shape[0]:
+        raise ShapeError(f"interp: xp and fp must be 1-d arrays of one non-zero length, got {xp} and {fp}")
+    if "c" in (x.dtype.kind, xp.dtype.kind):
+        raise OpTypeError("interp: x and xp must be real")
+    return [TensorType(x.shape, np.dtype(np.complex128 if fp.dtype.kind == "c" else np.float64))]
+
+
+def _bound(attrs, name):
+    return attrs[name] if attrs[f"has_{name}"] else None
+
+
+def _searched(arrays, attrs):
+    return np.asarray(np.searchsorted(arrays[0], arrays[1], side=attrs["side"]))
+
+
+def _interpolated(arrays, attrs):
+    return np.asarray(np.interp(*arrays, left=_bound(attrs, "left"), right=_bound(attrs, "right")))
+
+
+def _compiled_call(name: str, function, float16_inputs: bool):
+    def compiled(node):
+        attrs = dict(node.attrs)
+        halves = [value.dtype == np.float16 for value in node.inputs]
+
+        def call_(*arrays):
+            if float16_inputs:           # held in float32: compared as numpy compares float16
+                arrays = [a.astype(np.float16) if half else a for a, half in zip(arrays, halves)]
+            return function(arrays, attrs)
+        call_.__name__ = f"{name}_"
+        return call_
+    return compiled
+
+
+searchsorted = register(Op("searchsorted", OpKind.LIBRARY, 2, _search_rule, lambda arrays, attrs: [_searched(arrays, attrs)],
+                           attrs={"side": attr(AttrKind.STR, "left")},
+                           doc="numpy.searchsorted of values in a sorted 1-d array (numpy's own)",
+                           extensions={"compiled": _compiled_call("searchsorted", _searched, True)}))
+interp = register(Op("interp", OpKind.LIBRARY, 3, _interp_rule, lambda arrays, attrs: [_interpolated(arrays, attrs)],
+                     attrs={"left": attr(AttrKind.FLOAT, 0.0), "has_left": attr(AttrKind.BOOL, False),
+                            "right": attr(AttrKind.FLOAT, 0.0), "has_right": attr(AttrKind.BOOL, False)},
+                     doc="numpy.interp: piecewise-linear interpolation at x of (xp, fp) (numpy's own)",
+                     complex=True, extensions={"compiled": _compiled_call("interp", _interpolated, True)}))
