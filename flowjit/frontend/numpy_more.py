@@ -1,8 +1,8 @@
 """More numpy functions, each numpy's own definition written with the functions flowjit traces,
 so they fuse as the ops they are made of: np.flip, np.moveaxis, np.vstack, np.hstack, np.split,
 np.array_split, np.tile, np.repeat (and ``x.repeat``), np.meshgrid, np.ptp,
-np.count_nonzero, np.nan_to_num, np.isclose, np.allclose, np.nansum, np.nanmean, np.nanmax,
-np.nanmin, np.trace (and ``x.trace``) of a matrix, np.inner, np.fliplr, np.flipud, np.column_stack
+np.count_nonzero, np.nan_to_num, np.isclose, np.allclose, np.nansum, np.nanmean, np.nanprod,
+np.nanvar, np.nanstd, np.nanmax, np.nanmin, np.trace (and ``x.trace``) of a matrix, np.inner, np.fliplr, np.flipud, np.column_stack
 and np.atleast_1d/2d/3d; and np.linalg.inv, det and solve, as numpy's own calls (ops/linalg.py).
 
 Arguments that decide shapes (axes, sections, reps, repeats) must be known while tracing, as
@@ -260,6 +260,36 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=np._NoV
     return numpy_api.astype(total / count, total.dtype, copy=False)
 
 
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
+    x, inexact = _nan_reduction("np.nanprod", a, axis, dtype, out, keepdims, initial=initial, where=where)
+    return (np.where(np.isnan(x), 1, x) if inexact else x).prod(axis=axis, keepdims=keepdims)
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue, mean=np._NoValue,
+           correction=np._NoValue):
+    """numpy's: the mean without NaN (divided into its dtype), the squares of the deviations of
+    the values that are not NaN summed and divided by their count less ddof; NaN where that
+    is not positive."""
+    x, inexact = _nan_reduction("np.nanvar", a, axis, dtype, out, keepdims, where=where, mean=mean,
+                                correction=correction)
+    if not inexact:
+        return x.var(axis=axis, ddof=ddof, keepdims=keepdims)
+    missing = np.isnan(x)
+    count = (~missing).sum(axis=axis, keepdims=True)
+    total = np.where(missing, 0, x).sum(axis=axis, keepdims=True)
+    deviation = np.where(missing, 0, x - numpy_api.astype(total / count, total.dtype, copy=False))
+    squares = (deviation * deviation).sum(axis=axis, keepdims=keepdims)
+    freedom = (~missing).sum(axis=axis, keepdims=keepdims) - ddof
+    variance = numpy_api.astype(squares / freedom, squares.dtype, copy=False)
+    return np.where(freedom <= 0, np.nan, variance)
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue, mean=np._NoValue,
+           correction=np._NoValue):
+    return np.sqrt(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where, mean=mean,
+                          correction=correction))
+
+
 def _nan_extreme(what: str, larger: bool):
     def extreme(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
         x, inexact = _nan_reduction(what, a, axis, None, out, keepdims, initial=initial, where=where)
@@ -313,6 +343,7 @@ FUNCTIONS = {np.flip: flip, np.moveaxis: moveaxis, np.vstack: vstack, np.hstack:
              np.array_split: array_split, np.tile: tile, np.repeat: repeat, np.meshgrid: meshgrid, np.ptp: ptp,
              np.count_nonzero: count_nonzero, np.nan_to_num: nan_to_num, np.isclose: isclose,
              np.allclose: allclose, np.nansum: nansum, np.nanmean: nanmean,
+             np.nanprod: nanprod, np.nanvar: nanvar, np.nanstd: nanstd,
              np.nanmax: _nan_extreme("np.nanmax", True), np.nanmin: _nan_extreme("np.nanmin", False),
              np.trace: trace, np.inner: inner, np.fliplr: fliplr, np.flipud: flipud, np.column_stack: column_stack,
              np.atleast_1d: _at_least_function(1), np.atleast_2d: _at_least_function(2),
