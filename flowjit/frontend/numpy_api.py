@@ -213,6 +213,12 @@ def _as_tracer(trace: TraceContext, item) -> Tracer:
     return item if isinstance(item, Tracer) else lift_operands(trace, [item])[0]
 
 
+def _as_tracers(*items) -> list[Tracer]:
+    """Each of ``items`` as a tracer of the trace the first traced one belongs to."""
+    trace = _trace_of(*items)
+    return [_as_tracer(trace, item) for item in items]
+
+
 def _static_ints(value, what: str, role: str) -> tuple[int, ...]:
     """A shape, axis or permutation: an int or a sequence of ints, known while tracing."""
     items = (value,) if isinstance(value, (int, np.integer)) else value

@@ -19,11 +19,6 @@ from flowjit.frontend import numpy_api
 from flowjit.frontend.tracer import Tracer
 
 
-def _tracers(what: str, *items) -> list[Tracer]:
-    trace = numpy_api._trace_of(*items)
-    return [numpy_api._as_tracer(trace, item) for item in items]
-
-
 def _known(value, what: str, role: str):
     """``value`` as numpy has it while tracing (an int, a sequence of ints): not a traced array."""
     if isinstance(value, Tracer) or any(isinstance(item, Tracer) for item in np.ravel(np.asarray(value, object))):
@@ -45,13 +40,13 @@ def _reject(what: str, **given) -> None:
 
 # -- shapes ------------------------------------------------------------------------------------------
 def flip(m, axis=None):
-    (x,) = _tracers("np.flip", m)
+    (x,) = numpy_api._as_tracers(m)
     axes = range(x.ndim) if axis is None else _normalized(axis, x.ndim, "np.flip")
     return x[tuple(slice(None, None, -1) if dim in axes else slice(None) for dim in range(x.ndim))]
 
 
 def moveaxis(a, source, destination):
-    (x,) = _tracers("np.moveaxis", a)
+    (x,) = numpy_api._as_tracers(a)
     sources = _normalized(source, x.ndim, "np.moveaxis")
     destinations = _normalized(destination, x.ndim, "np.moveaxis")
     if len(sources) != len(destinations):
@@ -75,44 +70,44 @@ def _at_least(x: Tracer, rank: int) -> Tracer:
 
 def _at_least_function(rank: int):
     def at_least(*arys):
-        arrays = [_at_least(x, rank) for x in _tracers(f"np.atleast_{rank}d", *arys)]
+        arrays = [_at_least(x, rank) for x in numpy_api._as_tracers(*arys)]
         return arrays[0] if len(arrays) == 1 else tuple(arrays)
     at_least.__name__ = f"atleast_{rank}d"
     return at_least
 
 
 def fliplr(m):
-    (x,) = _tracers("np.fliplr", m)
+    (x,) = numpy_api._as_tracers(m)
     if x.ndim < 2:
         raise ShapeError("np.fliplr: Input must be >= 2-d.", user_location())
     return x[:, ::-1]
 
 
 def flipud(m):
-    (x,) = _tracers("np.flipud", m)
+    (x,) = numpy_api._as_tracers(m)
     if x.ndim < 1:
         raise ShapeError("np.flipud: Input must be >= 1-d.", user_location())
     return x[::-1]
 
 
 def column_stack(tup):
-    arrays = [numpy_api.reshape(x, (x.size, 1)) if x.ndim < 2 else x for x in _tracers("np.column_stack", *tup)]
+    arrays = [numpy_api.reshape(x, (x.size, 1)) if x.ndim < 2 else x for x in numpy_api._as_tracers(*tup)]
     return numpy_api.concatenate(arrays, axis=1)
 
 
 def vstack(tup, *, dtype=None, casting="same_kind"):
     _reject("np.vstack", dtype=dtype)
-    return numpy_api.concatenate([_at_least(x, 2) for x in _tracers("np.vstack", *tup)], axis=0)
+    return numpy_api.concatenate([_at_least(x, 2) for x in numpy_api._as_tracers(*tup)], axis=0)
 
 
 def hstack(tup, *, dtype=None, casting="same_kind"):
     _reject("np.hstack", dtype=dtype)
-    arrays = [_at_least(x, 1) for x in _tracers("np.hstack", *tup)]
+    arrays = [_at_least(x, 1) for x in numpy_api._as_tracers(*tup)]
     return numpy_api.concatenate(arrays, axis=0 if arrays and arrays[0].ndim == 1 else 1)
 
 
 def _split(what: str, ary, indices_or_sections, axis, equal: bool) -> list:
-    (x,) = _tracers(what, ary)
+    (x,) = numpy_api._as_tracers(ary)
     (axis,) = _normalized(axis, x.ndim, what)
     length = x.shape[axis]
     sections = _known(indices_or_sections, what, "indices_or_sections")
@@ -139,7 +134,7 @@ def array_split(ary, indices_or_sections, axis=0):
 
 
 def tile(A, reps):
-    (x,) = _tracers("np.tile", A)
+    (x,) = numpy_api._as_tracers(A)
     reps = tuple(int(r) for r in np.atleast_1d(_known(reps, "np.tile", "reps")))
     if any(r < 0 for r in reps):
         raise ShapeError(f"np.tile: negative repetitions {reps}", user_location())
@@ -154,7 +149,7 @@ def repeat(a, repeats, axis=None):
     """Each element ``repeats`` times along ``axis`` (None: of the flattened array): a broadcast
     for one count, a gather of numpy's own repeat of the positions for one count each."""
     from flowjit.frontend.numpy_arrays import take_static
-    (x,) = _tracers("np.repeat", a)
+    (x,) = numpy_api._as_tracers(a)
     if axis is None:
         x, axis = numpy_api.ravel(x), 0
     (axis,) = _normalized(axis, x.ndim, "np.repeat")
@@ -177,7 +172,7 @@ def repeat(a, repeats, axis=None):
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if indexing not in ("xy", "ij"):
         raise ShapeError("np.meshgrid: Valid values for `indexing` are 'xy' and 'ij'.", user_location())
-    arrays = [numpy_api.ravel(x) for x in _tracers("np.meshgrid", *xi)]
+    arrays = [numpy_api.ravel(x) for x in numpy_api._as_tracers(*xi)]
     rank = len(arrays)
     shapes = [[1] * rank for _ in arrays]
     for dim, (shape, x) in enumerate(zip(shapes, arrays)):
@@ -195,17 +190,17 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
 # -- reductions and tests --------------------------------------------------------------------------
 def ptp(a, axis=None, out=None, keepdims=False):
     _reject("np.ptp", out=out)
-    (x,) = _tracers("np.ptp", a)
+    (x,) = numpy_api._as_tracers(a)
     return np.subtract(x.max(axis=axis, keepdims=keepdims), x.min(axis=axis, keepdims=keepdims))
 
 
 def count_nonzero(a, axis=None, *, keepdims=False):
-    (x,) = _tracers("np.count_nonzero", a)
+    (x,) = numpy_api._as_tracers(a)
     return numpy_api.astype(x, np.bool_).sum(axis=axis, keepdims=keepdims)
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
-    (x,) = _tracers("np.nan_to_num", x)
+    (x,) = numpy_api._as_tracers(x)
     if x.dtype.kind == "c":
         raise UnsupportedFunctionError("np.nan_to_num of complex values is not supported", user_location())
     if x.dtype.kind != "f":
@@ -221,7 +216,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """numpy's: |a - b| <= atol + rtol |b| where b is finite, or a == b; b first made inexact."""
-    arrays = iter(_tracers("np.isclose", *(v for v in (a, b) if not numpy_api._is_python_scalar(v))))
+    arrays = iter(numpy_api._as_tracers(*(v for v in (a, b) if not numpy_api._is_python_scalar(v))))
     x, y = (v if numpy_api._is_python_scalar(v) else next(arrays) for v in (a, b))
     if isinstance(y, Tracer):
         y = numpy_api.astype(y, np.result_type(y.dtype, 1.0), copy=False)
@@ -237,22 +232,23 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan).all()
 
 
-def _nan_reduction(what: str, a, axis, dtype, out, keepdims, **unsupported):
-    _reject(what, dtype=dtype, out=out, **{name: value for name, value in unsupported.items()
-                                          if value is not np._NoValue})
-    (x,) = _tracers(what, a)
+def _nan_reduction(what: str, a, **unsupported):
+    """``a`` as a tracer, and whether it holds floats (NaN); the arguments flowjit does not take
+    (``dtype``, ``out``, ``where``...) refused where given."""
+    _reject(what, **{name: value for name, value in unsupported.items() if value is not np._NoValue})
+    (x,) = numpy_api._as_tracers(a)
     return x, x.dtype.kind in "fc"
 
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
-    x, inexact = _nan_reduction("np.nansum", a, axis, dtype, out, keepdims, initial=initial, where=where)
+    x, inexact = _nan_reduction("np.nansum", a, dtype=dtype, out=out, initial=initial, where=where)
     return (np.where(np.isnan(x), 0, x) if inexact else x).sum(axis=axis, keepdims=keepdims)
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=np._NoValue):
     """numpy's: the sum without NaN over their count, divided as numpy's true_divide into the
     sum's dtype does (in float64, then rounded); NaN where a slice is all NaN."""
-    x, inexact = _nan_reduction("np.nanmean", a, axis, dtype, out, keepdims, where=where)
+    x, inexact = _nan_reduction("np.nanmean", a, dtype=dtype, out=out, where=where)
     if not inexact:
         return x.mean(axis=axis, keepdims=keepdims)
     total = np.where(np.isnan(x), 0, x).sum(axis=axis, keepdims=keepdims)
@@ -261,7 +257,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=np._NoV
 
 
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
-    x, inexact = _nan_reduction("np.nanprod", a, axis, dtype, out, keepdims, initial=initial, where=where)
+    x, inexact = _nan_reduction("np.nanprod", a, dtype=dtype, out=out, initial=initial, where=where)
     return (np.where(np.isnan(x), 1, x) if inexact else x).prod(axis=axis, keepdims=keepdims)
 
 
@@ -270,7 +266,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     """numpy's: the mean without NaN (divided into its dtype), the squares of the deviations of
     the values that are not NaN summed and divided by their count less ddof; NaN where that
     is not positive."""
-    x, inexact = _nan_reduction("np.nanvar", a, axis, dtype, out, keepdims, where=where, mean=mean,
+    x, inexact = _nan_reduction("np.nanvar", a, dtype=dtype, out=out, where=where, mean=mean,
                                 correction=correction)
     if not inexact:
         return x.var(axis=axis, ddof=ddof, keepdims=keepdims)
@@ -292,7 +288,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 
 def _nan_extreme(what: str, larger: bool):
     def extreme(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
-        x, inexact = _nan_reduction(what, a, axis, None, out, keepdims, initial=initial, where=where)
+        x, inexact = _nan_reduction(what, a, out=out, initial=initial, where=where)
         reduce = (lambda v: v.max(axis=axis, keepdims=keepdims)) if larger else \
             (lambda v: v.min(axis=axis, keepdims=keepdims))
         if not inexact:
@@ -306,7 +302,7 @@ def _nan_extreme(what: str, larger: bool):
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     _reject("np.trace", dtype=dtype, out=out)
-    (x,) = _tracers("np.trace", a)
+    (x,) = numpy_api._as_tracers(a)
     if x.ndim != 2 or _normalized((axis1, axis2), 2, "np.trace") != (0, 1):
         raise UnsupportedFunctionError(f"np.trace of {x._value.type} over axes ({axis1}, {axis2}): flowjit "
                                        f"takes the trace of a matrix (axes 0 and 1)", user_location())
@@ -316,7 +312,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 def inner(a, b):
     """numpy's inner product over the last axes: a @ b.T of the arrays flattened to matrices."""
-    x, y = _tracers("np.inner", a, b)
+    x, y = numpy_api._as_tracers(a, b)
     if x.ndim == 0 or y.ndim == 0:
         return np.multiply(x, y)
     if x.shape[-1] != y.shape[-1]:
@@ -333,7 +329,7 @@ def inner(a, b):
 def _linalg(name: str):
     def function(*arrays):
         what = f"np.linalg.{name}"
-        inputs = _tracers(what, *arrays)
+        inputs = numpy_api._as_tracers(*arrays)
         return inputs[0]._trace.emit1(getattr(ops, name), inputs, {}, what=what)
     function.__name__ = name
     return function

@@ -67,8 +67,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
 def _sort(what: str, op, a, axis, kind, order, stable):
     """np.sort / np.argsort: one op along ``axis`` (None: of the flattened array, as numpy)."""
     numpy_api._reject_kwargs(what, {"order": order})
-    trace = numpy_api._trace_of(a)
-    x = numpy_api._as_tracer(trace, a)
+    (x,) = numpy_api._as_tracers(a)
     if axis is None:
         x, axis = numpy_api.ravel(x), 0
     if x.ndim == 0:
@@ -77,7 +76,7 @@ def _sort(what: str, op, a, axis, kind, order, stable):
     (axis,) = numpy_api._axes(axis, x.ndim, what)
     if kind is not None and stable is not None:
         raise OpTypeError(f"{what}: kind and stable cannot both be given (numpy refuses it too)", user_location())
-    return trace.emit1(op, [x], {"axis": axis, "kind": kind or "", "stable": bool(stable)}, what=what)
+    return x._trace.emit1(op, [x], {"axis": axis, "kind": kind or "", "stable": bool(stable)}, what=what)
 
 
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
@@ -96,15 +95,13 @@ def sort_method(self, axis=-1, kind=None, order=None, *, stable=None):
 
 def searchsorted(a, v, side="left", sorter=None):
     numpy_api._reject_kwargs("np.searchsorted", {"sorter": sorter})
-    trace = numpy_api._trace_of(a, v)
-    inputs = [numpy_api._as_tracer(trace, item) for item in (a, v)]
-    return trace.emit1(ops.searchsorted, inputs, {"side": side}, what="np.searchsorted")
+    inputs = numpy_api._as_tracers(a, v)
+    return inputs[0]._trace.emit1(ops.searchsorted, inputs, {"side": side}, what="np.searchsorted")
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
     numpy_api._reject_kwargs("np.interp", {"period": period})
-    trace = numpy_api._trace_of(x, xp, fp)
-    inputs = [numpy_api._as_tracer(trace, item) for item in (x, xp, fp)]
+    inputs = numpy_api._as_tracers(x, xp, fp)
     attrs = {}
     for name, bound in (("left", left), ("right", right)):
         if bound is not None:
@@ -112,7 +109,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
                 raise TracerConversionError(f"np.interp: {name} must be a real number known while tracing, got "
                                             f"{bound!r}", user_location())
             attrs.update({name: float(bound), f"has_{name}": True})
-    return trace.emit1(ops.interp, inputs, attrs, what="np.interp")
+    return inputs[0]._trace.emit1(ops.interp, inputs, attrs, what="np.interp")
 
 
 FUNCTIONS = {np.median: median, np.percentile: percentile, np.quantile: quantile, np.sort: sort, np.argsort: argsort,

@@ -20,6 +20,18 @@ F32 = RNG.normal(size=(4, 7)).astype(np.float32)
 F16 = RNG.normal(size=(4, 7)).astype(np.float16)
 
 
+def exactly_numpys(function, *args) -> None:
+    """Every path gives numpy's result to the bit."""
+    with np.errstate(all="ignore"):
+        want = function(*args)
+    for path, options in PATHS.items():
+        got = flowjit.jit(function, **options)(*args)
+        try:
+            assert_same_result(got, want, exact=True)
+        except AssertionError as error:
+            raise AssertionError(f"{path}: {error}") from None
+
+
 def test_order_statistics_match_numpy_exactly():
     def f(x, b, y, h):
         return (np.median(x), np.median(x, axis=0), np.median(x, axis=(0, 1), keepdims=True),
@@ -29,14 +41,7 @@ def test_order_statistics_match_numpy_exactly():
                 np.quantile(x, [[0.1], [0.7]], method="nearest"), np.median(np.where(x > 1, np.nan, x), axis=0),
                 np.median(h, axis=1), np.percentile(h, 80, axis=0, method="midpoint"),
                 np.median(x, axis=-1) - x.mean(axis=-1))                # feeds a fused kernel
-    with np.errstate(all="ignore"):
-        want = f(X, I8, F32, F16)
-    for path, options in PATHS.items():
-        got = flowjit.jit(f, **options)(X, I8, F32, F16)
-        try:
-            assert_same_result(got, want, exact=True)
-        except AssertionError as error:
-            raise AssertionError(f"{path}: {error}") from None
+    exactly_numpys(f, X, I8, F32, F16)
 
 
 def test_order_statistic_errors():
@@ -84,15 +89,7 @@ def test_sorts_match_numpy_exactly():
                 np.argsort(b > 0, stable=True), np.sort(y), np.argsort(h, axis=1), np.sort(h, axis=0),
                 np.sort(z), np.argsort(z, axis=0), np.sort(np.exp(x) * 2, axis=1)[:, :3] + 1,
                 np.take_along_axis(x, np.argsort(-x, axis=1, stable=True)[:, :2], axis=1) * 2)
-    args = (ties, I8, F32, np.round(F16), z)
-    with np.errstate(all="ignore"):
-        want = f(*args)
-    for path, options in PATHS.items():
-        got = flowjit.jit(f, **options)(*args)
-        try:
-            assert_same_result(got, want, exact=True)
-        except AssertionError as error:
-            raise AssertionError(f"{path}: {error}") from None
+    exactly_numpys(f, ties, I8, F32, np.round(F16), z)
 
 
 def test_sort_errors():
@@ -140,12 +137,7 @@ def test_searchsorted_and_interp_match_numpy_exactly():
                 np.interp(x, xp, fp), np.interp(x, xp, fp, left=-1, right=2.5) * 2 + 1,
                 np.interp(x.astype(np.float32), xp, fp + 1j), np.searchsorted(xp.astype(np.float16), x.astype(np.float16)),
                 np.interp(x, xp.astype(np.float32), fp.astype(np.float32)))
-    want = f(x, xp, fp)
-    for path, options in PATHS.items():
-        try:
-            assert_same_result(flowjit.jit(f, **options)(x, xp, fp), want, exact=True)
-        except AssertionError as error:
-            raise AssertionError(f"{path}: {error}") from None
+    exactly_numpys(f, x, xp, fp)
     with pytest.raises(ShapeError, match=r"searchsorted: the sorted array must be 1-d"):
         flowjit.jit(np.searchsorted)(X, X)
     with pytest.raises(ShapeError, match=r"interp: xp and fp must be 1-d arrays of one non-zero length"):

@@ -183,6 +183,23 @@ def register(op: Op) -> Op:
     return op
 
 
+def numpy_call(node) -> Callable:
+    """What runs a library op that is one call of numpy's own -- its reference -- on the
+    driver's arrays: float16 values, which the driver holds in float32, go in as float16 (numpy
+    sorts, searches and computes quantiles of float16 in float16) and a float16 result is held
+    in float32 again."""
+    op, attrs = node.op, dict(node.attrs)
+    halves = [value.dtype == np.float16 for value in node.inputs]
+    half_result = node.output.dtype == np.float16
+
+    def call(*arrays):
+        arrays = [array.astype(np.float16) if half else array for array, half in zip(arrays, halves)]
+        (result,) = op.reference(arrays, attrs)
+        return result.astype(np.float32) if half_result else result
+    call.__name__ = f"{op.name}_"
+    return call
+
+
 def lookup(name: str) -> Op:
     return _REGISTRY[name]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flowjit.compiler.ir.ops.base import Op, OpKind, register
+from flowjit.compiler.ir.ops.base import Op, OpKind, numpy_call, register
 from flowjit.compiler.ir.ops.misc import matmul
 from flowjit.compiler.ir.ops.shape import transpose
 from flowjit.compiler.ir.types import TensorType
@@ -93,16 +93,9 @@ def _solve_grad(node, g, b):
 
 
 def _library(name: str, arity: int, rule, function, grad, doc: str) -> Op:
-    def compiled(node):
-        dtype = node.output.dtype
-
-        def linalg_(*arrays):
-            return np.asarray(function(*arrays), dtype=dtype)
-        linalg_.__name__ = f"{name}_"
-        return linalg_
     return register(Op(name, OpKind.LIBRARY, arity, rule,
                        lambda arrays, attrs: [np.asarray(function(*arrays))], doc=doc, gradient=grad,
-                       complex=True, extensions={"compiled": compiled}))
+                       complex=True, extensions={"compiled": numpy_call}))
 
 
 inv = _library("inv", 1, _inv_rule, np.linalg.inv, _inv_grad, "numpy.linalg.inv (LAPACK's, numpy's own)")

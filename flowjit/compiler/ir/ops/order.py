@@ -23,7 +23,7 @@ import functools
 
 import numpy as np
 
-from flowjit.compiler.ir.ops.base import AttrKind, Op, OpKind, attr, register, required
+from flowjit.compiler.ir.ops.base import AttrKind, Op, OpKind, attr, numpy_call, register, required
 from flowjit.compiler.ir.ops.reduction import _check_axes, reduced_shape
 from flowjit.compiler.ir.types import TensorType, check_dtype
 from flowjit.errors import OpTypeError, ShapeError
@@ -62,23 +62,13 @@ def _quantile_rule(types, attrs):
     return [TensorType(reduced_shape(source.shape, axes, attrs["keepdims"]), _dtype(source.dtype, attrs["method"], attrs["strong"]))]
 
 
-def _compiled_quantile(node):
-    attrs, dtype = dict(node.attrs), node.output.dtype
-
-    def quantile_(array):
-        if dtype == np.float16:           # held in float32: computed in float16, as numpy's
-            return order_statistic(array.astype(np.float16), attrs).astype(np.float32)
-        return order_statistic(array, attrs)
-    return quantile_
-
-
 quantile = register(Op("quantile", OpKind.LIBRARY, 1, _quantile_rule,
                        lambda arrays, attrs: [order_statistic(arrays[0], attrs)],
                        attrs={"q": required(AttrKind.FLOAT), "method": attr(AttrKind.STR, "linear"),
                               "axes": required(AttrKind.INTS), "keepdims": attr(AttrKind.BOOL, False),
                               "strong": attr(AttrKind.BOOL, False)},
                        doc="numpy.quantile of one q over axes (method='median': numpy.median)",
-                       extensions={"compiled": _compiled_quantile}))
+                       extensions={"compiled": numpy_call}))
 
 
 # -- sort and argsort: numpy's own, one call each ------------------------------------------------------
@@ -106,20 +96,6 @@ def _sort_rule(indices: bool):
     return rule
 
 
-def _compiled_sort(indices: bool):
-    def compiled(node):
-        attrs, dtype = dict(node.attrs), node.inputs[0].dtype
-
-        def sort_(array):
-            if dtype == np.float16:          # held in float32: sorted as numpy sorts float16 (its ties' order too)
-                result = _sorted(array.astype(np.float16), attrs, indices)
-                return result if indices else result.astype(np.float32)
-            return _sorted(array, attrs, indices)
-        sort_.__name__ = "argsort_" if indices else "sort_"
-        return sort_
-    return compiled
-
-
 # -- a permutation along an axis, and its inverse: sort's gradient -------------------------------------
 def _permute_rule(types, attrs):
     source, order = types
@@ -143,18 +119,10 @@ def _permuted(array, order, axis: int, inverse: bool) -> np.ndarray:
 def _permute_op(name: str, inverse: bool, doc: str) -> Op:
     def gradient(node, g, b):
         return b(unpermute if not inverse else permute, [g, node.inputs[1]], dict(node.attrs)), None
-
-    def compiled(node):
-        axis = node.attrs["axis"]
-
-        def permute_(array, order):
-            return _permuted(array, order, axis, inverse)
-        permute_.__name__ = f"{name}_"
-        return permute_
     return register(Op(name, OpKind.LIBRARY, 2, _permute_rule,
                        lambda arrays, attrs: [_permuted(arrays[0], arrays[1], attrs["axis"], inverse)],
                        attrs={"axis": required(AttrKind.INT)}, doc=doc, gradient=gradient,
-                       extensions={"compiled": compiled}))
+                       extensions={"compiled": numpy_call}))
 
 
 permute = _permute_op("permute", False, "take_along_axis(x, order, axis) of a permutation order (sort's gradient)")
@@ -173,11 +141,11 @@ _SORT_ATTRS = {"axis": attr(AttrKind.INT, -1), "kind": attr(AttrKind.STR, ""), "
 sort = register(Op("sort", OpKind.LIBRARY, 1, _sort_rule(False),
                    lambda arrays, attrs: [_sorted(arrays[0], attrs, False)], attrs=dict(_SORT_ATTRS), complex=True,
                    doc="numpy.sort along one axis (numpy's own: a sort is data-dependent work, not a loop to fuse)",
-                   gradient=_sort_grad, extensions={"compiled": _compiled_sort(False)}))
+                   gradient=_sort_grad, extensions={"compiled": numpy_call}))
 argsort = register(Op("argsort", OpKind.LIBRARY, 1, _sort_rule(True),
                       lambda arrays, attrs: [_sorted(arrays[0], attrs, True)], attrs=dict(_SORT_ATTRS), complex=True,
                       doc="numpy.argsort along one axis (numpy's own)",
-                      extensions={"compiled": _compiled_sort(True)}))
+                      extensions={"compiled": numpy_call}))
 
 
 # -- searchsorted and interp: numpy's own binary searches ---------------------------------------------
@@ -204,33 +172,19 @@ def _bound(attrs, name):
 
 
 def _searched(arrays, attrs):
-    return np.asarray(np.searchsorted(arrays[0], arrays[1], side=attrs["side"]))
+    return [np.asarray(np.searchsorted(arrays[0], arrays[1], side=attrs["side"]))]
 
 
 def _interpolated(arrays, attrs):
-    return np.asarray(np.interp(*arrays, left=_bound(attrs, "left"), right=_bound(attrs, "right")))
+    return [np.asarray(np.interp(*arrays, left=_bound(attrs, "left"), right=_bound(attrs, "right")))]
 
 
-def _compiled_call(name: str, function, float16_inputs: bool):
-    def compiled(node):
-        attrs = dict(node.attrs)
-        halves = [value.dtype == np.float16 for value in node.inputs]
-
-        def call_(*arrays):
-            if float16_inputs:           # held in float32: compared as numpy compares float16
-                arrays = [a.astype(np.float16) if half else a for a, half in zip(arrays, halves)]
-            return function(arrays, attrs)
-        call_.__name__ = f"{name}_"
-        return call_
-    return compiled
-
-
-searchsorted = register(Op("searchsorted", OpKind.LIBRARY, 2, _search_rule, lambda arrays, attrs: [_searched(arrays, attrs)],
+searchsorted = register(Op("searchsorted", OpKind.LIBRARY, 2, _search_rule, _searched,
                            attrs={"side": attr(AttrKind.STR, "left")},
                            doc="numpy.searchsorted of values in a sorted 1-d array (numpy's own)",
-                           extensions={"compiled": _compiled_call("searchsorted", _searched, True)}))
-interp = register(Op("interp", OpKind.LIBRARY, 3, _interp_rule, lambda arrays, attrs: [_interpolated(arrays, attrs)],
+                           extensions={"compiled": numpy_call}))
+interp = register(Op("interp", OpKind.LIBRARY, 3, _interp_rule, _interpolated,
                      attrs={"left": attr(AttrKind.FLOAT, 0.0), "has_left": attr(AttrKind.BOOL, False),
                             "right": attr(AttrKind.FLOAT, 0.0), "has_right": attr(AttrKind.BOOL, False)},
                      doc="numpy.interp: piecewise-linear interpolation at x of (xp, fp) (numpy's own)",
-                     complex=True, extensions={"compiled": _compiled_call("interp", _interpolated, True)}))
+                     complex=True, extensions={"compiled": numpy_call}))
