@@ -88,7 +88,8 @@ class _Identity:
 class _Constant:
     """A signature entry for a constant argument (a Python scalar, a static argument): equal
     only to the same constant.  Python's ``==`` has ``0.0 == -0.0`` and ``nan != nan``, but
-    ``x / 0.0`` and ``x / -0.0`` are different programs, and every nan is one constant."""
+    ``x / 0.0`` and ``x / -0.0`` are different programs, and a NaN (``float("nan")``, ``np.nan``:
+    one bit pattern) is one constant however many objects carry it."""
 
     __slots__ = ("value", "key")
 
