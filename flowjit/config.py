@@ -191,6 +191,16 @@ def _libgomp_loaded() -> bool:
         return False
 
 
+def native_kernels() -> str:
+    """``FLOWJIT_NATIVE_KERNELS``: ``auto`` (the default) writes a native entry beside each
+    cached serial kernel and runs them in a process that has not imported numba
+    (codegen/native.py); ``always`` runs them with numba loaded too (the tests); ``off``
+    neither writes nor runs them."""
+    mode = env_flag("FLOWJIT_NATIVE_KERNELS", "auto").lower()
+    return {"0": "off", "1": "auto", "": "auto"}.get(mode, mode) if mode in ("auto", "always", "off", "0", "1", "") \
+        else "auto"
+
+
 def log_recompiles(option: bool | None) -> bool:
     if option is not None:
         return option

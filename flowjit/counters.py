@@ -11,6 +11,8 @@ class Stats:
         self.traces = 0
         self.executables = 0
         self.dispatchers: list = []           # numba dispatchers of every compiled kernel
+        self.native_kernels = 0               # kernels running native entries, with no dispatchers (yet)
+        self.native_loads = 0                 # native entries loaded from the kernel cache (codegen/native.py)
 
     def snapshot(self) -> dict:
         compiles = hits = 0
@@ -18,7 +20,8 @@ class Stats:
             compiles += sum(dispatcher.stats.cache_misses.values())
             hits += sum(dispatcher.stats.cache_hits.values())
         return {"traces": self.traces, "executables": self.executables, "kernel_compiles": compiles,
-                "disk_hits": hits, "disk_misses": compiles, "kernels": len(self.dispatchers) // 2}
+                "disk_hits": hits + self.native_loads, "disk_misses": compiles, "native_loads": self.native_loads,
+                "kernels": len(self.dispatchers) // 2 + self.native_kernels}
 
 
 STATS = Stats()

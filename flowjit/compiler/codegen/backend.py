@@ -19,6 +19,7 @@ import numpy as np
 
 from flowjit.compiler.codegen.compiled import CompiledKernel
 from flowjit.compiler.codegen.kernel import KernelSource, kernel_source
+from flowjit.compiler.codegen.native import NativeKernel
 from flowjit.compiler.ir.graph import Node
 
 if TYPE_CHECKING:
@@ -105,7 +106,10 @@ class CpuBackend(Backend):
 
     def compile_ahead(self, kernels: list[tuple], arrays: tuple) -> None:
         """The compile worker takes the later kernels of the first call (background.py)."""
-        if not (self.background and self.cache.writable):
+        # Kernels with native entries (a process without numba) compile on their first call
+        # if an entry is missing: handing them ahead would import numba for nothing.
+        kernels = [(compiled, specs) for compiled, specs in kernels if not isinstance(compiled.serial, NativeKernel)]
+        if not (kernels and self.background and self.cache.writable):
             return
         from flowjit.compiler.codegen.background import WORKER
         typed = []

@@ -110,9 +110,24 @@ class TieredKernel:
         return function(*arrays)
 
     def _first_call(self, arrays):
+        from flowjit.compiler.codegen.native import Deferred
+        with self.lock:
+            parallel = self.compiled.parallel
+            if self.function is None and isinstance(parallel, Deferred) and not parallel.ready():
+                # A process running native entries (native.py): the serial twin runs while a
+                # thread imports numba and finds the parallel one (cached, or from the worker).
+                self.function = self.compiled.serial
+                threading.Thread(target=self._find_parallel, args=(arrays,), daemon=True,
+                                 name=f"flowjit parallel twin of {self.compiled.name}").start()
+                return self.function
+        return self._find_parallel(arrays)
+
+    def _find_parallel(self, arrays):
+        """The parallel twin, when cached (else the worker is given it and the serial twin runs
+        until it answers); the function later calls run."""
         from flowjit.compiler.codegen.numba_cache import load_cached
         with self.lock:
-            if self.function is None:
+            if self.function is None or self.function is self.compiled.serial:
                 parallel = self.compiled.parallel
                 signature = tuple(parallel.typeof_pyval(array) for array in arrays)
                 if not self.worker.enabled() or load_cached(parallel, signature):

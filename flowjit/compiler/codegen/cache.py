@@ -26,22 +26,22 @@ import importlib.util
 import json
 import linecache
 import os
+import re
 import sys
 import tempfile
 import threading
 import time
 import warnings
 
-import llvmlite        # (flowjit/__init__.py has set libgomp's wait policy before numba loads it)
+import llvmlite
 import llvmlite.binding as llvm
-import numba
-from numba import njit
 
-from flowjit.compiler.codegen import library
+from flowjit.compiler.codegen import library, native
 from flowjit.compiler.codegen.compiled import KERNEL_FLAGS, SERIAL_FLAGS, CompiledKernel, canonical
 from flowjit.compiler.codegen.writer import PARALLEL, SERIAL, KernelSource
-from flowjit.compiler.codegen.numba_cache import LOCK_TIMEOUT_S, KernelFunctionCache, directory_lock
+from flowjit.compiler.codegen.numba_cache import LOCK_TIMEOUT_S, directory_lock, function_cache_class
 from flowjit.files import is_temporary, write_atomically
+from flowjit.config import native_kernels
 from flowjit.counters import STATS
 from flowjit.errors import KernelCacheWarning, user_stacklevel
 
@@ -54,8 +54,19 @@ def toolchain_key() -> str:
             digest.update(stream.read())
     sources = digest.hexdigest()[:16]
     features = llvm.get_host_cpu_features().flatten()
-    return (f"numba={numba.__version__};llvmlite={llvmlite.__version__};cpu={llvm.get_host_cpu_name()};"
+    return (f"numba={numba_version()};llvmlite={llvmlite.__version__};cpu={llvm.get_host_cpu_name()};"
             f"{features};library={sources};flags={sorted(SERIAL_FLAGS.items())}")
+
+
+def numba_version() -> str:
+    """numba's version, read from its ``_version.py`` without importing numba (0.25 s)."""
+    spec = importlib.util.find_spec("numba")
+    try:
+        with open(os.path.join(spec.submodule_search_locations[0], "_version.py"), encoding="utf-8") as stream:
+            return re.search(r'"version": "([^"]+)"', stream.read()).group(1)
+    except (OSError, AttributeError, TypeError, IndexError):
+        import numba
+        return numba.__version__
 
 
 def _sha256(path: str) -> str:
@@ -75,6 +86,7 @@ def kernel_dispatchers(namespace: dict, fma: bool = True, cache: bool = False) -
     to the library's flavour of that setting (library.py).  The module's ``kernel``
     becomes the serial dispatcher: a parallel twin that runs the serial kernel on parts
     (writer.serial_in_parts) calls it."""
+    from numba import njit
     fastmath = {"contract"} if fma else False
     namespace["fj"] = library.flavour(fma)       # (the header imports the default, contracting one)
     serial = njit(cache=cache, fastmath=fastmath, **SERIAL_FLAGS)(namespace[SERIAL])
@@ -98,6 +110,7 @@ class KernelCache:
         self.directory = os.path.join(directory, "kernels") if directory else None
         self.memory: dict[str, CompiledKernel] = {}
         self.listed: dict[str, int] = {}          # files an entry's manifest lists, all checked at its load
+        self.native_listed: dict[str, bool] = {}  # whether it lists native entries (native.py)
         self.lock = threading.Lock()
         self.warned: set[str] = set()
         self.toolchain = toolchain_key()
@@ -181,7 +194,8 @@ class KernelCache:
                 if not self.writable:
                     return self._in_memory(kernel.name, key, text, fma)
                 write_atomically(path, text)
-            compiled = self.import_entry(kernel.name, key, path, fma)
+            compiled = (self.native_listed.pop(stem, False) and self._native(kernel.name, key, path, fma)
+                        or self.import_entry(kernel.name, key, path, fma))
             compiled.recorded = self.listed.pop(stem, 0)     # checked above: no need to list them again
             return compiled
         except OSError as error:                  # the directory changed under us: read-only, removed
@@ -200,6 +214,29 @@ class KernelCache:
         spec.loader.exec_module(module)
         return self._wrap(name, key, text, vars(module), path=path, fma=fma)
 
+    def _native(self, name: str, key: str, path: str, fma: bool) -> CompiledKernel | None:
+        """An entry on disk in a process that has not imported numba: its serial function runs
+        its native entries (native.py); numba's dispatchers are made when first needed (the
+        parallel twin, arguments no entry takes)."""
+        mode = native_kernels()
+        if mode == "off" or mode == "auto" and "numba" in sys.modules:
+            return None
+        with open(path, encoding="utf-8") as stream:
+            text = stream.read()
+        made: list[CompiledKernel] = []
+        lock = threading.Lock()
+
+        def dispatchers() -> CompiledKernel:
+            with lock:
+                if not made:
+                    made.append(self.import_entry(name, key, path, fma))
+                    STATS.native_kernels -= 1          # (counted by its dispatchers from now on)
+                return made[0]
+        STATS.native_kernels += 1
+        stem = os.path.splitext(os.path.basename(path))[0]
+        serial = native.NativeKernel(os.path.join(self.directory, "__pycache__"), stem, lambda: dispatchers().serial)
+        return CompiledKernel(name, key, text, serial, native.Deferred(lambda: dispatchers().parallel), path, fma=fma)
+
     def _in_memory(self, name: str, key: str, text: str, fma: bool) -> CompiledKernel:
         filename = f"<flowjit kernel {name} {key}>"
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
@@ -208,20 +245,21 @@ class KernelCache:
         return self._wrap(name, key, text, namespace, path=None, fma=fma)
 
     def _wrap(self, name, key, text, namespace, *, path: str | None, fma: bool) -> CompiledKernel:
-        native = path is not None and KernelFunctionCache is None       # another numba: its own cache
-        serial, parallel = kernel_dispatchers(namespace, fma, cache=native)
+        function_cache = function_cache_class()
+        numbas_own = path is not None and function_cache is None       # another numba: its own cache
+        serial, parallel = kernel_dispatchers(namespace, fma, cache=numbas_own)
         STATS.dispatchers.extend([serial, parallel])
         compiled = CompiledKernel(name, key, text, serial, parallel, path, fma=fma)
-        if path is not None and KernelFunctionCache is not None:
+        if path is not None and function_cache is not None:
             for dispatcher in (serial, parallel):
-                dispatcher._cache = KernelFunctionCache(dispatcher.py_func, _EntryHooks(self, compiled))
+                dispatcher._cache = function_cache(dispatcher.py_func, _EntryHooks(self, compiled))
         return compiled
 
     # -- integrity ---------------------------------------------------------------------------------
     def _numba_directory(self, compiled: CompiledKernel | None = None) -> str:
         """Where numba keeps an entry's machine code: ``__pycache__`` beside the source with
         flowjit's own numba cache; numba's choice (``NUMBA_CACHE_DIR``...) without it."""
-        if compiled is not None and KernelFunctionCache is None:
+        if compiled is not None and not isinstance(compiled.serial, native.NativeKernel) and function_cache_class() is None:
             return compiled.serial._cache.cache_path
         return os.path.join(self.directory, "__pycache__")
 
@@ -276,6 +314,7 @@ class KernelCache:
                 if _sha256(full) != digest:
                     return f"{filename} does not match its checksum"
             self.listed[stem] = len(manifest["files"])
+            self.native_listed[stem] = any(".native." in filename for filename in manifest["files"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
             return f"it cannot be read ({type(error).__name__}: {error})"
         return None
@@ -328,9 +367,10 @@ class KernelCache:
                         os.unlink(file)
             self.record(compiled, force=True, locked=True)
 
-    def save(self, compiled: CompiledKernel, write) -> None:
-        """Save an overload numba compiled (``write()``), and list it in the manifest, under the
-        directory's lock; a failure leaves the kernel compiled in memory, never raises."""
+    def save(self, compiled: CompiledKernel, write, native_entry=None) -> None:
+        """Save an overload numba compiled (``write()``) and its native entry (``native_entry()``:
+        its path and bytes, or None), and list them in the manifest, under the directory's
+        lock; a failure leaves the kernel compiled in memory, never raises."""
         if not self.writable:
             return
         stem = os.path.splitext(os.path.basename(compiled.path))[0]
@@ -341,6 +381,9 @@ class KernelCache:
                 return
             try:
                 write()
+                made = native_entry() if native_entry is not None else None
+                if made is not None:
+                    write_atomically(made[0], made[1])
             except OSError as error:
                 self._disk_failed(stem, error, "keeping the kernel in memory")
                 return
@@ -411,8 +454,19 @@ class _EntryHooks:
     def unreadable(self, numba_cache, error: Exception) -> None:
         self.cache.unreadable(self.compiled, numba_cache, error)
 
-    def save(self, numba_cache, write) -> None:
-        self.cache.save(self.compiled, write)
+    def save(self, numba_cache, write, compile_result) -> None:
+        def native_entry():
+            if numba_cache.function_name != SERIAL or native_kernels() == "off":
+                return None
+            try:
+                made = native.entry(compile_result)
+            except Exception:           # (a kernel numba compiled that the adapter cannot serve: no entry)
+                return None
+            return made and (native.entry_path(numba_cache.cache_path, self.compiled_stem(), made[0]), made[1])
+        self.cache.save(self.compiled, write, native_entry)
+
+    def compiled_stem(self) -> str:
+        return os.path.splitext(os.path.basename(self.compiled.path))[0]
 
     def before_load(self, numba_cache, sig) -> None:
         """numba is about to look on disk, and to compile on a miss: if the compile worker is

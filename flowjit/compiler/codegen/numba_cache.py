@@ -93,7 +93,8 @@ def _kernel_function_cache():
 
     class KernelFunctionCache(FunctionCache):
         """A kernel dispatcher's cache; ``owner`` is the kernel cache that decides what an
-        unreadable file or a failed save means (``unreadable(self, error)``, ``save(self, write)``)
+        unreadable file or a failed save means (``unreadable(self, error)``, ``save(self,
+        write, compile_result)``)
         and is told before each load (``before_load(self, sig)``)."""
 
         _impl_class = KernelCacheImpl
@@ -124,12 +125,21 @@ def _kernel_function_cache():
                 return None
 
         def save_overload(self, sig, data):
-            self.owner.save(self, lambda: self._save_overload(sig, data))
+            self.owner.save(self, lambda: self._save_overload(sig, data), data)
 
     return KernelFunctionCache
 
 
-KernelFunctionCache = _kernel_function_cache()
+_CLASS: list = []
+
+
+def function_cache_class():
+    """The cache class kernel dispatchers get (None with another numba: numba's own cache);
+    made at first use, which imports numba, and registers the typing rule below."""
+    if not _CLASS:
+        _CLASS.append(_kernel_function_cache())
+        _type_plain_arrays_without_numpy_ma()
+    return _CLASS[0]
 
 
 def load_cached(dispatcher, signature: tuple) -> bool:
@@ -172,6 +182,3 @@ def _type_plain_arrays_without_numpy_ma() -> None:
         except errors.NumbaNotImplementedError:
             raise errors.NumbaValueError(f"Unsupported array dtype: {val.dtype}") from None
         return types.Array(dtype, val.ndim, map_layout(val), readonly=not val.flags.writeable)
-
-
-_type_plain_arrays_without_numpy_ma()
