@@ -5,7 +5,9 @@ same machine code); a fresh process with a warm cache never imports numba, and a
 entry takes (another layout, a subclass, a list) reach numba's dispatcher and the right
 result; the pieces (argument keys, the ELF reader, reachability) on their own."""
 
+import ctypes
 import json
+import math
 import os
 import subprocess
 import sys
@@ -31,7 +33,9 @@ def _fresh_native_cache(monkeypatch):
     monkeypatch.setattr(cache, "_CACHES", {})
 
 
-SAMPLE = PROGRAMS[::3]          # (the corpus compiles in 45 s on an empty cache; a third of it in 15)
+# A third of the corpus (all of it compiles in 45 s on an empty cache), and float16_math, whose
+# kernels call numba's frexp and ldexp helpers (the engine's RUNTIME), as dtype_conversions' do.
+SAMPLE = PROGRAMS[::3] + [program for program in PROGRAMS[1::3] + PROGRAMS[2::3] if program.name == "float16_math"]
 
 
 def test_the_corpus_runs_its_native_entries_bit_for_bit_as_numba(monkeypatch):
@@ -111,13 +115,19 @@ for function, args in calls:
     got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
     ok &= all(g.dtype == w.dtype and np.allclose(g, w, rtol=1e-5, atol=1e-6) for g, w in zip(got, want))
 numba_before = "numba" in sys.modules
+big = rng.standard_normal(1 << 18).astype(np.float32)         # runs in parallel
+ok &= bool(np.allclose(flowjit.jit(chain)(big), chain(big), rtol=1e-5, atol=1e-5))
 # layouts and dtypes no entry has (the first process did not run them)
 others = [np.asfortranarray(x32), x32[:, ::2], x32.astype(np.float64)] if sys.argv[2:] == ["others"] else []
 for other in others:
     ok &= bool(np.allclose(flowjit.jit(softmax)(other), softmax(other), rtol=1e-5, atol=1e-7))
-print(json.dumps({"ok": bool(ok), "numba": numba_before, "numba_after": "numba" in sys.modules,
-                  "stats": flowjit.stats()}))
-flowjit.wait_for_compiles()
+numba_after = "numba" in sys.modules
+flowjit.wait_for_compiles()             # the parallel twin: loaded by a thread in a process without numba
+from flowjit.compiler.codegen import background
+hits = flowjit.stats()["disk_hits"]
+ok &= bool(np.allclose(flowjit.jit(chain)(big), chain(big), rtol=1e-5, atol=1e-5))
+print(json.dumps({"ok": bool(ok), "numba": numba_before, "numba_after": numba_after, "stats": flowjit.stats(),
+                  "finders": len(background.FINDERS), "hits_after_wait": flowjit.stats()["disk_hits"] - hits}))
 """
 
 
@@ -136,6 +146,7 @@ def test_a_fresh_process_with_a_warm_cache_never_imports_numba(tmp_path):
     assert second["ok"] and not second["numba"] and second["numba_after"], second
     stats = second["stats"]
     assert stats["native_loads"] >= 4 and stats["kernel_compiles"] >= 1, second     # the others: numba
+    assert second["finders"] == 0 and second["hits_after_wait"] == 0, second      # the twin was there
     env["FLOWJIT_NATIVE_KERNELS"] = "off"
     third = run(3)
     assert third["ok"] and third["numba"] and third["stats"]["native_loads"] == 0, third
@@ -179,3 +190,21 @@ def test_elf_undefined_symbols_and_reachability():
     assert set(native.elf_undefined(code)) == {"called", "only_wrapper", "used_by_table"}
     with pytest.raises(ValueError):
         native.elf_undefined(b"\xcf\xfa\xed\xfe" + code[4:])          # Mach-O's magic
+
+
+def test_the_engines_frexp_and_ldexp_pass_zero_nan_and_infinity_through_as_numbas_helpers_do():
+    engine = native.engine()
+    address = engine.engine.get_function_address
+    for kind, name in ((ctypes.c_double, "numba_frexp"), (ctypes.c_float, "numba_frexpf")):
+        frexp = ctypes.CFUNCTYPE(kind, kind, ctypes.POINTER(ctypes.c_int))(address(name))
+        for x in (0.0, -0.0, 1.5, -3e-30, 6e5, np.inf, -np.inf, np.nan):
+            exponent = ctypes.c_int(99)
+            mantissa = frexp(x, ctypes.byref(exponent))
+            want = math.frexp(x) if math.isfinite(x) else (x, 0)
+            assert (np.float64(mantissa), exponent.value) == (np.float64(kind(want[0]).value), want[1]) or \
+                np.isnan(x) and np.isnan(mantissa) and exponent.value == 0, (name, x)
+    for kind, name in ((ctypes.c_double, "numba_ldexp"), (ctypes.c_float, "numba_ldexpf")):
+        ldexp = ctypes.CFUNCTYPE(kind, kind, ctypes.c_int)(address(name))
+        for x, e in ((1.5, 3), (-0.0, 5), (3.0, 0), (np.inf, -4), (1.0, -2000)):
+            assert np.float64(ldexp(x, e)) == np.float64(kind(math.ldexp(x, e)).value), (name, x, e)
+        assert np.isnan(ldexp(np.nan, 2))

@@ -31,6 +31,7 @@ finds them cached) and then exits.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import pickle
 import select
@@ -117,10 +118,20 @@ class TieredKernel:
                 # A process running native entries (native.py): the serial twin runs while a
                 # thread imports numba and finds the parallel one (cached, or from the worker).
                 self.function = self.compiled.serial
-                threading.Thread(target=self._find_parallel, args=(arrays,), daemon=True,
-                                 name=f"flowjit parallel twin of {self.compiled.name}").start()
+                finder = threading.Thread(target=self._find_parallel_quietly, args=(arrays,), daemon=True,
+                                          name=f"flowjit parallel twin of {self.compiled.name}")
+                FINDERS.append(finder)
+                finder.start()
                 return self.function
         return self._find_parallel(arrays)
+
+    def _find_parallel_quietly(self, arrays) -> None:
+        """``_find_parallel`` on a thread of its own: a failure keeps the serial twin, with a warning."""
+        try:
+            self._find_parallel(arrays)
+        except Exception as error:
+            warnings.warn(f"flowjit: the parallel twin of kernel {self.compiled.name} could not be loaded "
+                          f"({type(error).__name__}: {error}); its serial twin runs", KernelCacheWarning)
 
     def _find_parallel(self, arrays):
         """The parallel twin, when cached (else the worker is given it and the serial twin runs
@@ -343,10 +354,20 @@ READER = "flowjit-compile-worker"
 WORKER = CompileWorker()
 
 
+FINDERS: list[threading.Thread] = []        # threads loading parallel twins of native kernels
+
+
 def wait(timeout: float = 120.0) -> bool:
     """Block until every kernel handed to the compile worker has compiled (or failed and will
-    compile here), at most ``timeout`` seconds; whether all have."""
-    return WORKER.wait(timeout)
+    compile here), and every parallel twin a thread is loading is loaded, at most ``timeout``
+    seconds; whether all have."""
+    deadline = time.monotonic() + timeout
+    for finder in list(FINDERS):
+        finder.join(max(0.0, deadline - time.monotonic()))
+        if not finder.is_alive():
+            with contextlib.suppress(ValueError):
+                FINDERS.remove(finder)
+    return not FINDERS and WORKER.wait(max(0.0, deadline - time.monotonic()))
 
 
 @atexit.register

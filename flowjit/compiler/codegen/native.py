@@ -53,7 +53,11 @@ C_CONTIGUOUS, F_CONTIGUOUS = 0x1, 0x2
 # defines them: a meminfo is numba's (refcount, dtor, dtor_info, data, size, allocator), in
 # one block with its data, so dropping the last reference frees the block.
 RUNTIME = {"NRT_MemInfo_alloc_aligned": "ptr (i64, i32)", "NRT_MemInfo_call_dtor": "void (ptr)",
-           "NRT_Allocate": "ptr (i64)", "NRT_Free": "void (ptr)"}
+           "NRT_Allocate": "ptr (i64)", "NRT_Free": "void (ptr)",
+           # numba's helpers for math.frexp and math.ldexp: the C library's, with zero, NaN and
+           # infinity passed through (numba's _helperlib.c)
+           "numba_frexp": "double (double, ptr)", "numba_frexpf": "float (float, ptr)",
+           "numba_ldexp": "double (double, i32)", "numba_ldexpf": "float (float, i32)"}
 _RUNTIME_IR = """
 declare ptr @malloc(i64)
 declare void @free(ptr)
@@ -107,6 +111,34 @@ define void @NRT_Free(ptr %block) {{
   ret void
 }}
 """
+
+
+def _math_helper(c: str, t: str, s: str, second: str) -> str:
+    """numba's helper for frexp or ldexp (``c``): the C library's, but for zero, NaN and
+    infinity, which it returns as they are (frexp with exponent 0), as does an ldexp by 0."""
+    frexp = c.startswith("frexp")
+    shift = "" if frexp else "\n  %shift = icmp ne i32 %e, 0\n  %both = and i1 %regular, %shift"
+    store = "\n  store i32 0, ptr %e" if frexp else ""
+    return f"""
+declare {t} @{c}({t}, {second})
+define {t} @numba_{c}({t} %x, {second} %e) {{{{
+  %magnitude = call {t} @llvm.fabs.{s}({t} %x)
+  %finite = fcmp olt {t} %magnitude, 0x7FF0000000000000
+  %nonzero = fcmp one {t} %x, 0.0
+  %regular = and i1 %finite, %nonzero{shift}
+  br i1 {"%regular" if frexp else "%both"}, label %call, label %keep
+call:
+  %y = call {t} @{c}({t} %x, {second} %e)
+  ret {t} %y
+keep:{store}
+  ret {t} %x
+}}}}
+"""
+
+
+_RUNTIME_IR += "declare double @llvm.fabs.f64(double)\ndeclare float @llvm.fabs.f32(float)\n" + "".join(
+    _math_helper(*helper) for helper in (("frexp", "double", "f64", "ptr"), ("frexpf", "float", "f32", "ptr"),
+                                         ("ldexp", "double", "f64", "i32"), ("ldexpf", "float", "f32", "i32")))
 
 
 def layout_ok() -> bool:
@@ -191,6 +223,19 @@ def reachable(ir: str, root: str) -> set[str]:
                 seen.add(name)
                 todo.append(name)
     return seen
+
+
+def _process_symbol(process, name: str, llvm) -> bool:
+    """Whether ``name`` is the process's own symbol (libm, libc) as LLVM resolves it, not one
+    numba registered (which a process without numba lacks).  numba binds the C math functions
+    (``INTR_MATH``: sqrt, exp, fmod...) to the C runtime's own through its helper library,
+    which on Linux is the process's libm: those count as the process's."""
+    from numba.core.intrinsics import INTR_MATH
+    try:
+        address = ctypes.cast(getattr(process, name), ctypes.c_void_p).value
+    except AttributeError:
+        return False
+    return address == llvm.address_of_symbol(name) or name in INTR_MATH
 
 
 def _flattened(argument_types) -> list[str]:
@@ -315,13 +360,15 @@ def entry(compile_result) -> tuple[str, bytes] | None:
         return None
     declared = {match.group(1).strip('"'): match.group(2) for match in _DECLARE.finditer(ir)}
     reached = reachable(ir, symbol)
+    process = ctypes.CDLL(None)
     for name in reached & set(declared):
         if name.startswith("llvm."):
             continue
         if name in RUNTIME:
-            if f"({declared[name]})" != RUNTIME[name].split(" ", 1)[1]:
+            types = ", ".join(parameter.split()[0] for parameter in declared[name].split(",") if parameter.strip())
+            if f"({types})" != RUNTIME[name].split(" ", 1)[1]:        # (attributes such as signext aside)
                 return None
-        elif name.startswith(("NRT_", "numba_", "Py", "_Py")) or not llvm.address_of_symbol(name):
+        elif name.startswith(("NRT_", "numba_", "Py", "_Py")) or not _process_symbol(process, name, llvm):
             return None
     dtypes = [as_dtype(argument.dtype) for argument in arguments]
     key = "|".join(f"{dtype.name}:{argument.ndim}{argument.layout}" for dtype, argument in zip(dtypes, arguments))
