@@ -84,6 +84,8 @@ def test_arguments_no_entry_takes_go_to_numba(monkeypatch):
                 given.astype(given.dtype.newbyteorder())):
         serial(odd, out)
         assert ran and ran.pop()[0] is odd, type(odd)
+    serial(given, out, out)                             # another count of arguments
+    assert ran and len(ran.pop()) == 3
 
 
 FILL_AND_RUN = """

@@ -4,15 +4,16 @@ Importing numba takes about 0.25 s and initialising its runtime 40 ms more, most
 process's first call when every kernel is already in the kernel cache.  So where numba
 saves a serial kernel's machine code, the cache also keeps a *native entry* beside it
 (``<stem>.native.<argument key>``): numba's object code as it is, the list of symbols it
-leaves undefined, and a small adapter compiled here, ``i32 entry(PyObject *array, ...)``.
+leaves undefined, and a small adapter compiled here (``_adapter_ir``).
 The adapter checks each argument against the types the kernel was compiled for (an exact
 ``ndarray``, its dtype, rank, native byte order and, for 'C' and 'F' layouts, contiguity),
 reads data, shape and strides from numpy's array struct and calls numba's function with
 numba's calling convention (arrays flattened to meminfo, parent, size, itemsize, data,
-shape, strides); it answers ``MISMATCH`` for arguments of other types and numba's status
+shape, strides); it answers None when the kernel ran, and ``MISMATCH`` or numba's status
 otherwise.  A process that has not imported numba loads the entry with llvmlite alone into
-one MCJIT engine of its own and calls the adapter through ctypes (which releases the GIL,
-as numba's ``nogil`` does).
+one MCJIT engine of its own and calls the adapter as a builtin function (``METH_FASTCALL``:
+no more than a numba dispatcher's call costs), which releases the GIL while the kernel runs,
+as numba's ``nogil`` does.
 
 What numba's object code needs besides the kernel is decided where it was compiled: the
 functions and globals the kernel's own function reaches, followed through the module's
@@ -39,7 +40,7 @@ import threading
 
 import numpy as np
 
-FORMAT = 1
+FORMAT = 2
 MISMATCH = -1000               # the adapter's answer for arguments of other types
 STATUS_NONE = -2               # numba's status for a function that returned None: success
 
@@ -248,10 +249,13 @@ def _flattened(argument_types) -> list[str]:
 
 
 def _adapter_ir(name: str, symbol: str, arrays: list[dict]) -> str:
-    """The adapter: check every argument, then call numba's function (``arrays``: each one's
-    ``ndim``, ``itemsize``, type numbers ``nums`` and required ``flags``).  Every argument's
-    type is read before anything else of it: an object that is not an exact ndarray is
-    answered ``MISMATCH`` without reading past its header."""
+    """The adapter, a ``METH_FASTCALL`` function of CPython's (``(self, args, count)``, made a
+    builtin by ``Engine.load``): check the count and every argument, then call numba's
+    function without the GIL, as numba's ``nogil`` does; None when it ran, else its status as
+    an int (``MISMATCH`` for arguments it does not take).  ``arrays``: each one's ``ndim``,
+    ``itemsize``, type numbers ``nums`` and required ``flags``.  Every argument's type is
+    read before anything else of it: an object that is not an exact ndarray is refused
+    without reading past its header."""
     checks, loads, arguments = [], [], []
     for index, array in enumerate(arrays):
         a, following = f"%a{index}", f"arg{index + 1}" if index + 1 < len(arrays) else "call"
@@ -301,28 +305,49 @@ def _adapter_ir(name: str, symbol: str, arrays: list[dict]) -> str:
             count = f"{a}.count{axis}"
         arguments += ["ptr null", f"ptr {a}", f"i64 {count}", f"i64 {array['itemsize']}", f"ptr {data}"]
         arguments += [f"i64 {value}" for value in sizes + steps]
-    parameters = ", ".join(f"ptr %a{index}" for index in range(len(arrays)))
+    fetch = "\n".join(f"  %a{index}.slot = getelementptr ptr, ptr %args, i64 {index}\n"
+                      f"  %a{index} = load ptr, ptr %a{index}.slot" for index in range(len(arrays)))
     declared = ", ".join(["ptr", "ptr"] + [argument.split()[0] for argument in arguments])
     newline = "\n"
     return f"""
 @flowjit_ndarray_type = external global i64
+@_Py_NoneStruct = external global i8
 declare i32 @"{symbol}"({declared})
+declare ptr @PyEval_SaveThread()
+declare void @PyEval_RestoreThread(ptr)
+declare void @Py_IncRef(ptr)
+declare ptr @PyLong_FromLong(i64)
 
-define i32 @{name}({parameters}) {{
+define ptr @{name}(ptr %self, ptr %args, i64 %count) {{
 entry:
   %ret = alloca [8 x i64], align 16
   %exc = alloca ptr, align 8
   %ndarray = load i64, ptr @flowjit_ndarray_type
+  %arity = icmp eq i64 %count, {len(arrays)}
+  br i1 %arity, label %fetch, label %mismatch
+fetch:
+{fetch}
   br label %arg0
 {newline.join(checks)}
 call:
 {newline.join(loads)}
+  %thread = call ptr @PyEval_SaveThread()
   %status = call i32 @"{symbol}"(ptr %ret, ptr %exc, {", ".join(arguments)})
+  call void @PyEval_RestoreThread(ptr %thread)
+  %ok = icmp eq i32 %status, 0
   %none = icmp eq i32 %status, {STATUS_NONE}
-  %answer = select i1 %none, i32 0, i32 %status
-  ret i32 %answer
+  %done = or i1 %ok, %none
+  br i1 %done, label %success, label %failed
+success:
+  call void @Py_IncRef(ptr @_Py_NoneStruct)
+  ret ptr @_Py_NoneStruct
+failed:
+  %code = sext i32 %status to i64
+  %answer = call ptr @PyLong_FromLong(i64 %code)
+  ret ptr %answer
 mismatch:
-  ret i32 {MISMATCH}
+  %refused = call ptr @PyLong_FromLong(i64 {MISMATCH})
+  ret ptr %refused
 }}
 """
 
@@ -399,7 +424,8 @@ class Engine:
         self.engine.add_module(llvm.parse_assembly(_RUNTIME_IR.format(ndarray=id(np.ndarray))))
         self.engine.finalize_object()
         self.defined = set(RUNTIME) | {"flowjit_ndarray_type"}
-        self.functions: dict[str, object] = {}          # adapter name -> ctypes function
+        self.functions: dict[str, object] = {}          # adapter name -> builtin function
+        self.definitions: list = []
 
     def load(self, data: dict):
         """The ctypes function of an entry's adapter; None when a symbol its kernel needs is
@@ -423,11 +449,24 @@ class Engine:
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(data["object"]))
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(data["adapter"]))
             self.engine.finalize_object()
-            address = self.engine.get_function_address(data["entry"])
-            prototype = ctypes.CFUNCTYPE(ctypes.c_int32, *[ctypes.py_object] * data["arity"])
-            function = self.functions[data["entry"]] = prototype(address)
+            definition = _MethodDef(data["entry"].encode(), self.engine.get_function_address(data["entry"]),
+                                    METH_FASTCALL, None)
+            self.definitions.append(definition)            # (CPython keeps a pointer to it)
+            function = self.functions[data["entry"]] = _new_builtin(ctypes.byref(definition), None, None)
             return function
 
+
+METH_FASTCALL = 0x80
+
+
+class _MethodDef(ctypes.Structure):
+    """CPython's ``PyMethodDef``."""
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p), ("ml_flags", ctypes.c_int),
+                ("ml_doc", ctypes.c_char_p)]
+
+
+_new_builtin = ctypes.pythonapi.PyCFunction_NewEx
+_new_builtin.restype, _new_builtin.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
 
 _ENGINE: list = []
 _ENGINE_LOCK = threading.Lock()
@@ -461,7 +500,7 @@ class NativeKernel:
 
     def __call__(self, *arrays):
         function = self.function
-        if function is not None and function(*arrays) == 0:
+        if function is not None and function(*arrays) is None:
             return None
         return self._other(arrays)
 
@@ -497,11 +536,9 @@ class NativeKernel:
         types, else numba's dispatcher; a kernel that reports an error runs again there, which
         raises numba's exception."""
         function = self._function(argument_key(arrays))
-        if function is not None:
-            status = function(*arrays)
-            if status == 0:
-                self.function = function
-                return None
+        if function is not None and function(*arrays) is None:
+            self.function = function
+            return None
         return self.fallback()(*arrays)
 
 
