@@ -40,7 +40,7 @@ import threading
 
 import numpy as np
 
-FORMAT = 2
+FORMAT = 3
 MISMATCH = -1000               # the adapter's answer for arguments of other types
 STATUS_NONE = -2               # numba's status for a function that returned None: success
 
@@ -403,9 +403,10 @@ def entry(compile_result) -> tuple[str, bytes] | None:
               for dtype, argument in zip(dtypes, arguments)]
     adapter = llvm.parse_assembly(_adapter_ir(name, symbol, arrays))
     adapter.verify()
-    data = {"format": FORMAT, "entry": name, "arity": len(arguments), "object": code,
-            "adapter": target_machine(llvm).emit_object(adapter), "undefined": undefined,
-            "wrappers_only": sorted(set(declared) - reached)}
+    adapter_code = target_machine(llvm).emit_object(adapter)
+    undefined += [other for other in elf_undefined(adapter_code) if other not in (symbol, "flowjit_ndarray_type")]
+    data = {"format": FORMAT, "entry": name, "arity": len(arguments), "object": code, "adapter": adapter_code,
+            "undefined": undefined, "wrappers_only": sorted(set(declared) - reached)}
     return key, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -424,6 +425,7 @@ class Engine:
         self.engine.add_module(llvm.parse_assembly(_RUNTIME_IR.format(ndarray=id(np.ndarray))))
         self.engine.finalize_object()
         self.defined = set(RUNTIME) | {"flowjit_ndarray_type"}
+        self.stubs: set[str] = set()                    # traps for what only numba's wrappers call
         self.functions: dict[str, object] = {}          # adapter name -> builtin function
         self.definitions: list = []
 
@@ -434,18 +436,19 @@ class Engine:
             function = self.functions.get(data["entry"])
             if function is not None:
                 return function
-            llvm, stubs = self.llvm, []
+            llvm, stubs, wrappers_only = self.llvm, [], set(data["wrappers_only"])
             for name in dict.fromkeys(data["undefined"]):
-                if name in self.defined or llvm.address_of_symbol(name):
+                if name in self.defined or name in self.stubs and name in wrappers_only or llvm.address_of_symbol(name):
                     continue
-                if name not in data["wrappers_only"]:
+                if name not in wrappers_only:         # something the kernel calls is not in this process
                     return None
-                stubs.append(name)
+                if name not in self.stubs:
+                    stubs.append(name)
             if stubs:
                 text = "declare void @llvm.trap()\n" + "".join(
                     f'define void @"{name}"() {{\n  call void @llvm.trap()\n  unreachable\n}}\n' for name in stubs)
                 self.engine.add_module(llvm.parse_assembly(text))
-                self.defined.update(stubs)
+                self.stubs.update(stubs)
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(data["object"]))
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(data["adapter"]))
             self.engine.finalize_object()
