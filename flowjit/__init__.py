@@ -49,14 +49,16 @@ def __dir__() -> list[str]:
 
 
 def wait_for_compiles(timeout: float = 120.0) -> bool:
-    """Block until every parallel kernel compiling in the background (the compile worker) is
-    ready, at most ``timeout`` seconds; whether all are.  Call it before timing a program."""
+    """Block until every parallel kernel compiling in the background (the compile worker), or
+    loading in the background (a process running native entries), is ready, at most
+    ``timeout`` seconds; whether all are.  Call it before timing a program."""
     from flowjit.compiler.codegen.background import wait
     return wait(timeout)
 
 
 def stats() -> dict:
-    """Counters since start: traces, executables, kernel compiles, disk cache hits and misses."""
+    """Counters since start: traces, executables, kernel compiles, disk cache hits and misses
+    (``native_loads``: the hits that loaded native entries, without numba)."""
     from flowjit.counters import STATS
     return STATS.snapshot()
 

@@ -248,6 +248,65 @@ def _flattened(argument_types) -> list[str]:
     return parameters
 
 
+def _field(lines: list, a: str, label: str, offset: int, kind: str, base: str | None = None) -> str:
+    """Read a field of argument ``a``'s struct (or of ``base``) at ``offset`` into ``%a<i>.<label>``."""
+    lines.append(f"  {a}.{label}.at = getelementptr i8, ptr {base or a}, i64 {offset}")
+    lines.append(f"  {a}.{label} = load {kind}, ptr {a}.{label}.at")
+    return f"{a}.{label}"
+
+
+def _argument_checks(index: int, array: dict, following: str) -> list[str]:
+    """Blocks ``arg<index>``: an exact ndarray, then its rank, byte order, layout and type
+    number; on to block ``following``, or to ``mismatch``."""
+    a, lines = f"%a{index}", [f"arg{index}:"]
+    _field(lines, a, "type", OB_TYPE, "i64")
+    lines += [f"  {a}.exact = icmp eq i64 {a}.type, %ndarray",
+              f"  br i1 {a}.exact, label %arg{index}.fields, label %mismatch", f"arg{index}.fields:"]
+    _field(lines, a, "ndim", NDIM, "i32")
+    descr = _field(lines, a, "descr", DESCR, "ptr")
+    _field(lines, a, "num", DESCR_TYPE_NUM, "i32", descr)
+    _field(lines, a, "order", DESCR_BYTEORDER, "i8", descr)
+    _field(lines, a, "flags", FLAGS, "i32")
+    lines.append(f"  {a}.required = and i32 {a}.flags, {array['flags']}")
+    terms = [f"icmp eq i32 {a}.ndim, {array['ndim']}", f"icmp ne i8 {a}.order, 62",        # 62: '>'
+             f"icmp eq i32 {a}.required, {array['flags']}"]
+    held = []
+    for n, term in enumerate(terms):
+        lines.append(f"  {a}.term{n} = {term}")
+        held.append(f"{a}.term{n}")
+    numbers = []
+    for n, number in enumerate(array["nums"]):
+        lines.append(f"  {a}.num{n} = icmp eq i32 {a}.num, {number}")
+        numbers.append(f"{a}.num{n}")
+    result = numbers[0]
+    for n, term in enumerate(numbers[1:] + held):                # any type number, and every term
+        lines.append(f"  {a}.all{n} = {'or' if n < len(numbers) - 1 else 'and'} i1 {result}, {term}")
+        result = f"{a}.all{n}"
+    lines.append(f"  br i1 {result}, label %{following}, label %mismatch")
+    return lines
+
+
+def _argument_loads(index: int, array: dict, loads: list) -> list[str]:
+    """numba's flattened array argument from the struct: meminfo (none), parent, size,
+    itemsize, data, shape, strides (``loads`` gets the reads)."""
+    a = f"%a{index}"
+    data = _field(loads, a, "data", DATA, "ptr")
+    shape = _field(loads, a, "shape", SHAPE, "ptr")
+    strides = _field(loads, a, "strides", STRIDES, "ptr")
+    sizes, steps = [], []
+    for axis in range(array["ndim"]):
+        for label, base, out in (("n", shape, sizes), ("s", strides, steps)):
+            loads.append(f"  {a}.{label}{axis}.at = getelementptr i64, ptr {base}, i64 {axis}")
+            loads.append(f"  {a}.{label}{axis} = load i64, ptr {a}.{label}{axis}.at")
+            out.append(f"{a}.{label}{axis}")
+    count = "1"
+    for axis, size in enumerate(sizes):
+        loads.append(f"  {a}.count{axis} = mul i64 {count}, {size}")
+        count = f"{a}.count{axis}"
+    return ["ptr null", f"ptr {a}", f"i64 {count}", f"i64 {array['itemsize']}", f"ptr {data}"] + \
+        [f"i64 {value}" for value in sizes + steps]
+
+
 def _adapter_ir(name: str, symbol: str, arrays: list[dict]) -> str:
     """The adapter, a ``METH_FASTCALL`` function of CPython's (``(self, args, count)``, made a
     builtin by ``Engine.load``): check the count and every argument, then call numba's
@@ -258,53 +317,9 @@ def _adapter_ir(name: str, symbol: str, arrays: list[dict]) -> str:
     without reading past its header."""
     checks, loads, arguments = [], [], []
     for index, array in enumerate(arrays):
-        a, following = f"%a{index}", f"arg{index + 1}" if index + 1 < len(arrays) else "call"
-
-        def field(lines, label, offset, kind, base=a):
-            lines.append(f"  {a}.{label}.at = getelementptr i8, ptr {base}, i64 {offset}")
-            lines.append(f"  {a}.{label} = load {kind}, ptr {a}.{label}.at")
-            return f"{a}.{label}"
-        checks.append(f"arg{index}:")
-        field(checks, "type", OB_TYPE, "i64")
-        checks.append(f"  {a}.exact = icmp eq i64 {a}.type, %ndarray")
-        checks.append(f"  br i1 {a}.exact, label %arg{index}.fields, label %mismatch")
-        checks.append(f"arg{index}.fields:")
-        field(checks, "ndim", NDIM, "i32")
-        descr = field(checks, "descr", DESCR, "ptr")
-        field(checks, "num", DESCR_TYPE_NUM, "i32", descr)
-        field(checks, "order", DESCR_BYTEORDER, "i8", descr)
-        field(checks, "flags", FLAGS, "i32")
-        checks.append(f"  {a}.required = and i32 {a}.flags, {array['flags']}")
-        terms = [f"icmp eq i32 {a}.ndim, {array['ndim']}", f"icmp ne i8 {a}.order, 62",        # 62: '>'
-                 f"icmp eq i32 {a}.required, {array['flags']}"]
-        held = []
-        for n, term in enumerate(terms):
-            checks.append(f"  {a}.term{n} = {term}")
-            held.append(f"{a}.term{n}")
-        numbers = []
-        for n, number in enumerate(array["nums"]):
-            checks.append(f"  {a}.num{n} = icmp eq i32 {a}.num, {number}")
-            numbers.append(f"{a}.num{n}")
-        result = numbers[0]
-        for n, term in enumerate(numbers[1:] + held):
-            checks.append(f"  {a}.all{n} = {'or' if n < len(numbers) - 1 else 'and'} i1 {result}, {term}")
-            result = f"{a}.all{n}"
-        checks.append(f"  br i1 {result}, label %{following}, label %mismatch")
-        data = field(loads, "data", DATA, "ptr")
-        shape = field(loads, "shape", SHAPE, "ptr")
-        strides = field(loads, "strides", STRIDES, "ptr")
-        sizes, steps = [], []
-        for axis in range(array["ndim"]):
-            for label, base, out in (("n", shape, sizes), ("s", strides, steps)):
-                loads.append(f"  {a}.{label}{axis}.at = getelementptr i64, ptr {base}, i64 {axis}")
-                loads.append(f"  {a}.{label}{axis} = load i64, ptr {a}.{label}{axis}.at")
-                out.append(f"{a}.{label}{axis}")
-        count = "1"
-        for axis, size in enumerate(sizes):
-            loads.append(f"  {a}.count{axis} = mul i64 {count}, {size}")
-            count = f"{a}.count{axis}"
-        arguments += ["ptr null", f"ptr {a}", f"i64 {count}", f"i64 {array['itemsize']}", f"ptr {data}"]
-        arguments += [f"i64 {value}" for value in sizes + steps]
+        following = f"arg{index + 1}" if index + 1 < len(arrays) else "call"
+        checks += _argument_checks(index, array, following)
+        arguments += _argument_loads(index, array, loads)
     fetch = "\n".join(f"  %a{index}.slot = getelementptr ptr, ptr %args, i64 {index}\n"
                       f"  %a{index} = load ptr, ptr %a{index}.slot" for index in range(len(arrays)))
     declared = ", ".join(["ptr", "ptr"] + [argument.split()[0] for argument in arguments])
