@@ -542,8 +542,11 @@ class NativeKernel:
             return None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             return None
-        runtime = engine()
-        function = runtime.load(data) if runtime is not None else None
+        try:
+            runtime = engine()
+            function = runtime.load(data) if runtime is not None else None
+        except (RuntimeError, KeyError, TypeError, ValueError, OSError):    # (llvmlite's errors are RuntimeErrors)
+            return None
         if function is not None:
             from flowjit.counters import STATS
             STATS.native_loads += 1
