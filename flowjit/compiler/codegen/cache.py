@@ -47,7 +47,9 @@ from flowjit.errors import KernelCacheWarning, user_stacklevel
 
 def toolchain_key() -> str:
     """What besides a kernel's own text decides its machine code: the toolchain, the CPU,
-    the source of the kernel library (``fj``) that kernels inline, and numba's flags."""
+    the source of the kernel library (``fj``) that kernels inline, and numba's flags; and the
+    format of native entries, so that entries written in another format (or a cache from
+    before them) are compiled again once, with entries."""
     digest = hashlib.sha256()
     for path in library.source_files():
         with open(path, "rb") as stream:
@@ -55,7 +57,7 @@ def toolchain_key() -> str:
     sources = digest.hexdigest()[:16]
     features = llvm.get_host_cpu_features().flatten()
     return (f"numba={numba_version()};llvmlite={llvmlite.__version__};cpu={llvm.get_host_cpu_name()};"
-            f"{features};library={sources};flags={sorted(SERIAL_FLAGS.items())}")
+            f"{features};library={sources};flags={sorted(SERIAL_FLAGS.items())};native={native.FORMAT}")
 
 
 def numba_version() -> str:
