@@ -467,8 +467,10 @@ class Engine:
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(data["object"]))
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(data["adapter"]))
             self.engine.finalize_object()
-            definition = _MethodDef(data["entry"].encode(), self.engine.get_function_address(data["entry"]),
-                                    METH_FASTCALL, None)
+            address = self.engine.get_function_address(data["entry"])
+            if not address:
+                return None
+            definition = _MethodDef(data["entry"].encode(), address, METH_FASTCALL, None)
             self.definitions.append(definition)            # (CPython keeps a pointer to it)
             function = self.functions[data["entry"]] = _new_builtin(ctypes.byref(definition), None, None)
             return function
