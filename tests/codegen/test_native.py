@@ -210,3 +210,22 @@ def test_the_engines_frexp_and_ldexp_pass_zero_nan_and_infinity_through_as_numba
         for x, e in ((1.5, 3), (-0.0, 5), (3.0, 0), (np.inf, -4), (1.0, -2000)):
             assert np.float64(ldexp(x, e)) == np.float64(kind(math.ldexp(x, e)).value), (name, x, e)
         assert np.isnan(ldexp(np.nan, 2))
+
+
+def test_a_kernel_that_reports_an_error_runs_once_natively_then_raises_numbas_error(monkeypatch):
+    def power(a, b):
+        return a ** b + 1
+    a, b = np.arange(1, 7, dtype=np.int64), np.full(6, 2, np.int64)
+    want = flowjit.jit(power)(a, b)
+    with pytest.raises(ValueError) as numbas:
+        flowjit.jit(power)(a, -b)
+    _fresh_native_cache(monkeypatch)
+    jitted = flowjit.jit(power)
+    assert_same_result(jitted(a, b), want)
+    [compiled] = [kernel for kernel in cache.kernel_cache(os.environ["FLOWJIT_CACHE_DIR"]).memory.values()
+                  if isinstance(kernel.serial, native.NativeKernel)]
+    entry, runs = compiled.serial.function, []
+    compiled.serial.function = lambda *arrays: runs.append(1) or entry(*arrays)
+    with pytest.raises(ValueError) as raised:
+        jitted(a, -b)
+    assert str(raised.value) == str(numbas.value) and runs == [1]

@@ -371,6 +371,14 @@ def wait(timeout: float = 120.0) -> bool:
 
 
 @atexit.register
+def _let_finders_finish() -> None:
+    """A thread loading a parallel twin is inside numba's import or LLVM: give it a moment to
+    finish before the interpreter (and LLVM's statics) go away under it."""
+    for finder in list(FINDERS):
+        finder.join(5.0)
+
+
+@atexit.register
 def _detach_at_exit() -> None:
     """The process ends: the worker finishes the parallel twins it started or was given (the
     next process finds them cached; kernels handed ahead for this run are taken back), sees

@@ -40,7 +40,7 @@ import threading
 
 import numpy as np
 
-FORMAT = 3
+FORMAT = 4
 MISMATCH = -1000               # the adapter's answer for arguments of other types
 STATUS_NONE = -2               # numba's status for a function that returned None: success
 
@@ -201,10 +201,10 @@ def elf_undefined(code: bytes) -> list[str]:
     return names
 
 
-_DEFINE = re.compile(r'^define [^@]*@("[^"]+"|[\w.$]+)\(', re.M)
-_DECLARE = re.compile(r'^declare [^@]*@("[^"]+"|[\w.$]+)\(([^)]*)\)', re.M)
-_GLOBAL = re.compile(r'^@("[^"]+"|[\w.$]+) = ([^\n]*)', re.M)
-_REFERENCE = re.compile(r'@("[^"]+"|[\w.$]+)')
+_DEFINE = re.compile(r'^define [^@]*@("[^"]+"|[-\w.$]+)\(', re.M)
+_DECLARE = re.compile(r'^declare [^@]*@("[^"]+"|[-\w.$]+)\(([^)]*)\)', re.M)
+_GLOBAL = re.compile(r'^@("[^"]+"|[-\w.$]+) = ([^\n]*)', re.M)
+_REFERENCE = re.compile(r'@("[^"]+"|[-\w.$]+)')
 
 
 def reachable(ir: str, root: str) -> set[str]:
@@ -405,8 +405,8 @@ def entry(compile_result) -> tuple[str, bytes] | None:
         if name.startswith("llvm."):
             continue
         if name in RUNTIME:
-            types = ", ".join(parameter.split()[0] for parameter in declared[name].split(",") if parameter.strip())
-            if f"({types})" != RUNTIME[name].split(" ", 1)[1]:        # (attributes such as signext aside)
+            kinds = ", ".join(parameter.split()[0] for parameter in declared[name].split(",") if parameter.strip())
+            if f"({kinds})" != RUNTIME[name].split(" ", 1)[1]:        # (attributes such as signext aside)
                 return None
         elif name.startswith(("NRT_", "numba_", "Py", "_Py")) or not _process_symbol(process, name, llvm):
             return None
@@ -419,9 +419,9 @@ def entry(compile_result) -> tuple[str, bytes] | None:
     adapter = llvm.parse_assembly(_adapter_ir(name, symbol, arrays))
     adapter.verify()
     adapter_code = target_machine(llvm).emit_object(adapter)
-    undefined += [other for other in elf_undefined(adapter_code) if other not in (symbol, "flowjit_ndarray_type")]
+    own = [other for other in elf_undefined(adapter_code) if other not in (symbol, "flowjit_ndarray_type")]
     data = {"format": FORMAT, "entry": name, "arity": len(arguments), "object": code, "adapter": adapter_code,
-            "undefined": undefined, "wrappers_only": sorted(set(declared) - reached)}
+            "undefined": undefined + own, "wrappers_only": sorted(set(declared) - reached - set(own))}
     return key, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -445,7 +445,7 @@ class Engine:
         self.definitions: list = []
 
     def load(self, data: dict):
-        """The ctypes function of an entry's adapter; None when a symbol its kernel needs is
+        """The builtin function of an entry's adapter; None when a symbol its kernel needs is
         not in this process (then nothing of it is added)."""
         with self.lock:
             function = self.functions.get(data["entry"])
@@ -453,7 +453,9 @@ class Engine:
                 return function
             llvm, stubs, wrappers_only = self.llvm, [], set(data["wrappers_only"])
             for name in dict.fromkeys(data["undefined"]):
-                if name in self.defined or name in self.stubs and name in wrappers_only or llvm.address_of_symbol(name):
+                if name in self.stubs and name not in wrappers_only:
+                    return None                       # (the engine would find its trap first)
+                if name in self.defined or name in self.stubs or llvm.address_of_symbol(name):
                     continue
                 if name not in wrappers_only:         # something the kernel calls is not in this process
                     return None
@@ -520,9 +522,12 @@ class NativeKernel:
 
     def __call__(self, *arrays):
         function = self.function
-        if function is not None and function(*arrays) is None:
+        if function is None:
+            return self._other(arrays)
+        status = function(*arrays)
+        if status is None:
             return None
-        return self._other(arrays)
+        return self._other(arrays) if status == MISMATCH else self.fallback()(*arrays)
 
     def has(self, key: str) -> bool:
         return self._function(key) is not None
@@ -540,14 +545,13 @@ class NativeKernel:
         try:
             with open(path, "rb") as stream:
                 data = pickle.load(stream)
-        except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError):
-            return None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            return None
-        try:
+            if not isinstance(data, dict) or data.get("format") != FORMAT:
+                return None
+            for code in (data["object"], data["adapter"]):        # (ELF, whole: else llvmlite aborts)
+                elf_undefined(code)
             runtime = engine()
             function = runtime.load(data) if runtime is not None else None
-        except (RuntimeError, KeyError, TypeError, ValueError, OSError):    # (llvmlite's errors are RuntimeErrors)
+        except Exception:           # unreadable, truncated, another format, llvmlite's RuntimeError: numba runs it
             return None
         if function is not None:
             from flowjit.counters import STATS
@@ -562,7 +566,7 @@ class NativeKernel:
         if function is not None and function(*arrays) is None:
             self.function = function
             return None
-        return self.fallback()(*arrays)
+        return self.fallback()(*arrays)          # (a kernel that reported an error runs once more, there)
 
 
 class Deferred:

@@ -33,6 +33,7 @@ import contextlib
 import inspect
 import os
 import sys
+import threading
 
 import flowjit.files as files
 
@@ -131,15 +132,18 @@ def _kernel_function_cache():
 
 
 _CLASS: list = []
+_CLASS_LOCK = threading.Lock()
 
 
 def function_cache_class():
     """The cache class kernel dispatchers get (None with another numba: numba's own cache);
-    made at first use, which imports numba, and registers the typing rule below."""
-    if not _CLASS:
-        _CLASS.append(_kernel_function_cache())
-        _type_plain_arrays_without_numpy_ma()
-    return _CLASS[0]
+    made at first use, which imports numba, and registers the typing rule below (once, whichever
+    thread is first)."""
+    with _CLASS_LOCK:
+        if not _CLASS:
+            _CLASS.append(_kernel_function_cache())
+            _type_plain_arrays_without_numpy_ma()
+        return _CLASS[0]
 
 
 def load_cached(dispatcher, signature: tuple) -> bool:
