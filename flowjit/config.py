@@ -196,9 +196,10 @@ def native_kernels() -> str:
     cached serial kernel and runs them in a process that has not imported numba
     (codegen/native.py); ``always`` runs them with numba loaded too (the tests); ``off``
     neither writes nor runs them."""
-    mode = env_flag("FLOWJIT_NATIVE_KERNELS", "auto").lower()
-    return {"0": "off", "1": "auto", "": "auto"}.get(mode, mode) if mode in ("auto", "always", "off", "0", "1", "") \
-        else "auto"
+    return _NATIVE_MODES.get(env_flag("FLOWJIT_NATIVE_KERNELS", "auto").lower(), "auto")
+
+
+_NATIVE_MODES = {"auto": "auto", "always": "always", "off": "off", "0": "off", "1": "auto", "": "auto"}
 
 
 def log_recompiles(option: bool | None) -> bool:

@@ -529,9 +529,6 @@ class NativeKernel:
             return None
         return self._other(arrays) if status == MISMATCH else self.fallback()(*arrays)
 
-    def has(self, key: str) -> bool:
-        return self._function(key) is not None
-
     def _function(self, key: str | None):
         if key is None:
             return None
