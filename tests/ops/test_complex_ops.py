@@ -20,6 +20,12 @@ SPECIAL = np.array([complex(re, im) for re in PARTS for im in PARTS])
 
 def complex_values(dtype, count: int = 64, special: bool = True) -> np.ndarray:
     ordinary = RNG.normal(size=count) + 1j * RNG.normal(size=count)
+    # A quarter near zero (where expm1 cancels) and a quarter near the unit circle (where
+    # log's |z|^2 - 1 cancels): where a formula loses digits, every draw has values.
+    quarter = count // 4
+    ordinary[:quarter] *= 1e-3
+    ordinary[quarter:2 * quarter] = (np.exp(1j * ordinary[quarter:2 * quarter].imag)
+                                     * (1 + 1e-4 * ordinary[quarter:2 * quarter].real))
     values = np.concatenate([SPECIAL, ordinary]) if special else ordinary
     return values.astype(dtype)
 
@@ -40,7 +46,7 @@ def same_parts(got: np.ndarray, want: np.ndarray, rtol: float) -> None:
 
 # Each spelling as users write it, and whether flowjit's result is numpy's exactly (the others
 # are within a few ulp: a product's parts may fuse a multiply and an add into one FMA, as numpy's
-# own vector loops do on CPUs with FMA, and numba's hypot, logarithms and expm1 round
+# own vector loops do on CPUs with FMA, and flowjit's |z|, logarithms and expm1 round
 # differently from the C library's).
 ELEMENTWISE = {
     "z + w": (lambda z, w: z + w, True), "z - w": (lambda z, w: z - w, True),

@@ -3,9 +3,9 @@
 Integer floor division, remainder and power by numpy's rules (a zero divisor gives 0, not an
 exception), float divmod as ``npy_divmod``, float16 rounding, the sign of a float, the
 fast paths numpy's float power loop takes for a broadcast exponent, and numpy's complex
-quotient, reciprocal, power, exp and square root.  LLVM inlines each into the kernels that call it
-(mathlib.INLINE; the complex ones are compiled without contraction in either flavour, so FMA
-contraction never reaches them), so a kernel pays only for what it calls.
+quotient, reciprocal, power, exp, square root, log, log10 and expm1.  LLVM inlines each into
+the kernels that call it (mathlib.INLINE; the complex ones are compiled without contraction in
+either flavour, so FMA contraction never reaches them), so a kernel pays only for what it calls.
 """
 
 from __future__ import annotations
@@ -211,7 +211,69 @@ def _complex_functions(real, make):
     return exp, sqrt
 
 
-def _complex_arithmetic(real, make, exp):
+@njit(**EXACT)
+def _square_split(v):
+    # v * v as hi + lo exactly (Dekker's product: Veltkamp's split, no FMA needed).
+    c = 134217729.0 * v
+    hi = c - (c - v)
+    lo = v - hi
+    square = v * v
+    return square, ((hi * hi - square) + 2.0 * hi * lo) + lo * lo
+
+
+@njit(**EXACT)
+def _two_sum(a, b):
+    total = a + b
+    b_part = total - a
+    return total, (a - (total - b_part)) + (b - b_part)
+
+
+@njit(**EXACT)
+def _half_log1p_norm(x, y, wide):
+    # log(x^2 + y^2) / 2 for finite x >= y >= 0 with 0.5 <= x < 2, in float64, through
+    # log1p(x^2 + y^2 - 1): near |z| = 1 the -1 cancels, so it is computed with one rounding at
+    # the end (glibc's clog, __x2y2m1).  Parts of complex64 are float32, whose products are
+    # exact in float64; complex128's below 1 are summed from exact products and -1 by two-sums.
+    if not wide or x >= 1.0:
+        return 0.5 * np.log1p((x - 1.0) * (x + 1.0) + y * y)
+    xh, xl = _square_split(x)
+    yh, yl = _square_split(y)
+    h1, e1 = _two_sum(xh, -1.0)
+    h2, e2 = _two_sum(h1, yh)
+    return 0.5 * np.log1p(h2 + (((e1 + e2) + xl) + yl))
+
+
+def _complex_logarithms(real, make):
+    """numpy's complex log (C's clog, exact near |z| = 1 where numba's log(|z|) loses digits),
+    log10 (log times log10(e), as numpy's nc_log10) and expm1 (numpy's nc_expm1; numba's is
+    exp(z) - 1, which cancels near zero), in the parts' dtype ``real``."""
+    wide, half, two, log10e = real == np.float64, real(0.5), real(2), real(1 / math.log(10))
+
+    @njit(**EXACT)
+    def log(a):
+        x, y = abs(a.real), abs(a.imag)
+        if y > x:
+            x, y = y, x
+        if not (np.isfinite(x) and np.isfinite(y) and x >= 0.5 and x < 2):
+            return make(np.log(a))
+        modulus = _half_log1p_norm(np.float64(x), np.float64(y), wide)
+        return make(complex(real(modulus), np.arctan2(a.imag, a.real)))
+
+    @njit(**EXACT)
+    def log10(a):
+        result = log(a)
+        return make(complex(result.real * log10e, result.imag * log10e))
+
+    @njit(**EXACT)
+    def expm1(a):
+        half_sine = np.sin(a.imag * half)
+        return make(complex(np.expm1(a.real) * np.cos(a.imag) - two * half_sine * half_sine,
+                            np.exp(a.real) * np.sin(a.imag)))
+
+    return log, log10, expm1
+
+
+def _complex_arithmetic(real, make, exp, log):
     """numpy's complex division, reciprocal and power, computed in the parts' dtype ``real``:
     division is Smith's method (a zero divisor gives inf or NaN parts, where numba's ``/`` raises
     ZeroDivisionError); power is ``npy_cpow``, whose products are C's (kernels compute ``a * b``
@@ -275,13 +337,15 @@ def _complex_arithmetic(real, make, exp):
                     break
                 base = multiply(base, base)
             return divide(make(complex(one, zero)), result) if n < 0 else result
-        return exp(make(b * np.log(a)))
+        return exp(make(b * log(a)))
     return divide, reciprocal, power
 
 
 complex_exp_c64, complex_sqrt_c64 = _complex_functions(np.float32, np.complex64)
 complex_exp_c128, complex_sqrt_c128 = _complex_functions(np.float64, np.complex128)
+complex_log_c64, complex_log10_c64, complex_expm1_c64 = _complex_logarithms(np.float32, np.complex64)
+complex_log_c128, complex_log10_c128, complex_expm1_c128 = _complex_logarithms(np.float64, np.complex128)
 complex_divide_c64, complex_reciprocal_c64, complex_power_c64 = _complex_arithmetic(np.float32, np.complex64,
-                                                                                    complex_exp_c64)
-complex_divide_c128, complex_reciprocal_c128, complex_power_c128 = _complex_arithmetic(np.float64, np.complex128,
-                                                                                       complex_exp_c128)
+                                                                                    complex_exp_c64, complex_log_c64)
+complex_divide_c128, complex_reciprocal_c128, complex_power_c128 = _complex_arithmetic(
+    np.float64, np.complex128, complex_exp_c128, complex_log_c128)

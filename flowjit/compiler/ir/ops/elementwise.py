@@ -243,12 +243,12 @@ exp2 = _ufunc_op("exp2", np.exp2, Lowering(lambda c, a: routine_call("exp2", c.d
                                            routine="exp2"),
                  flops=20, grad=_unary(lambda b, x, out: b.mul(out, b.like(math.log(2), out))))
 expm1 = _ufunc_op("expm1", np.expm1, routine("expm1", "expm1"), flops=20, grad=_unary(lambda b, x, out: b.add(out, b.like(1, out))),
-                  complex_rule=call("np.expm1").rule)
+                  complex_rule=_complex_helper("complex_expm1"))
 log = _ufunc_op("log", np.log, routine("log", "log"), flops=10, grad=_unary(lambda b, x, out: b(reciprocal, [x])),
-                complex_rule=call("np.log").rule)
+                complex_rule=_complex_helper("complex_log"))
 log2 = _ufunc_op("log2", np.log2, routine("log2", "log2"), flops=20, grad=_unary(lambda b, x, out: b.div(b.like(1 / math.log(2), out), x)))
 log10 = _ufunc_op("log10", np.log10, routine("log10", "log10"), flops=20, grad=_unary(lambda b, x, out: b.div(b.like(1 / math.log(10), out), x)),
-                  complex_rule=call("np.log10").rule)
+                  complex_rule=_complex_helper("complex_log10"))
 log1p = _ufunc_op("log1p", np.log1p, routine("log1p", "log1p"), flops=20, grad=_unary(lambda b, x, out: b(reciprocal, [b.add(x, b.like(1, out))])))
 sin = _ufunc_op("sin", np.sin, routine("sin", "sin", fast=True), flops=20, grad=_unary(lambda b, x, out: b(cos, [x])))
 cos = _ufunc_op("cos", np.cos, routine("cos", "cos", fast=True), flops=20, grad=_unary(lambda b, x, out: b.neg(b(sin, [x]))))
