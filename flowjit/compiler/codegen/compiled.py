@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 # Parallel ones keep it: where neither OpenMP nor TBB is there, numba's workqueue threading
 # layer aborts the process when two threads launch parallel kernels at once.  Part of the
 # kernel cache's key: a change compiles every kernel again.
-KERNEL_FLAGS = dict(error_model="numpy")
+KERNEL_FLAGS = dict(error_model="numpy", no_cfunc_wrapper=True)
 SERIAL_FLAGS = dict(KERNEL_FLAGS, nogil=True)
 
 
