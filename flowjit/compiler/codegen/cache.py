@@ -36,7 +36,7 @@ import warnings
 import llvmlite
 import llvmlite.binding as llvm
 
-from flowjit.compiler.codegen import library, native
+from flowjit.compiler.codegen import library, library_cache, native
 from flowjit.compiler.codegen.compiled import KERNEL_FLAGS, SERIAL_FLAGS, CompiledKernel, canonical
 from flowjit.compiler.codegen.writer import PARALLEL, SERIAL, KernelSource
 from flowjit.compiler.codegen.numba_cache import LOCK_TIMEOUT_S, directory_lock, function_cache_class
@@ -433,10 +433,14 @@ class KernelCache:
         return result
 
     def clear(self) -> int:
-        """Delete every entry, and the directories left empty; the number of files removed."""
+        """Delete every entry and the library's routines (library_cache.py), and the directories
+        left empty; the number of files removed."""
         removed = 0
-        if self.directory and os.path.isdir(self.directory):
-            for root, directories, files in os.walk(self.directory, topdown=False):
+        routines = os.path.join(self.root, library_cache.SUBDIRECTORY) if self.directory else None
+        for top in (self.directory, routines):
+            if not (top and os.path.isdir(top)):
+                continue
+            for root, directories, files in os.walk(top, topdown=False):
                 for file in files:
                     os.unlink(os.path.join(root, file))
                     removed += 1

@@ -105,12 +105,23 @@ def load() -> dict[str, object]:
         with global_compiler_lock:
             if "FUNCTIONS" not in globals():
                 functions = _functions()
-                globals().update(functions, exact=_exact_module(functions), FUNCTIONS=functions)
+                exact = _exact_module(functions)
+                _cache_routines(list(functions.values()) + list(exact.FUNCTIONS.values()))
+                globals().update(functions, exact=exact, FUNCTIONS=functions)
                 if compiling:
                     from numba.core.registry import cpu_target
                     cpu_target.typing_context.refresh()
                     cpu_target.target_context.refresh()
     return globals()["FUNCTIONS"]
+
+
+def _cache_routines(functions) -> None:
+    """Each numba function of the library in the disk cache (library_cache.py), when there is one."""
+    from numba.core.registry import CPUDispatcher
+    from flowjit.compiler.codegen import library_cache
+    from flowjit.config import cache_directory
+    dispatchers = {id(f): f for f in functions if isinstance(f, CPUDispatcher)}
+    library_cache.enable(dispatchers.values(), cache_directory("default"))
 
 
 def flavour(fma: bool) -> types.ModuleType:

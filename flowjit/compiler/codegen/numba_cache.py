@@ -73,10 +73,14 @@ def _kernel_function_cache():
         chosen without consulting ``NUMBA_CACHE_DIR`` or probing that it is writable (a
         read-only entry still loads; saving is decided by the kernel cache)."""
 
+        directory = None          # (another directory than beside the source: library_cache.py)
+
         def __init__(self, py_func):
             self._lineno = py_func.__code__.co_firstlineno
             source = inspect.getfile(py_func)
             self._locator = InTreeCacheLocator(py_func, source)
+            if self.directory is not None:
+                self._locator._cache_path = self.directory
             module = os.path.splitext(os.path.basename(source))[0]
             self._filename_base = self.get_filename_base(f"{module}.{py_func.__qualname__}",
                                                          getattr(sys, "abiflags", ""))
@@ -144,6 +148,16 @@ def function_cache_class():
             _CLASS.append(_kernel_function_cache())
             _type_plain_arrays_without_numpy_ma()
         return _CLASS[0]
+
+
+def function_cache_class_at(directory: str):
+    """``function_cache_class()`` with its files in ``directory`` rather than beside each
+    function's source (None with another numba)."""
+    base = function_cache_class()
+    if base is None:
+        return None
+    impl = type("DirectoryCacheImpl", (base._impl_class,), {"directory": directory})
+    return type("DirectoryFunctionCache", (base,), {"_impl_class": impl})
 
 
 def load_cached(dispatcher, signature: tuple) -> bool:

@@ -1,0 +1,108 @@
+"""The kernel library's routines in the disk cache (library_cache.py): a fresh process that
+compiles a kernel loads the routines an earlier one compiled, inlines them as before (the loop
+still vectorises, the bits are the same), under a directory keyed by the toolchain; a garbled
+file gives one warning and is rebuilt; without a cache directory nothing is written."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from flowjit.compiler.codegen import library_cache
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Compiles a kernel calling tanh, exp and log (each a library routine LLVM inlines), prints its
+# result's bytes, whether its loop has packed arithmetic, and the routines' numba cache counts.
+SCRIPT = """
+import json, sys, warnings
+import numpy as np
+sys.path.insert(0, "tests")
+from helpers import compiled_serial, packed
+import flowjit
+from flowjit.compiler.codegen import library
+
+def program(x):
+    return np.tanh(x) * np.exp(-x * x) + np.log1p(x * x)
+
+x = np.linspace(-3, 3, 1000).astype(np.float32)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    jitted = flowjit.jit(program)
+    result = jitted(x)
+    (source,) = jitted.lower(x).kernel_sources().values()
+    kernel = compiled_serial(source, "library_cache_check.py", [x, np.empty_like(x)])
+assembly = "".join(kernel.inspect_asm().values())
+routines = [library.tanh_f32, library.exp_f32, library.log1p_f32]
+print(json.dumps({
+    "bytes": result.tobytes().hex(),
+    "packed": packed(assembly, "arith", np.float32),
+    "hits": sum(sum(r.stats.cache_hits.values()) for r in routines),
+    "misses": sum(sum(r.stats.cache_misses.values()) for r in routines),
+    "warnings": [str(w.message) for w in caught if "library" in str(w.message)]}))
+"""
+
+
+def run(cache_dir, **env) -> dict:
+    environment = dict(os.environ, FLOWJIT_CACHE_DIR=str(cache_dir), FLOWJIT_BACKGROUND_COMPILE="0", **env)
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(SCRIPT)], cwd=ROOT, env=environment,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def drop_kernels(cache_dir) -> None:
+    """Remove every kernel entry, leaving the library's routines."""
+    for path in (cache_dir / "kernels").rglob("*"):
+        if path.is_file():
+            path.unlink()
+
+
+def test_a_fresh_process_loads_the_routines_another_compiled_and_inlines_them(tmp_path):
+    first = run(tmp_path)
+    assert first["misses"] > 0 and first["hits"] == 0 and first["warnings"] == []
+    (directory,) = (tmp_path / "library").iterdir()
+    assert any(path.suffix == ".nbi" for path in directory.iterdir())
+    # Another process, its kernel not cached: every routine from disk, the same bits, and the
+    # loop still vectorised around the inlined routines.
+    drop_kernels(tmp_path)
+    second = run(tmp_path)
+    assert second["misses"] == 0 and second["hits"] > 0, second
+    assert second["bytes"] == first["bytes"]
+    assert second["packed"] and first["packed"]
+    assert second["warnings"] == []
+
+
+def test_a_garbled_routine_file_gives_one_warning_and_is_rebuilt(tmp_path):
+    first = run(tmp_path)
+    (directory,) = (tmp_path / "library").iterdir()
+    garbled = list(directory.glob("mathlib_explog.tanh_f32-*.nbc"))
+    assert garbled
+    for path in garbled:
+        path.write_bytes(path.read_bytes()[:30])
+    drop_kernels(tmp_path)
+    second = run(tmp_path)
+    assert len(second["warnings"]) == 1 and "tanh_f32" in second["warnings"][0], second["warnings"]
+    assert second["bytes"] == first["bytes"]
+    drop_kernels(tmp_path)
+    third = run(tmp_path)                   # rebuilt by the second: loads without a warning
+    assert third["warnings"] == [] and third["misses"] == 0 and third["bytes"] == first["bytes"]
+
+
+def test_the_directory_is_keyed_by_the_toolchain(monkeypatch, tmp_path):
+    from flowjit.compiler.codegen import cache
+    first = library_cache.directory_for(str(tmp_path))
+    assert os.path.dirname(first) == str(tmp_path / "library")
+    monkeypatch.setattr(cache, "toolchain_key", lambda: "another toolchain")
+    assert library_cache.directory_for(str(tmp_path)) != first
+
+
+def test_without_a_cache_directory_nothing_is_written(tmp_path):
+    result = run("none", HOME=str(tmp_path))
+    assert result["hits"] == 0 and result["misses"] > 0
+    assert not any(tmp_path.rglob("*.nbi"))
+
+
+def test_enable_without_a_root_gives_no_cache():
+    assert library_cache.enable([object()], None) == 0
