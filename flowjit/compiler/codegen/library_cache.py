@@ -58,6 +58,10 @@ def enable(dispatchers, root: str | None) -> int:
     owner = _Owner(directory, os.access(directory, os.W_OK))
     enabled = 0
     for dispatcher in dispatchers:
+        if dispatcher.py_func.__closure__:
+            # numba's index key pickles a closure's cells, and a numba function in a cell
+            # pickles with a fresh uuid each process: it would never hit, and add a file a process.
+            continue
         try:
             dispatcher._cache = cache_class(dispatcher.py_func, owner)
         except Exception:          # (a routine numba cannot cache: it keeps compiling in memory)

@@ -247,7 +247,7 @@ def _complex_logarithms(real, make):
     """numpy's complex log (C's clog, exact near |z| = 1 where numba's log(|z|) loses digits),
     log10 (log times log10(e), as numpy's nc_log10) and expm1 (numpy's nc_expm1; numba's is
     exp(z) - 1, which cancels near zero), in the parts' dtype ``real``."""
-    wide, half, two, log10e = real == np.float64, real(0.5), real(2), real(1 / math.log(10))
+    wide, half, two, log10e = real == np.float64, real(0.5), real(2), real(math.log10(math.e))
 
     @njit(**EXACT)
     def log(a):
