@@ -58,11 +58,7 @@ def test_every_function_without_fma_within_4_ulp_of_numpy():
 
 @SWEEP
 def test_docs_table_does_not_understate_the_error(rows):
-    documented = {}
-    for line in DOCS.read_text().splitlines():
-        match = re.match(r"\| ([a-z]\w*) \| (float\d+) \| [\d,]+ \| ([\d.e+-]+) \|", line)
-        if match:
-            documented[(match.group(1), match.group(2))] = float(match.group(3))
+    documented = {key: row["max_ulp"] for key, row in accuracy.documented_rows(str(DOCS)).items()}
     assert len(documented) == len(rows)
     for row in rows:
         assert documented[(row["function"], row["dtype"])] >= row["max_ulp"] or row["max_ulp"] <= 1, row

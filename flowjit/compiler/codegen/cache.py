@@ -363,10 +363,9 @@ class KernelCache:
         with directory_lock(self.directory) as locked:
             if not locked:
                 return
-            for file in glob.glob(os.path.join(numba_cache.cache_path, glob.escape(numba_cache.filename_base) + ".*")):
-                if not is_temporary(os.path.basename(file)):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(file)
+            for file in numba_cache.files():
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(file)
             self.record(compiled, force=True, locked=True)
 
     def save(self, compiled: CompiledKernel, write, native_entry=None) -> None:

@@ -23,7 +23,6 @@ one warning, and the routine compiled; a save that fails leaves it compiled in m
 from __future__ import annotations
 
 import contextlib
-import glob
 import hashlib
 import os
 import warnings
@@ -108,8 +107,7 @@ class _Owner:
         with contextlib.ExitStack() as stack:
             if not locked and not stack.enter_context(directory_lock(self.directory)):
                 return
-            pattern = os.path.join(self.directory, glob.escape(numba_cache.filename_base) + ".*")
-            for file in glob.glob(pattern):
+            for file in numba_cache.files():
                 with contextlib.suppress(OSError):
                     os.unlink(file)
 

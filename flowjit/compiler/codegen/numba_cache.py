@@ -30,6 +30,7 @@ dispatcher keeps numba's own cache and the manifest follows its ``cache_path``.
 from __future__ import annotations
 
 import contextlib
+import glob
 import inspect
 import os
 import sys
@@ -112,6 +113,11 @@ def _kernel_function_cache():
         @property
         def filename_base(self) -> str:
             return self._impl.filename_base
+
+        def files(self) -> list[str]:
+            """This function's index and data files (not writers' temporaries)."""
+            pattern = os.path.join(self.cache_path, glob.escape(self.filename_base) + ".*")
+            return [path for path in glob.glob(pattern) if not files.is_temporary(os.path.basename(path))]
 
         def load_overload(self, sig, target_context):
             """numba's ``load_overload`` refreshes the whole target context before it looks on

@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 from flowjit.compiler.codegen.mathlib import INLINE
+from flowjit.compiler.codegen.mathlib_explog import _two_product
 
 
 @njit(**INLINE)
@@ -212,16 +213,6 @@ def _complex_functions(real, make):
 
 
 @njit(**EXACT)
-def _square_split(v):
-    # v * v as hi + lo exactly (Dekker's product: Veltkamp's split, no FMA needed).
-    c = 134217729.0 * v
-    hi = c - (c - v)
-    lo = v - hi
-    square = v * v
-    return square, ((hi * hi - square) + 2.0 * hi * lo) + lo * lo
-
-
-@njit(**EXACT)
 def _two_sum(a, b):
     total = a + b
     b_part = total - a
@@ -233,11 +224,12 @@ def _half_log1p_norm(x, y, wide):
     # log(x^2 + y^2) / 2 for finite x >= y >= 0 with 0.5 <= x < 2, in float64, through
     # log1p(x^2 + y^2 - 1): near |z| = 1 the -1 cancels, so it is computed with one rounding at
     # the end (glibc's clog, __x2y2m1).  Parts of complex64 are float32, whose products are
-    # exact in float64; complex128's below 1 are summed from exact products and -1 by two-sums.
+    # exact in float64; complex128's below 1 are summed from exact products (Dekker's, as
+    # log's) and -1 by two-sums.
     if not wide or x >= 1.0:
         return 0.5 * np.log1p((x - 1.0) * (x + 1.0) + y * y)
-    xh, xl = _square_split(x)
-    yh, yl = _square_split(y)
+    xh, xl = _two_product(x, x)
+    yh, yl = _two_product(y, y)
     h1, e1 = _two_sum(xh, -1.0)
     h2, e2 = _two_sum(h1, yh)
     return 0.5 * np.log1p(h2 + (((e1 + e2) + xl) + yl))
