@@ -26,15 +26,17 @@ def _dispatchers():
 def test_routines_are_inlined_by_llvm_and_contract_only_in_the_default_flavour():
     """numba's own inlining (which re-types a routine at every call site) is left to the two
     helpers that read the thread count; every other routine is either ``alwaysinline`` with
-    contraction, its twin in ``exact`` the same without, or compiled without contraction in both."""
+    contraction, its twin in ``exact`` the same without, or compiled without contraction in both
+    (inlined by LLVM or not)."""
     numba_inlined = {name for (_, name), value in _dispatchers().items()
                      if value.targetoptions.get("inline", "never") != "never"}
     assert numba_inlined == {"parallel_parts", "column_block"}
     for name, value in library.FUNCTIONS.items():
         twin = library.exact.FUNCTIONS[name]
         options = getattr(value, "targetoptions", None)
-        if options is None or not options.get("forceinline"):        # intrinsics, the complex helpers
+        if not library.contracts(value):       # intrinsics, the complex helpers, INLINE_EXACT
             assert twin is value, name
+            assert options is None or not options.get("fastmath"), name
             continue
         assert options["fastmath"] == {"contract"}, name
         assert twin is not value and twin.targetoptions["forceinline"] and not twin.targetoptions["fastmath"]
@@ -52,7 +54,7 @@ def test_exact_twins_call_twins_and_shared_functions_call_no_contracting_routine
     (mathlib_trig's routines call mathlib's and their own module's); a function both flavours
     share (compiled without contraction, or inlined by numba) calls no routine that contracts."""
     dispatchers = _dispatchers()
-    originals = {id(value) for value in dispatchers.values() if value.targetoptions.get("forceinline")}
+    originals = {id(value) for value in dispatchers.values() if library.contracts(value)}
     checked = 0
     for name, twin in library.exact.FUNCTIONS.items():
         if isinstance(twin, CPUDispatcher) and twin is not library.FUNCTIONS[name]:

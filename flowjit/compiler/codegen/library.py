@@ -12,7 +12,8 @@ own, not re-typed inside each kernel) keeps the contraction it was compiled with
 module's routines contract, and ``exact`` (a module built by ``load``) holds a twin of each
 compiled without contraction, calling the other twins; the kernel cache binds a kernel's ``fj``
 to the flavour of its compile.  Functions that contract nothing (intrinsics, the complex
-helpers, numba's own inlining) are the same object in both.
+helpers, routines inlined without contraction (``mathlib.INLINE_EXACT``), numba's own inlining)
+are the same object in both, and call no routine that contracts.
 
 Importing this module loads none of them: a process whose kernels all load from the kernel
 cache never types a kernel, and importing the modules (about a hundred dispatchers, tables)
@@ -62,16 +63,22 @@ def _functions() -> dict[str, object]:
     return functions
 
 
+def contracts(function) -> bool:
+    """Whether ``function`` is a routine LLVM inlines compiled with contraction (one with a twin)."""
+    options = getattr(function, "targetoptions", {})
+    return bool(options.get("forceinline") and options.get("fastmath"))
+
+
 def _exact_module(functions: dict[str, object]) -> types.ModuleType:
     """The flavour without contraction: ``functions`` with each routine LLVM inlines
-    (``forceinline``) replaced by a twin compiled without contraction -- a dispatcher of a
+    with contraction (``contracts``) replaced by a twin compiled without contraction -- a dispatcher of a
     copy of its function whose globals name twins instead of the originals, so twins call
     twins, under a qualified name of its own (the name its machine code has)."""
     from numba import njit
     from numba.core.registry import CPUDispatcher
     namespaces = {name: dict(vars(sys.modules[name])) for name in MODULES}   # each module's globals
     originals = {id(value): value for namespace in namespaces.values() for value in namespace.values()
-                 if isinstance(value, CPUDispatcher) and value.targetoptions.get("forceinline")}
+                 if isinstance(value, CPUDispatcher) and contracts(value)}
     twins: dict[int, object] = {}
     for key, value in originals.items():
         function = value.py_func

@@ -164,11 +164,13 @@ def known_last_extent(typingctx, array, extent):
 # vectorised.  numba's own inlining (``inline="always"``) copied and re-typed a routine's IR at
 # every call site: half of a math-heavy kernel's compile time.  ``contract`` (a*b+c as one FMA)
 # is what a kernel compiled with FMA (the default) does; library.py gives kernels compiled
-# without it a twin of every routine compiled without it (library.exact).  Not in numba's disk
-# cache: its index does not tell flags apart (a cached routine compiled with other flags would
-# load), kernels keep their routines' code in their own cache entries, and a process compiles
-# only the routines its new kernels call.
+# without it a twin of every routine compiled without it (library.exact).  numba's disk cache
+# keeps them under the toolchain's key (library_cache.py), not numba's, whose index does not
+# tell flags apart.
 INLINE = dict(forceinline=True, error_model="numpy", fastmath={"contract"})
+# A routine inlined as INLINE's but compiled without contraction, the same in both flavours: what
+# the complex helpers (compiled without contraction, shared) may call as well as routines.
+INLINE_EXACT = dict(INLINE, fastmath=False)
 # The two helpers that read the thread count stay numba's inlining: ``thread_count``'s symbol
 # exists once numba's threading layer has started, which loading a routine from numba's cache
 # does not do and loading a parallel kernel does.

@@ -37,9 +37,10 @@ import numpy as np
 from numba import njit
 
 from flowjit.compiler.codegen.mathlib import (E0, E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11, F_LN2_HI, F_LN2_LO,
-                                              F_LOG2E, INLINE, LN2_HI, LN2_LO, LOG2E, SQRT2, bits_float32, bits_float64,
-                                              exp_f64, float32_bits, _log_specials, float64_bits, float64_of_int,
-                                              int_of_float64, log_f64, log_reduce, times_power_of_two)
+                                              F_LOG2E, INLINE, INLINE_EXACT, LN2_HI, LN2_LO, LOG2E, SQRT2,
+                                              bits_float32, bits_float64, exp_f64, float32_bits, _log_specials,
+                                              float64_bits, float64_of_int, int_of_float64, log_f64, log_reduce,
+                                              times_power_of_two)
 
 LN2 = 0.6931471805599453
 
@@ -215,15 +216,16 @@ TWO_THIRDS_LO = float(Fraction(2, 3) - Fraction(TWO_THIRDS_HI))
 Q0, Q1, Q2, Q3, Q4, Q5, Q6, Q7, Q8, Q9, Q10, Q11 = (float(Fraction(2, 2 * k + 1)) for k in range(2, 14))
 
 
-@njit(**INLINE)
+@njit(**INLINE_EXACT)
 def _split(a):
     head = bits_float64(float64_bits(a) & HALF_MASK)
     return head, a - head
 
 
-@njit(**INLINE)
+@njit(**INLINE_EXACT)
 def _two_product(a, b):
-    """a * b = p + e exactly (Dekker; the split is by bits, so FMA contraction keeps it exact)."""
+    """a * b = p + e exactly (Dekker's, the split by bits; without contraction, so that the
+    complex helpers, which both flavours share, may call it as log does)."""
     p = a * b
     a_hi, a_lo = _split(a)
     b_hi, b_lo = _split(b)
