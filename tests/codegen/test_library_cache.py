@@ -27,16 +27,20 @@ def program(x):
     return np.tanh(x) * np.exp(-x * x) + np.log1p(x * x)
 
 x = np.linspace(-3, 3, 1000).astype(np.float32)
+z = (x + 1j * x[::-1]).astype(np.complex128)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     jitted = flowjit.jit(program)
     result = jitted(x)
+    logs = flowjit.jit(lambda z: np.log10(z) * 2)(z)
     (source,) = jitted.lower(x).kernel_sources().values()
     kernel = compiled_serial(source, "library_cache_check.py", [x, np.empty_like(x)])
 assembly = "".join(kernel.inspect_asm().values())
 routines = [library.tanh_f32, library.exp_f32, library.log1p_f32]
+closure = library.complex_log10_c128            # (made by a function: a closure over numba functions)
 print(json.dumps({
-    "bytes": result.tobytes().hex(),
+    "bytes": result.tobytes().hex(), "log bytes": logs.tobytes().hex(),
+    "closure": [sum(closure.stats.cache_hits.values()), sum(closure.stats.cache_misses.values())],
     "packed": packed(assembly, "arith", np.float32),
     "hits": sum(sum(r.stats.cache_hits.values()) for r in routines),
     "misses": sum(sum(r.stats.cache_misses.values()) for r in routines),
@@ -69,9 +73,32 @@ def test_a_fresh_process_loads_the_routines_another_compiled_and_inlines_them(tm
     drop_kernels(tmp_path)
     second = run(tmp_path)
     assert second["misses"] == 0 and second["hits"] > 0, second
-    assert second["bytes"] == first["bytes"]
+    assert first["closure"] == [0, 1] and second["closure"] == [1, 0]
+    assert second["bytes"] == first["bytes"] and second["log bytes"] == first["log bytes"]
     assert second["packed"] and first["packed"]
     assert second["warnings"] == []
+
+
+def test_only_the_routines_kernels_call_are_cached_and_only_here():
+    """The routines kernels call (both flavours) are cached in the library's directory (the
+    tests' cache directory is set); the library's private helpers have no numba cache of their
+    own: numba's, beside their source, is keyed by that file's mtime alone and would outlive a
+    change to another file they call into (each routine holds its helpers linked in)."""
+    from numba.core.caching import NullCache
+    from numba.core.registry import CPUDispatcher
+    from flowjit.compiler.codegen import library
+    library.load()
+    routines = {id(value) for flavour in (library.FUNCTIONS, library.exact.FUNCTIONS)
+                for value in flavour.values() if isinstance(value, CPUDispatcher)}
+    helpers = [(module, name, value) for module in library.MODULES for name, value in vars(sys.modules[module]).items()
+               if isinstance(value, CPUDispatcher) and id(value) not in routines]
+    assert len(routines) > 150 and len(helpers) > 10
+    for flavour in (library.FUNCTIONS, library.exact.FUNCTIONS):
+        for name, value in flavour.items():
+            if isinstance(value, CPUDispatcher):
+                assert type(value._cache).__name__ == "DirectoryFunctionCache", name
+    for module, name, value in helpers:
+        assert isinstance(value._cache, NullCache), (module, name, value._cache)
 
 
 def test_a_garbled_routine_file_gives_one_warning_and_is_rebuilt(tmp_path):

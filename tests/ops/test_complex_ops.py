@@ -83,6 +83,30 @@ def test_elementwise_ops_give_numpys_values_with_its_special_values(spelling, dt
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_logarithms_keep_their_real_part_within_a_few_ulp_where_the_modulus_is_nearly_one(dtype):
+    """log|z| of a z within a few ulp of the unit circle is log1p(x^2 + y^2 - 1)/2 of a tiny
+    x^2 + y^2 - 1, which must be computed with one rounding in effect (glibc's clog); the part's
+    error, not the result's (whose imaginary part, the angle, is much larger), is what shows it."""
+    from fractions import Fraction
+    real = np.float32 if dtype == np.complex64 else np.float64
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.5, 1, 4096).astype(real)
+    y = np.sqrt(1 - x.astype(np.float64) ** 2).astype(real)
+    # the 128 nearest the circle, where x^2 + y^2 - 1 is far below an ulp of 1, and some a few ulp off
+    residual = [abs(Fraction(float(a)) ** 2 + Fraction(float(b)) ** 2 - 1) for a, b in zip(x, y)]
+    nearest = np.argsort([float(r) if r else np.inf for r in residual])[:128]
+    ulps = np.arange(-4, 4).repeat(16) * np.finfo(real).eps
+    z = np.concatenate([x[nearest] + 1j * y[nearest], (x[:128] + 1j * y[:128]) * (1 + ulps)]).astype(dtype)
+    z = np.concatenate([z, -z.conj(), 1j * z])
+    for function in (np.log, np.log10):
+        want = function(z)
+        got = np.asarray(flowjit.jit(function)(z))
+        error = np.abs(got.real - want.real) / np.spacing(np.abs(want.real).astype(real))
+        assert error.max() <= 8, (function.__name__, z[error.argmax()], got[error.argmax()], want[error.argmax()])
+        same_parts(got, want, 8 * np.finfo(real).eps)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_complex_powers_are_numpys_npy_cpow(dtype):
     """Integral exponents below 100 multiply as npy_cpow does (a zero exponent gives 1, a zero base
     0 or NaN), special values included for the small ones; other exponents are exp(b log a)."""

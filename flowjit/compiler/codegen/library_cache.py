@@ -10,8 +10,12 @@ With a kernel cache directory, each routine numba compiles is saved in
 ``<cache>/library/<key>/``, ``key`` a hash of the kernel cache's toolchain key: numba,
 llvmlite, the CPU, the library's source and the kernels' flags.  numba's own index tells
 neither the flags a routine was compiled with nor a change to another module apart (a
-routine's ``INLINE`` is defined in ``mathlib.py``), so under a key that holds them a routine
-compiled otherwise is never found.  What numba caches is the routine's machine code with its
+routine's ``INLINE`` is defined in ``mathlib.py``; complex log inlines ``_two_product`` from
+``mathlib_explog.py``), so under a key that holds them a routine compiled otherwise is never
+found; closures are keyed by what their cells name (numba_cache.closure_key).  Only the
+routines kernels call are cached, each with the helpers it calls linked in; the library's
+private helpers have no cache of their own (numba's, beside their source, would outlive a
+change to another file they call into).  What numba caches is the routine's machine code with its
 LLVM bitcode, which a kernel inlines as it inlines a routine compiled in the process.
 
 Files are written as the kernel cache writes its own (numba_cache.py: each file synced before
@@ -42,8 +46,8 @@ def directory_for(root: str) -> str:
 def enable(dispatchers, root: str | None) -> int:
     """Give each numba dispatcher of ``dispatchers`` (library routines) a cache in ``root``'s
     library directory; how many got one (none without a usable directory, or with a numba
-    whose cache flowjit cannot take over)."""
-    from flowjit.compiler.codegen.numba_cache import function_cache_class_at
+    whose cache flowjit cannot take over: they compile once a process)."""
+    from flowjit.compiler.codegen.numba_cache import closure_key, function_cache_class_at
     if root is None:
         return 0
     directory = directory_for(root)
@@ -57,11 +61,8 @@ def enable(dispatchers, root: str | None) -> int:
     owner = _Owner(directory, os.access(directory, os.W_OK))
     enabled = 0
     for dispatcher in dispatchers:
-        if dispatcher.py_func.__closure__:
-            # numba's index key pickles a closure's cells, and a numba function in a cell
-            # pickles with a fresh uuid each process: it would never hit, and add a file a process.
-            continue
         try:
+            closure_key(dispatcher.py_func)            # (a cell that cannot be keyed: not cached)
             dispatcher._cache = cache_class(dispatcher.py_func, owner)
         except Exception:          # (a routine numba cannot cache: it keeps compiling in memory)
             continue

@@ -174,7 +174,7 @@ INLINE_EXACT = dict(INLINE, fastmath=False)
 # The two helpers that read the thread count stay numba's inlining: ``thread_count``'s symbol
 # exists once numba's threading layer has started, which loading a routine from numba's cache
 # does not do and loading a parallel kernel does.
-THREADS = dict(inline="always", error_model="numpy", cache=True)
+THREADS = dict(inline="always", error_model="numpy")
 
 
 @intrinsic

@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import inspect
 import os
+import pickle
 import sys
 import threading
 
@@ -158,12 +160,39 @@ def function_cache_class():
 
 def function_cache_class_at(directory: str):
     """``function_cache_class()`` with its files in ``directory`` rather than beside each
-    function's source (None with another numba)."""
+    function's source (None with another numba), and closures keyed by what their cells name
+    (``closure_key``): numba keys a closure by pickling its cells, and a numba function pickles
+    with a fresh uuid each process, so a closure over one never hit and added a file a process."""
     base = function_cache_class()
     if base is None:
         return None
-    impl = type("DirectoryCacheImpl", (base._impl_class,), {"directory": directory})
-    return type("DirectoryFunctionCache", (base,), {"_impl_class": impl})
+
+    class DirectoryFunctionCache(base):
+        _impl_class = type("DirectoryCacheImpl", (base._impl_class,), {"directory": directory})
+
+        def _index_key(self, sig, codegen):
+            function = self._py_func
+            digest = [hashlib.sha256(data).hexdigest() for data in (function.__code__.co_code,
+                                                                    pickle.dumps(closure_key(function)))]
+            return sig, codegen.magic_tuple(), tuple(digest)
+
+    return DirectoryFunctionCache
+
+
+def closure_key(function) -> tuple:
+    """What ``function``'s closure holds, each numba function by its module and qualified name
+    (and what its own closure holds), the rest as itself; raises where that does not pickle."""
+    from numba.core.dispatcher import Dispatcher
+
+    def described(value):
+        if isinstance(value, Dispatcher):
+            return ("numba function", value.py_func.__module__, value.py_func.__qualname__,
+                    closure_key(value.py_func))
+        if isinstance(value, tuple):
+            return tuple(map(described, value))
+        pickle.dumps(value)
+        return value
+    return tuple(described(cell.cell_contents) for cell in function.__closure__ or ())
 
 
 def load_cached(dispatcher, signature: tuple) -> bool:

@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
-from flowjit.compiler.codegen.mathlib import INLINE
+from flowjit.compiler.codegen.mathlib import INLINE, stack_array
 from flowjit.compiler.codegen.mathlib_explog import _two_product
 
 
@@ -161,7 +161,8 @@ def complex_abs_c128(z):
 
 # numpy's complex loops exactly: compiled without fastmath and not inlined by numba, so the kernel's
 # ``contract`` flag (a*b+c as one FMA) never reaches their instructions (LLVM still inlines them).
-EXACT = dict(error_model="numpy", fastmath=False, cache=True)
+# The disk cache keeps those kernels call (library_cache.py), each with the helpers it calls.
+EXACT = dict(error_model="numpy", fastmath=False)
 
 
 def _complex_functions(real, make):
@@ -213,26 +214,39 @@ def _complex_functions(real, make):
 
 
 @njit(**EXACT)
-def _two_sum(a, b):
-    total = a + b
-    b_part = total - a
-    return total, (a - (total - b_part)) + (b - b_part)
+def _x2y2m1(x, y):
+    """x^2 + y^2 - 1 for 0 <= y <= x < 1 with one rounding in effect (glibc's __x2y2m1): the
+    exact products' heads and tails and -1, sorted by magnitude, each added into the next
+    larger by a two-sum and the rest sorted again, so that each part left is below the last
+    bit of the next; their plain sum then loses nothing that matters even where it cancels to
+    a few ulp of its terms (|z| within an ulp of 1)."""
+    values = stack_array(np.float64, 5)
+    values[1], values[0] = _two_product(x, x)
+    values[3], values[2] = _two_product(y, y)
+    values[4] = -1.0
+    for start in range(5):
+        if start > 0:                       # |values[start]| >= |values[start - 1]|: a fast two-sum
+            head = values[start] + values[start - 1]
+            values[start - 1] = (values[start] - head) + values[start - 1]
+            values[start] = head
+        for i in range(start + 1, 5):       # values[start:] by magnitude, an insertion sort
+            value, j = values[i], i
+            while j > start and abs(values[j - 1]) > abs(value):
+                values[j] = values[j - 1]
+                j -= 1
+            values[j] = value
+    return values[4] + values[3] + values[2] + values[1] + values[0]
 
 
 @njit(**EXACT)
 def _half_log1p_norm(x, y, wide):
     # log(x^2 + y^2) / 2 for finite x >= y >= 0 with 0.5 <= x < 2, in float64, through
-    # log1p(x^2 + y^2 - 1): near |z| = 1 the -1 cancels, so it is computed with one rounding at
-    # the end (glibc's clog, __x2y2m1).  Parts of complex64 are float32, whose products are
-    # exact in float64; complex128's below 1 are summed from exact products (Dekker's, as
-    # log's) and -1 by two-sums.
+    # log1p(x^2 + y^2 - 1): near |z| = 1 the -1 cancels, so it is computed with one rounding in
+    # effect (glibc's clog).  Parts of complex64 are float32, whose products are exact in
+    # float64; for x >= 1 nothing cancels (x^2 - 1 >= 0), so float64's roundings cost an ulp.
     if not wide or x >= 1.0:
         return 0.5 * np.log1p((x - 1.0) * (x + 1.0) + y * y)
-    xh, xl = _two_product(x, x)
-    yh, yl = _two_product(y, y)
-    h1, e1 = _two_sum(xh, -1.0)
-    h2, e2 = _two_sum(h1, yh)
-    return 0.5 * np.log1p(h2 + (((e1 + e2) + xl) + yl))
+    return 0.5 * np.log1p(_x2y2m1(x, y))
 
 
 def _complex_logarithms(real, make):

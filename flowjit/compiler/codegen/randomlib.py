@@ -14,7 +14,7 @@ from numba import njit
 
 from flowjit.compiler.ir.ops import random
 
-_FLAGS = dict(error_model="numpy", fastmath=False, cache=True)
+_FLAGS = dict(error_model="numpy", fastmath=False)          # (cached by library_cache.py)
 
 rng_threefry2x32 = njit(**_FLAGS)(random.threefry2x32_bits)
 rng_uniform_f32 = njit(**_FLAGS)(random.uniform_f32)
