@@ -80,30 +80,49 @@ def write_atomically(path: str, data: bytes | str, strict: bool = False) -> str:
 def directory_lock(path: str, timeout: float, poll: float = 0.005, strict: bool = False):
     """Hold the lock file ``path`` (created when missing) across processes; yields True when
     held, False when another process held it past ``timeout`` seconds or (unless ``strict``,
-    which raises the OSError) it cannot be opened: a read-only directory.  Not re-entrant."""
+    which raises the OSError) it cannot be opened: a read-only directory.  Not re-entrant.
+    The holder may remove the file (``flowjit cache clear``): a process that then takes the
+    lock of the removed file sees that ``path`` is not that file and locks the one there now."""
     if fcntl is None:
         yield True
         return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            if strict:
+                raise
+            yield False
+            return
+        try:
+            held = _flock(descriptor, deadline, poll)
+            if held and not _names(path, descriptor):
+                continue
+            yield held
+            return
+        finally:
+            os.close(descriptor)                   # releases the lock
+
+
+def _flock(descriptor: int, deadline: float, poll: float) -> bool:
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as error:
+            if error.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll)
+
+
+def _names(path: str, descriptor: int) -> bool:
+    """Whether ``path`` is the file open as ``descriptor``."""
     try:
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        if strict:
-            raise
-        yield False
-        return
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as error:
-                if error.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(poll)
-        yield True
-    finally:
-        os.close(descriptor)                   # releases the lock
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(descriptor)
+    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)

@@ -496,6 +496,47 @@ def test_cache_clear_leaves_no_empty_directories(tmp_path, monkeypatch, fresh_ca
     run_all(str(tmp_path))                                    # and it fills again
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="flock")
+def test_a_lock_file_its_holder_removes_is_never_held_twice(tmp_path):
+    """``cache clear`` removes a directory's lock file while holding it.  A waiter that then gets
+    the removed file's lock must not count as holding the directory while a newcomer holds the
+    lock of the file created since: it locks that one instead, after the newcomer."""
+    import threading
+    from flowjit.files import directory_lock
+    path = str(tmp_path / ".lock")
+    holders, most, guard = [0], [0], threading.Lock()
+    newcomer_holds, release_newcomer = threading.Event(), threading.Event()
+
+    def hold(wait_for=None, then=None):
+        with directory_lock(path, timeout=10, poll=0.001) as held:
+            assert held
+            with guard:
+                holders[0] += 1
+                most[0] = max(most[0], holders[0])
+            if then:
+                then.set()
+            if wait_for:
+                wait_for.wait(10)
+            with guard:
+                holders[0] -= 1
+
+    with directory_lock(path, timeout=10) as held:
+        assert held
+        waiter = threading.Thread(target=hold)
+        waiter.start()
+        time.sleep(0.05)                               # the waiter has opened the file and waits
+        os.unlink(path)
+        newcomer = threading.Thread(target=hold, kwargs=dict(wait_for=release_newcomer, then=newcomer_holds))
+        newcomer.start()
+        assert newcomer_holds.wait(10)                 # a new file, locked while the first is held
+    time.sleep(0.05)                                   # the waiter gets the removed file's lock...
+    assert holders[0] == 1                             # ...and does not count it as held
+    release_newcomer.set()
+    waiter.join(10)
+    newcomer.join(10)
+    assert most[0] == 1 and not waiter.is_alive()
+
+
 @pytest.mark.skipif(shutil.which("du") is None or sys.platform != "linux", reason="needs GNU du")
 def test_cache_info_counts_as_du_does(tmp_path, monkeypatch, fresh_caches, capsys):
     from flowjit.cli import main

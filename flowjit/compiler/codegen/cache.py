@@ -39,7 +39,7 @@ import llvmlite.binding as llvm
 from flowjit.compiler.codegen import library, library_cache, native
 from flowjit.compiler.codegen.compiled import KERNEL_FLAGS, SERIAL_FLAGS, CompiledKernel, canonical
 from flowjit.compiler.codegen.writer import PARALLEL, SERIAL, KernelSource
-from flowjit.compiler.codegen.numba_cache import LOCK_TIMEOUT_S, directory_lock, function_cache_class
+from flowjit.compiler.codegen.numba_cache import LOCK_NAME, LOCK_TIMEOUT_S, directory_lock, function_cache_class
 from flowjit.files import is_temporary, write_atomically
 from flowjit.config import native_kernels
 from flowjit.counters import STATS
@@ -440,9 +440,13 @@ class KernelCache:
             if not (top and os.path.isdir(top)):
                 continue
             for root, directories, files in os.walk(top, topdown=False):
-                for file in files:
-                    os.unlink(os.path.join(root, file))
-                    removed += 1
+                # under the directory's lock, if it has one (a writer's save is never cut in
+                # half), removed last; a file a writer renamed away meanwhile is not there
+                with directory_lock(root) if LOCK_NAME in files else contextlib.nullcontext():
+                    for file in sorted(files, key=lambda name: name == LOCK_NAME):
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(os.path.join(root, file))
+                            removed += 1
                 for directory in directories:
                     with contextlib.suppress(OSError):      # not empty: a writer made a file since
                         os.rmdir(os.path.join(root, directory))
