@@ -112,11 +112,25 @@ def _routines(f) -> dict:
 def _float_functions(dtype, suffix: str, f) -> dict:
     """The float functions at ``dtype``, on libdevice's routines at that precision."""
     routines = _routines(f)
-    floor, ceil, trunc, rint = (routines[name] for name in ("floor", "ceil", "trunc", "rint"))
-    fmod, power, sqrt, exp2 = (routines[name] for name in ("fmod", "pow", "sqrt", "exp2"))
-    copysign, exp, cbrt, log1p = routines["copysign"], routines["exp"], routines["cbrt"], routines["log1p"]
+
+    def rounding(routine):
+        return lambda a: routine(a)
+
+    def binary(routine):
+        return lambda a, b: routine(a, b)
+
+    functions = {name: rounding(routines[name]) for name in ("floor", "ceil", "trunc", "rint", "exp2", "cbrt")}
+    functions.update(arcsinh=rounding(routines["asinh"]), arccosh=rounding(routines["acosh"]),
+                     arctanh=rounding(routines["atanh"]), fmod=binary(routines["fmod"]), pow=binary(routines["pow"]))
+    functions.update(_numpy_float_rules(dtype, routines))
+    functions.update(_exponential_sums(dtype, routines))
+    return {f"{name}_{suffix}": _device(function) for name, function in functions.items()}
+
+
+def _numpy_float_rules(dtype, routines) -> dict:
+    """numpy's divmod, its fast paths for a scalar exponent and its sign, in ``dtype``."""
+    floor, fmod, power, sqrt, copysign = (routines[name] for name in ("floor", "fmod", "pow", "sqrt", "copysign"))
     zero, one, half, two = dtype(0.0), dtype(1.0), dtype(0.5), dtype(2.0)
-    ln2, log2e = dtype(0.6931471805599453), dtype(1.4426950408889634)
 
     def divmod_float(a, b):
         # numpy's npy_divmod, as numerics.divmod_float, in ``dtype`` throughout.
@@ -161,6 +175,15 @@ def _float_functions(dtype, suffix: str, f) -> dict:
             return -one
         return zero
 
+    return dict(divmod=divmod_float, power_scalar=power_scalar_float, sign=sign_float)
+
+
+def _exponential_sums(dtype, routines) -> dict:
+    """The logistic sigmoid and numpy's logaddexp and logaddexp2, in ``dtype``."""
+    exp, exp2, log1p = routines["exp"], routines["exp2"], routines["log1p"]
+    zero, one = dtype(0.0), dtype(1.0)
+    ln2, log2e = dtype(0.6931471805599453), dtype(1.4426950408889634)
+
     def sigmoid(a):
         return one / (one + exp(-a))
 
@@ -185,19 +208,7 @@ def _float_functions(dtype, suffix: str, f) -> dict:
             return b + log2e * log1p(exp2(difference))
         return difference
 
-    def rounding(routine):
-        return lambda a: routine(a)
-
-    def binary(routine):
-        return lambda a, b: routine(a, b)
-
-    functions = dict(floor=rounding(floor), ceil=rounding(ceil), trunc=rounding(trunc), rint=rounding(rint),
-                     exp2=rounding(exp2), cbrt=rounding(cbrt),
-                     arcsinh=rounding(routines["asinh"]), arccosh=rounding(routines["acosh"]),
-                     arctanh=rounding(routines["atanh"]), fmod=binary(fmod), pow=binary(power),
-                     divmod=divmod_float, power_scalar=power_scalar_float, sign=sign_float, sigmoid=sigmoid,
-                     logaddexp=logaddexp, logaddexp2=logaddexp2)
-    return {f"{name}_{suffix}": _device(function) for name, function in functions.items()}
+    return dict(sigmoid=sigmoid, logaddexp=logaddexp, logaddexp2=logaddexp2)
 
 
 FLOAT_FUNCTIONS = {**_float_functions(np.float32, "f32", lambda name: name + "f"),

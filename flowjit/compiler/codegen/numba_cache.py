@@ -71,33 +71,7 @@ def _kernel_function_cache():
             with files.atomic_writer(filepath) as stream:
                 yield stream
 
-    class KernelCacheImpl(CompileResultCacheImpl):
-        """Files beside the kernel's source, in ``__pycache__``: numba's in-tree locator,
-        chosen without consulting ``NUMBA_CACHE_DIR`` or probing that it is writable (a
-        read-only entry still loads; saving is decided by the kernel cache)."""
-
-        directory = None          # (another directory than beside the source: library_cache.py)
-
-        def __init__(self, py_func):
-            self._lineno = py_func.__code__.co_firstlineno
-            source = inspect.getfile(py_func)
-            self._locator = InTreeCacheLocator(py_func, source)
-            if self.directory is not None:
-                self._locator._cache_path = self.directory
-            module = os.path.splitext(os.path.basename(source))[0]
-            self._filename_base = self.get_filename_base(f"{module}.{py_func.__qualname__}",
-                                                         getattr(sys, "abiflags", ""))
-
-        def reduce(self, cres):
-            """numba's, less the environments of the library routines LLVM inlined into the
-            kernel.  numba saves every environment the machine code names, and rebuilding one
-            imports its module: a warm process would import the kernel library (50 ms) for
-            globals that routines never read (they run in nopython mode and raise nothing:
-            error_model="numpy", no bounds checks)."""
-            from flowjit.compiler.codegen.library import MODULES
-            *payload, environments = super().reduce(cres)
-            return (*payload, tuple(environment for environment in environments
-                                    if environment.globals.get("__name__") not in MODULES))
+    KernelCacheImpl = _impl_class(CompileResultCacheImpl, InTreeCacheLocator)
 
     class KernelFunctionCache(FunctionCache):
         """A kernel dispatcher's cache; ``owner`` is the kernel cache that decides what an
@@ -141,6 +115,41 @@ def _kernel_function_cache():
             self.owner.save(self, lambda: self._save_overload(sig, data), data)
 
     return KernelFunctionCache
+
+
+def _impl_class(base, locator):
+    """numba's cache implementation for a kernel (``base``: numba's ``CompileResultCacheImpl``;
+    ``locator``: its ``InTreeCacheLocator``): where its files are and what it saves."""
+
+    class KernelCacheImpl(base):
+        """Files beside the kernel's source, in ``__pycache__``: numba's in-tree locator,
+        chosen without consulting ``NUMBA_CACHE_DIR`` or probing that it is writable (a
+        read-only entry still loads; saving is decided by the kernel cache)."""
+
+        directory = None          # (another directory than beside the source: library_cache.py)
+
+        def __init__(self, py_func):
+            self._lineno = py_func.__code__.co_firstlineno
+            source = inspect.getfile(py_func)
+            self._locator = locator(py_func, source)
+            if self.directory is not None:
+                self._locator._cache_path = self.directory
+            module = os.path.splitext(os.path.basename(source))[0]
+            self._filename_base = self.get_filename_base(f"{module}.{py_func.__qualname__}",
+                                                         getattr(sys, "abiflags", ""))
+
+        def reduce(self, cres):
+            """numba's, less the environments of the library routines LLVM inlined into the
+            kernel.  numba saves every environment the machine code names, and rebuilding one
+            imports its module: a warm process would import the kernel library (50 ms) for
+            globals that routines never read (they run in nopython mode and raise nothing:
+            error_model="numpy", no bounds checks)."""
+            from flowjit.compiler.codegen.library import MODULES
+            *payload, environments = super().reduce(cres)
+            return (*payload, tuple(environment for environment in environments
+                                    if environment.globals.get("__name__") not in MODULES))
+
+    return KernelCacheImpl
 
 
 _CLASS: list = []
