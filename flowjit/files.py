@@ -98,7 +98,9 @@ def directory_lock(path: str, timeout: float, poll: float = 0.005, strict: bool 
         try:
             held = _flock(descriptor, deadline, poll)
             if held and not _names(path, descriptor):
-                continue
+                if time.monotonic() < deadline:
+                    continue
+                held = False
             yield held
             return
         finally:

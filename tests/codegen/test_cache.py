@@ -413,8 +413,10 @@ def test_processes_killed_at_random_moments_leave_a_cache_the_next_run_uses_or_r
     for attempt in range(3):
         process = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=environment,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(2.0, 6.0))       # numba imports in about 1.5 s; then a kernel every ~0.3 s
-        process.send_signal(signal.SIGKILL)
+        try:
+            time.sleep(rng.uniform(2.0, 6.0))   # numba imports in about 1.5 s; then a kernel every ~0.3 s
+        finally:
+            process.send_signal(signal.SIGKILL)
         assert process.wait(timeout=60) == -signal.SIGKILL
     assert_used_or_repaired(tmp_path, 0.5)
     assert not [path for path in (tmp_path / "kernels").rglob("*.json")

@@ -442,7 +442,9 @@ class KernelCache:
             for root, directories, files in os.walk(top, topdown=False):
                 # under the directory's lock, if it has one (a writer's save is never cut in
                 # half), removed last; a file a writer renamed away meanwhile is not there
-                with directory_lock(root) if LOCK_NAME in files else contextlib.nullcontext():
+                with directory_lock(root) if LOCK_NAME in files else contextlib.nullcontext(True) as held:
+                    if not held:                    # a writer stuck past the deadline: left as it is
+                        continue
                     for file in sorted(files, key=lambda name: name == LOCK_NAME):
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(os.path.join(root, file))

@@ -196,7 +196,7 @@ def closure_key(function) -> tuple:
     def described(value):
         if isinstance(value, Dispatcher):
             return ("numba function", value.py_func.__module__, value.py_func.__qualname__,
-                    closure_key(value.py_func))
+                    sorted(map(repr, value.targetoptions.items())), closure_key(value.py_func))
         if isinstance(value, tuple):
             return tuple(map(described, value))
         pickle.dumps(value)
