@@ -82,7 +82,7 @@ def test_a_fresh_process_loads_the_routines_another_compiled_and_inlines_them(tm
 def test_only_the_routines_kernels_call_are_cached_and_only_here():
     """The routines kernels call (both flavours) are cached in the library's directory, never
     beside their source; the library's private helpers have no numba cache of their
-    own: numba's, beside their source, is keyed by that file's mtime alone and would outlive a
+    own: numba's, beside their source, is keyed by that file's content alone and would outlive a
     change to another file they call into (each routine holds its helpers linked in)."""
     from numba.core.caching import NullCache
     from numba.core.registry import CPUDispatcher
