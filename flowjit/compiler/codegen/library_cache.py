@@ -47,7 +47,7 @@ def enable(dispatchers, root: str | None) -> int:
     """Give each numba dispatcher of ``dispatchers`` (library routines) a cache in ``root``'s
     library directory; how many got one (none without a usable directory, or with a numba
     whose cache flowjit cannot take over: they compile once a process)."""
-    from flowjit.compiler.codegen.numba_cache import closure_key, function_cache_class_at
+    from flowjit.compiler.codegen.numba_cache import function_cache_class_at
     if root is None:
         return 0
     directory = directory_for(root)
@@ -62,9 +62,8 @@ def enable(dispatchers, root: str | None) -> int:
     enabled = 0
     for dispatcher in dispatchers:
         try:
-            closure_key(dispatcher.py_func)            # (a cell that cannot be keyed: not cached)
             dispatcher._cache = cache_class(dispatcher.py_func, owner)
-        except Exception:          # (a routine numba cannot cache: it keeps compiling in memory)
+        except Exception:   # (numba cannot cache it, or a closure cell cannot be keyed: it compiles in memory)
             continue
         enabled += 1
     return enabled

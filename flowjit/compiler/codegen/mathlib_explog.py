@@ -211,6 +211,7 @@ def sinh_f32(x):
 
 HALF_MASK = -(1 << 27)                  # keeps the top 26 significand bits: halves multiply exactly
 HALF_ROUND = 1 << 26                    # added first, it rounds to those bits instead
+ROUND_BELOW = 2.0 ** 1023               # from here up rounding could carry past the largest float
 TWO_THIRDS_HI = 0.6666666666666666
 TWO_THIRDS_LO = float(Fraction(2, 3) - Fraction(TWO_THIRDS_HI))
 # 2 s**(2k+1) / (2k+1) for k >= 2; k = 13 leaves 2**-66 of log m (s*s <= 0.0295).
@@ -222,7 +223,7 @@ def _split(a):
     # a = head + tail, a rounded to its top 26 bits and the rest, each of at most 26 significant
     # bits (a truncated head leaves a 27-bit tail, whose square is not exact).  From 2**1023 up,
     # and for inf and NaN, truncated: rounding could carry past the largest float.
-    rounding = HALF_ROUND if abs(a) < 8.98846567431158e307 else 0
+    rounding = HALF_ROUND if abs(a) < ROUND_BELOW else 0
     head = bits_float64((float64_bits(a) + rounding) & HALF_MASK)
     return head, a - head
 

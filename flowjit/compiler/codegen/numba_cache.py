@@ -179,11 +179,14 @@ def function_cache_class_at(directory: str):
     class DirectoryFunctionCache(base):
         _impl_class = type("DirectoryCacheImpl", (base._impl_class,), {"directory": directory})
 
+        def __init__(self, py_func, owner):
+            # (raises where a cell cannot be keyed: the function is not cached)
+            self._digests = tuple(hashlib.sha256(data).hexdigest() for data in (
+                py_func.__code__.co_code, pickle.dumps(closure_key(py_func))))
+            super().__init__(py_func, owner)
+
         def _index_key(self, sig, codegen):
-            function = self._py_func
-            digest = [hashlib.sha256(data).hexdigest() for data in (function.__code__.co_code,
-                                                                    pickle.dumps(closure_key(function)))]
-            return sig, codegen.magic_tuple(), tuple(digest)
+            return sig, codegen.magic_tuple(), self._digests
 
     return DirectoryFunctionCache
 
