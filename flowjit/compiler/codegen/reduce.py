@@ -386,9 +386,14 @@ class ReduceWriter(PartsWriter, KernelWriter):
         """Index expressions into an input along the reduced ``axis`` (the row position)."""
         embedding = _identity(value.shape)
         array = self.argument[value]
-        self.note_extent(array, embedding, value.shape)
+        self.note_extent(array, embedding, value.shape, pitched=value in self.pitched)
 
         def read(index: str) -> str:
+            if value in self.pitched:
+                last = len(embedding) - 1
+                terms = [(f"({index})" if entry == axis else f"i{entry}") + (f" * {array}_p{dim}" if dim < last else "")
+                         for dim, entry in enumerate(embedding) if entry is not None] or ["0"]
+                return f"{array}[np.uint64({' + '.join(terms)})]"
             parts = [index if entry == axis else ("0" if entry is None else f"i{entry}") for entry in embedding]
             return f"{array}[{', '.join(parts)}]"
         return read

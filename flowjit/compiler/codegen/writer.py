@@ -177,7 +177,7 @@ class KernelWriter:
         outputs = [v for v in self.body.outputs if v is not (self.matmul.output if self.matmul else None)]
         for index, value in enumerate(inputs):
             self.argument[value] = f"in{index}_{value.name.replace(':', '_').replace('.', '_')}"
-        if (self.target == "cpu" and type(self) is KernelWriter and self.kind is KernelKind.LOOP
+        if (self.target == "cpu" and self.kind in (KernelKind.LOOP, KernelKind.REDUCE)
                 and int(np.prod(self.domain, dtype=np.int64)) >= PITCH_MIN_ELEMENTS):
             self.pitched = {value for value in inputs if value in self.outer_of and pitched_view(self.outer_of[value])}
         for index, value in enumerate(outputs):
@@ -203,19 +203,22 @@ class KernelWriter:
         array = self.argument[value]
         if value in self.outer_of and uniform_view(self.outer_of[value]):
             return f"{array}[{', '.join('0' for _ in value.shape) or '0'}]"
-        self.note_extent(array, embedding, value.shape, pitched=value in self.pitched)
-        if value in self.pitched:
-            # an unsigned index: numba adds no wraparound select, so the loads stay vectors
-            terms = [f"i{entry} * {array}_p{dim}" for dim, entry in enumerate(embedding[:-1]) if entry is not None]
-            terms.append(f"i{embedding[-1]}" if embedding[-1] is not None else "0")
-            return f"{array}[np.uint64({' + '.join(terms)})]"
+        pitched = value in self.pitched
+        self.note_extent(array, embedding, value.shape, pitched=pitched)
         if self.slicing is not None and embedding and embedding[-1] == self.slicing:
             # In write_columns' innermost loop: a slice of the row taken once outside it, read at
-            # ``c`` (known not negative, so no wraparound select that would turn into a gather).
-            key = (array, index_text(embedding[:-1]) if embedding[:-1] else "")
+            # ``c`` (known not negative, so no wraparound select that would turn into a gather);
+            # a pitched input's row is a stretch of its vector, a contiguous slice.
+            leading = self.pitched_offset(array, embedding) if pitched else index_text(embedding[:-1])
+            key = (array, leading if embedding[:-1] else "", pitched)
             if key not in self.slices:
                 self.slices[key] = f"row{len(self.slices)}_{array}"
             return f"{self.slices[key]}[{self.slice_index}]"
+        if pitched:
+            # an unsigned index: numba adds no wraparound select, so the loads stay vectors
+            last = embedding[-1]
+            position = self.index_names.get(last, f"i{last}") if last is not None else "0"
+            return f"{array}[np.uint64({self.pitched_offset(array, embedding)} + {position})]"
         return f"{self.access.get(value, array)}[{index_text(embedding, self.index_names)}]"
 
     def operand(self, consumer: Node, value: Value, consumer_embed: tuple, rank: int) -> str:
@@ -539,7 +542,14 @@ class KernelWriter:
         """The stack buffer's element type: the value's computing dtype (bools as uint8)."""
         return "np.uint8" if value.dtype == np.bool_ else constructor(value.dtype)
 
+    def pitched_offset(self, array: str, embedding: tuple) -> str:
+        """Where a pitched input's row at ``embedding``'s leading indices starts in its vector."""
+        terms = [f"{self.index_names.get(entry, f'i{entry}')} * {array}_p{dim}"
+                 for dim, entry in enumerate(embedding[:-1]) if entry is not None]
+        return " + ".join(terms) or "0"
+
     def insert_slices(self, at: int, depth: int) -> None:
         """Take, at line ``at``, the slices the loads made since ``self.slices`` was reset."""
-        self.lines[at:at] = [INDENT * depth + f"{name} = {array}[{leading + ', ' if leading else ''}low:high]"
-                             for (array, leading), name in self.slices.items()]
+        self.lines[at:at] = [INDENT * depth + (f"{name} = {array}[{leading} + low:{leading} + high]" if pitched else
+                                               f"{name} = {array}[{leading + ', ' if leading else ''}low:high]")
+                             for (array, leading, pitched), name in self.slices.items()]
