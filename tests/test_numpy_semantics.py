@@ -20,6 +20,7 @@ docstring names the test it completes.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -403,6 +404,29 @@ def test_integer_division_by_minus_one_wraps_like_numpy():
                  "divmod": lambda a: np.divmod(a, np.full_like(a, -1))[0]}
         # unfused too at both ends of the widths (int64: the width whose hardware division traps)
         check_table(cases, (x,), [dtype], which=PATHS if dtype in (np.int8, np.int64) else None)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint64], ids=lambda d: np.dtype(d).name)
+def test_integer_division_by_constants_is_plain_and_matches_numpy(dtype):
+    """// and % by a constant other than 0 and -1 are numba's own operators, which are numpy's
+    there (the floor, the divisor's sign) and which LLVM turns into multiplications; by 0 and
+    -1 they keep the helpers that give numpy's 0 and MIN // -1 == MIN."""
+    info = np.iinfo(dtype)
+    x = specials(dtype)
+    divisors = [1, 2, 7, 10, 1000, int(info.max), int(info.max) - 1] + (
+        [-2, -7, -10, int(info.min), int(info.min) + 1] if info.min < 0 else [])
+    divisors = [d for d in divisors if info.min <= d <= info.max]
+    cases = {}
+    for divisor in divisors:
+        constant = dtype(divisor)
+        cases[f"floordiv_{divisor}"] = lambda a, c=constant: a // c
+        cases[f"mod_{divisor}"] = lambda a, c=constant: a % c
+        cases[f"divmod_{divisor}"] = lambda a, c=constant: np.divmod(a, c)[1] - (a // c) * 3
+    check_table(cases, (x,), [dtype])
+    source = "".join(flowjit.jit(lambda a: (a // dtype(7), a % dtype(10), a // dtype(0), a % dtype(0)))
+                     .lower(x).kernel_sources().values())
+    assert re.search(r"// np\.u?int\d+\(7\)\)", source) and re.search(r"% np\.u?int\d+\(10\)\)", source), source
+    assert "fj.floordiv_" in source and "fj.mod_int(" in source, source      # (by zero: numpy's 0)
 
 
 # -- reductions ----------------------------------------------------------------------------------------

@@ -55,6 +55,14 @@ def _refuse_complex_off_cpu(node, target: str) -> None:
                            f"not for {target}; place it on a cpu device")
 
 
+def _scalar_constant(value):
+    """The value of a one-element constant operand (a Python scalar), else None."""
+    producer = value.producer
+    if producer is None or producer.op.name != "constant" or value.type.size != 1:
+        return None
+    return np.asarray(producer.attrs["value"]).reshape(-1)[0].item()
+
+
 def expression(node, operands: list[str], target: str = "cpu", fast: bool = False) -> str:
     """The scalar expression computing ``node`` from operand expressions, in its dtype, by
     the op's lowering rule for ``target`` (``fast``: its routine's fast path, which
@@ -65,16 +73,17 @@ def expression(node, operands: list[str], target: str = "cpu", fast: bool = Fals
     _refuse_complex_off_cpu(node, target)
     rule = op.lowering.for_target(target)
     inputs = tuple(value.type for value in node.inputs)
+    constants = tuple(_scalar_constant(value) for value in node.inputs)
     out_dtype = node.output.dtype
     if op.lowering.typed:
-        return rule(ScalarContext(out_dtype, inputs, node.output.type, target, fast), *operands)
+        return rule(ScalarContext(out_dtype, inputs, node.output.type, target, fast, constants), *operands)
     loop_in, loop_out = loop_dtypes(op, [value.dtype for value in inputs])
     if any(is_complex(dtype) for dtype in loop_in):
         rule = op.lowering.complex          # the type rules let complex values reach only ops with one
         if rule is None:
             raise CodegenError(f"op '{op.name}' has no lowering for complex values (%{node.name}; report it)")
     cast_operands = [cast(expr, value.dtype, loop) for expr, value, loop in zip(operands, inputs, loop_in)]
-    text = rule(ScalarContext(loop_in[0], inputs, node.output.type, target, fast), *cast_operands)
+    text = rule(ScalarContext(loop_in[0], inputs, node.output.type, target, fast, constants), *cast_operands)
     if loop_out != out_dtype:
         return cast(text, loop_out, out_dtype)
     if out_dtype == np.float16:                  # numpy computes float16 in float32 and rounds

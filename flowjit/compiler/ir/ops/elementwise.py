@@ -144,12 +144,28 @@ def _rounding(function: str, cuda_function: str) -> Lowering:
     return Lowering(call(function).rule, {"cuda": lambda c, a: float_rule(c, a) if is_float(c.dtype) else a})
 
 
+def _plain_divisor(c) -> bool:
+    """Whether an integer division's divisor is a constant other than 0 and -1: there numba's
+    ``//`` and ``%`` are numpy's (the floor; the divisor's sign), with no overflow (only MIN // -1
+    overflows), and LLVM turns them into multiplications.  The helpers' tests of the divisor
+    kept such a loop at a third of that speed (digit_sum, nine ``(x // 10**k) % 10`` of int32
+    at 4M elements on one thread: 37.5 -> 12.6 ms)."""
+    divisor = c.constants[1] if len(c.constants) == 2 else None
+    return divisor is not None and divisor != 0 and divisor != -1
+
+
 def _floordiv_int(c, a, b):
+    if _plain_divisor(c):
+        return f"({a} // {b})"
     return f"fj.floordiv_{'uint' if np.dtype(c.dtype).kind == 'u' else 'int'}({a}, {b})"
 
 
+def _mod_int(c, a, b):
+    return f"({a} % {b})" if _plain_divisor(c) else f"fj.mod_int({a}, {b})"
+
+
 def _fmod_int(c, a, b):
-    return f"fj.mod_int({a}, {b})" if np.dtype(c.dtype).kind == "u" else f"fj.fmod_int({a}, {b})"
+    return _mod_int(c, a, b) if np.dtype(c.dtype).kind == "u" else f"fj.fmod_int({a}, {b})"
 
 
 def _divmod(part: int):
@@ -299,8 +315,7 @@ div = _ufunc_op("div", np.divide, infix("/"), flops=4, grad=lambda n, g, b: (b.d
                 complex_rule=_complex_helper("complex_divide"))
 floordiv = _ufunc_op("floordiv", np.floor_divide, _float_or_int(_divmod(0), _floordiv_int, _divmod_cuda(0)),
                      flops=4, grad=_zero)
-mod = _ufunc_op("mod", np.remainder, _float_or_int(_divmod(1), lambda c, a, b: f"fj.mod_int({a}, {b})",
-                                                   _divmod_cuda(1)), flops=4,
+mod = _ufunc_op("mod", np.remainder, _float_or_int(_divmod(1), _mod_int, _divmod_cuda(1)), flops=4,
                 grad=lambda n, g, b: (g, b.neg(b.mul(g, b(floordiv, list(n.inputs))))))
 fmod = _ufunc_op("fmod", np.fmod, _float_or_int(lambda c, a, b: f"np.fmod({a}, {b})", _fmod_int, per_float("fmod")),
                  flops=4, grad=lambda n, g, b: (g, b.neg(b.mul(g, b(trunc, [b.div(*n.inputs)])))))

@@ -38,6 +38,7 @@ class ScalarContext:
     target: str = "cpu"
     fast: bool = False              # a routine's fast path (``fj.<name>_<suffix>_fast``), where the
                                     # kernel checked that its arguments fit it (``..._fits``)
+    constants: tuple = ()           # per operand: its value where a constant of one element gives it, else None
 
 
 ScalarRule = Callable[..., str]
