@@ -406,7 +406,7 @@ def test_integer_division_by_minus_one_wraps_like_numpy():
         check_table(cases, (x,), [dtype], which=PATHS if dtype in (np.int8, np.int64) else None)
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64], ids=lambda d: np.dtype(d).name)
 def test_integer_division_by_constants_is_plain_and_matches_numpy(dtype):
     """// and % by a constant other than 0 and -1 are numba's own operators, which are numpy's
     there (the floor, the divisor's sign) and which LLVM turns into multiplications; by 0 and

@@ -58,7 +58,6 @@ def test_small_kernels_read_their_views_directly():
 
 
 def test_pitched_loads_are_vectors_not_gathers():
-
     from flowjit.compiler.codegen.driver import pitched
     if platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip("checks x86 instructions")
@@ -80,7 +79,6 @@ def test_a_broadcast_scalar_input_is_read_at_index_zero():
     loop reads it before anything folds it away): the kernel reads its element at index 0, not
     through strides numba cannot see are zero, which made its loads gathers (mandelbrot at 4M:
     47 -> 26 ms)."""
-
 
     def iterate(cr, ci):
         zr, zi = np.zeros_like(cr), np.zeros_like(ci)
