@@ -135,3 +135,41 @@ def test_without_a_cache_directory_nothing_is_written(tmp_path):
 
 def test_enable_without_a_root_gives_no_cache():
     assert library_cache.enable([object()], None) == 0
+
+
+SHIPPED_SCRIPT = """
+import json
+import numpy as np
+import flowjit
+from flowjit.compiler.codegen import index_kernels, scans
+
+x = np.arange(1000.0)
+index = np.arange(0, 1000, 7)
+sums = flowjit.jit(lambda x: np.cumsum(x * 2))(x)
+taken = flowjit.jit(lambda x, i: x[i] + 1)(x, index)
+kernels = [scans.add_serial, index_kernels._gather]
+print(json.dumps({"caches": [type(k._cache).__name__ for k in kernels],
+                  "hits": [sum(k.stats.cache_hits.values()) for k in kernels],
+                  "misses": [sum(k.stats.cache_misses.values()) for k in kernels],
+                  "right": bool(np.array_equal(sums, np.cumsum(x * 2)) and np.array_equal(taken, x[index] + 1))}))
+"""
+
+
+def test_the_kernels_flowjit_ships_are_cached_in_the_library_directory_not_beside_their_source(tmp_path):
+    """Scans and gathers are numba functions of flowjit's own: cached with the routines, keyed
+    by the toolchain (their source included), never by numba beside scans.py."""
+    def shipped() -> dict:
+        environment = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path), FLOWJIT_BACKGROUND_COMPILE="0")
+        result = subprocess.run([sys.executable, "-c", textwrap.dedent(SHIPPED_SCRIPT)], cwd=ROOT, env=environment,
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout.splitlines()[-1])
+    first = shipped()
+    assert first["right"] and first["caches"] == ["DirectoryFunctionCache"] * 2, first
+    assert first["misses"] == [1, 1] and first["hits"] == [0, 0], first
+    (directory,) = (tmp_path / "library").iterdir()
+    assert any(path.name.startswith("scans.add_serial") for path in directory.iterdir())
+    drop_kernels(tmp_path)
+    second = shipped()
+    assert second["right"] and second["hits"] == [1, 1] and second["misses"] == [0, 0], second
+    assert library_cache.directory_for(str(tmp_path)).endswith(directory.name)

@@ -17,10 +17,10 @@ from numba import njit
 from flowjit.compiler.codegen.compiled import SERIAL_FLAGS
 from flowjit.compiler.ir.graph import Node
 
-KERNEL = dict(cache=True, **SERIAL_FLAGS)
+KERNEL = dict(SERIAL_FLAGS)         # cached in the library's directory (library.cache_kernels)
 
 
-@njit(inline="always", cache=True)
+@njit(inline="always")
 def _position(j, n):
     """Index ``j`` of an axis of ``n`` counted from the end when negative; -1 when out of bounds."""
     if j < 0:
@@ -82,6 +82,8 @@ def compiled_index_op(node: Node):
     name = node.op.name
     if len(node.inputs) != 2 or not _supported(node.output.dtype):
         return None
+    from flowjit.compiler.codegen.library import cache_kernels
+    cache_kernels((_gather, _scatter_add, _scatter_add_rows))
     if name == "gather" and node.inputs[0].type.rank == 1:
         size, count = node.inputs[0].shape[0], int(np.prod(node.inputs[1].shape, dtype=np.int64))
         shape = node.output.shape               # (the driver's buffer for a 0-d result has one element)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import threading
 import types
 
 from flowjit.compiler.ir.ops.base import routine_ops
@@ -36,9 +37,13 @@ MODULES = tuple(f"flowjit.compiler.codegen.{name}"
                 for name in ("mathlib", "mathlib_explog", "mathlib_trig", "mathlib_more", "numerics", "randomlib"))
 # What decides the library's machine code: its modules, this one (it decides what fj binds), the
 # op functions randomlib compiles, and the config (the attribute ``fj.vector_width`` writes).
-SOURCES = MODULES + (__name__, "flowjit.compiler.ir.ops.random", "flowjit.config")
+# The kernels flowjit ships whole (scans, gathers) are cached beside the routines (``cache_kernels``).
+SOURCES = MODULES + (__name__, "flowjit.compiler.ir.ops.random", "flowjit.config",
+                     "flowjit.compiler.codegen.scans", "flowjit.compiler.codegen.index_kernels")
 
 # (op name, loop dtype name) -> the routine its lowering calls there: ("exp", "float32") -> "exp_f32".
+_LOCK = threading.Lock()
+
 ROUTINES: dict[tuple[str, str], str] = {
     (op.name, dtype): f"{routine}_{suffix}" for routine, op in routine_ops().items()
     for dtype, suffix in ROUTINE_DTYPES.items()}
@@ -129,6 +134,21 @@ def _cache_routines(functions) -> None:
     from flowjit.config import cache_directory
     dispatchers = {id(f): f for f in functions if isinstance(f, CPUDispatcher)}
     library_cache.enable(dispatchers.values(), cache_directory("default"))
+
+
+_SHIPPED_CACHED: set[int] = set()
+
+
+def cache_kernels(dispatchers) -> None:
+    """The kernels flowjit ships as numba functions (scans.py, index_kernels.py) in the library's
+    disk cache, before their first compile; once each.  Not numba's ``cache=True``: its files,
+    beside the source and keyed by that one file's content, would outlive a change to the flags
+    or the helpers in another file, and in an install they would be written into site-packages."""
+    with _LOCK:
+        fresh = [dispatcher for dispatcher in dispatchers if id(dispatcher) not in _SHIPPED_CACHED]
+        _SHIPPED_CACHED.update(id(dispatcher) for dispatcher in fresh)
+    if fresh:
+        _cache_routines(fresh)
 
 
 def flavour(fma: bool) -> types.ModuleType:

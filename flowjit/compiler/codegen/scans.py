@@ -26,9 +26,10 @@ from flowjit.compiler.ir.graph import Node
 
 BLOCK = 256                     # columns one task scans together: a few vectors' worth of lanes
 
-COMBINED = dict(inline="always", cache=True)
-KERNEL = dict(cache=True, **KERNEL_FLAGS)
-SERIAL = dict(cache=True, **SERIAL_FLAGS)
+# Cached in the library's directory (library.cache_kernels), not by numba beside this file.
+COMBINED = dict(inline="always")
+KERNEL = dict(KERNEL_FLAGS)
+SERIAL = dict(SERIAL_FLAGS)
 
 
 @njit(**COMBINED)
@@ -67,7 +68,7 @@ def _scan(x, out, combine):
                 out[o, i, j] = combine(out[o, i - 1, j], x[o, i, j])
 
 
-# One serial and one parallel kernel per combine: module-level functions, so numba caches them.
+# One serial and one parallel kernel per combine: module-level functions, which the cache keys by name.
 @njit(**SERIAL)
 def add_serial(x, out):
     _scan(x, out, _add)
@@ -120,6 +121,8 @@ def compiled_scan(node: Node, parallel: bool):
     if combine not in KERNELS or dtype == np.float16 or dtype.kind not in "iuf":
         return None
     serial, parallel_kernel = KERNELS[combine]
+    from flowjit.compiler.codegen.library import cache_kernels
+    cache_kernels((serial, parallel_kernel))
     axis, shape = node.attrs["axis"], node.output.shape
     outer = int(np.prod(shape[:axis], dtype=np.int64))
     inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
