@@ -4,9 +4,9 @@ def kernel(in0_i, out0):
     n0 = in0_i.shape[0]
     for i0 in range(n0):
         # %floordiv = floordiv %i, %constant : i32[16] loc(...)
-        v_floordiv = np.int32(fj.floordiv_int(in0_i[i0], np.int32(3)))
+        v_floordiv = np.int32((in0_i[i0] // np.int32(3)))
         # %mod = mod %floordiv, %constant_1 : i32[16] loc(...)
-        v_mod = np.int32(fj.mod_int(v_floordiv, np.int32(5)))
+        v_mod = np.int32((v_floordiv % np.int32(5)))
         # %mul = mul %i, %constant_2 : i32[16] loc(...)
         v_mul = np.int32((in0_i[i0] * np.int32(2)))
         # %add = add %mod, %mul : i32[16] loc(...)
