@@ -48,10 +48,13 @@ from flowjit.devices import Device, DeviceError, DeviceSet, DeviceSpec
 from flowjit.errors import FlowjitError
 from flowjit.runtime.cluster_links import Link, Switchboard
 
-# The cost model's inter-task link, as measured over links (cluster_links) on a 2-core
-# machine: a hop between tasks 0.2-0.3 ms with the executors' own work, 8 MB in 2.2 ms.
+# The cost model's link between tasks of one node, as measured over links (cluster_links) on a
+# 2-core machine: a hop between tasks 0.2-0.3 ms with the executors' own work, 8 MB in 2.2 ms.
+# A link to a task on another node is measured when the cluster starts (Cluster.link_figures).
 LINK_LATENCY = 2.5e-4
 LINK_BANDWIDTH = 4e9
+PROBE_BYTES = 8 << 20           # what a round trip measuring a link's bandwidth carries
+PROBE_ROUNDS = 3
 START_TIMEOUT = 60.0            # seconds for Ray and the actors to come up
 CALL_TIMEOUT = 10.0             # seconds for a control call (info, register, peers) to answer
 OBJECT_STORE_BYTES = 128 << 20
@@ -121,10 +124,21 @@ def parse_spec(spec) -> dict[str, int]:
     return dict(spec)
 
 
-def task_devices(task: str, cpu_devices: int = 1, threads: int = 1) -> list[Device]:
-    """The devices a task owns (``cpu:0`` ...), with the inter-task link the cost model assumes."""
-    return [Device.make(f"{task}/device:cpu:{index}", threads=threads, link_latency=LINK_LATENCY,
-                        link_bandwidth=LINK_BANDWIDTH) for index in range(cpu_devices)]
+def task_devices(task: str, cpu_devices: int = 1, threads: int = 1,
+                 link: tuple[float, float] = (LINK_LATENCY, LINK_BANDWIDTH)) -> list[Device]:
+    """The devices a task owns (``cpu:0`` ...), with its link's latency and bandwidth (by
+    default the link between tasks of one node the cost model assumes)."""
+    latency, bandwidth = link
+    return [Device.make(f"{task}/device:cpu:{index}", threads=threads, link_latency=latency,
+                        link_bandwidth=bandwidth) for index in range(cpu_devices)]
+
+
+def link_figures(one_byte_s: float, probe_s: float, probe_bytes: int = PROBE_BYTES) -> tuple[float, float]:
+    """(latency, bandwidth) of a link from the round trips of one byte and of ``probe_bytes``:
+    never better than the link between tasks of one node is taken to be."""
+    latency = max(LINK_LATENCY, one_byte_s / 2)
+    bandwidth = min(LINK_BANDWIDTH, probe_bytes / max(probe_s - one_byte_s, 1e-9))
+    return latency, bandwidth
 
 
 def planned_devices(spec, cpu_devices: int = 1, threads: int = 1) -> DeviceSet:
@@ -211,10 +225,12 @@ class Cluster:
         self._info: dict[str, TaskInfo] = {}
         self.generation: dict[str, int] = {task: 0 for task in self.tasks}
         self.closed = False
+        self.link_figures: dict[str, tuple[float, float]] = {}     # task on another node -> its link, measured
         self._homed: "weakref.WeakValueDictionary[str, object]" = weakref.WeakValueDictionary()
         self._homing = threading.Lock()
         try:
             self._start(self.tasks, start_timeout)
+            self.measure_links(start_timeout)
         except BaseException:
             self.shutdown()
             raise
@@ -223,7 +239,24 @@ class Cluster:
 
     # -- tasks -------------------------------------------------------------------------
     def devices_of(self, task: str) -> list[Device]:
-        return task_devices(task, self.cpu_devices, self.threads)
+        return task_devices(task, self.cpu_devices, self.threads,
+                            self.link_figures.get(task, (LINK_LATENCY, LINK_BANDWIDTH)))
+
+    def measure_links(self, timeout: float = START_TIMEOUT) -> dict[str, tuple[float, float]]:
+        """Measure the link from the first task to each task on another node (a round trip of
+        one byte and one of ``PROBE_BYTES``, ``PROBE_ROUNDS`` times each, one task at a time),
+        which the cost model then gives that task's devices: a network is not the local link it
+        assumes.  Tasks on the first task's node keep the assumed figures, which placement on
+        one machine then does not depend on a noisy measurement for.  Returns the figures."""
+        first = self.tasks[0]
+        home = self._info[first].node_id
+        actor = self.actors()[first]
+        for task in [task for task in self.tasks if self._info[task].node_id != home]:
+            one_byte, probe = self._get([actor.probe.remote(task, [1, PROBE_BYTES], PROBE_ROUNDS, timeout)],
+                                        timeout + CALL_TIMEOUT, f"measuring the link from {first} to {task}",
+                                        [first])[0]
+            self.link_figures[task] = link_figures(one_byte, probe)
+        return dict(self.link_figures)
 
     def _start(self, tasks: list[str], timeout: float) -> None:
         from flowjit.runtime.cluster_task import Task

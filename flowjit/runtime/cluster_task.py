@@ -158,6 +158,26 @@ class Task:
                 for key in [key for key in table if key[0] == program]:
                     del table[key]
 
+    def probe(self, peer: str, sizes: list[int], rounds: int, timeout: float) -> list[float]:
+        """Per size in ``sizes``: the median seconds of ``rounds`` round trips to task ``peer``,
+        each carrying that many bytes there and a few back, over the link steps send tensors
+        on (Cluster measures a link's latency and bandwidth by it, before any step runs)."""
+        deadline = time.monotonic() + timeout
+        address = self.addresses.get(peer)
+        if address is None:
+            raise ExecutionError(f"task {self.name} knows no address of task {peer}")
+        link = self.links.link(peer, address, timeout)
+        medians = []
+        for size in sizes:
+            payload, times = np.zeros(size, np.uint8), []
+            for _ in range(rounds):
+                started = time.perf_counter()
+                link.send(("echo", payload), timeout=max(0.0, deadline - time.monotonic()))
+                link.receive(deadline)
+                times.append(time.perf_counter() - started)
+            medians.append(float(np.median(times)))
+        return medians
+
     # -- links -----------------------------------------------------------------------
     def accepted(self, link: Link) -> None:
         """A link from the driver or another task: read its messages until it closes."""
@@ -168,6 +188,8 @@ class Task:
                     self.run(link, *message[1:])
                 elif message[0] == "deliver":
                     self.deliver(*message[1:])
+                elif message[0] == "echo":                 # (a peer measuring this link: probe)
+                    link.send(("echoed",), timeout=CONNECT_TIMEOUT_S)
         except LinkClosed:
             pass
         except Exception:                                  # noqa: BLE001  (a message that does not unpickle)

@@ -68,6 +68,36 @@ def test_a_cluster_runs_one_process_per_task_and_describes_their_devices(cluster
     assert [device.name for device in flowjit.DeviceSet.of(cluster)] == LOCAL_NAMES
 
 
+def test_a_link_to_a_task_on_another_node_is_measured_and_given_to_its_devices(cluster):
+    """The tasks of one node keep the assumed link; one on another node gets the figures of
+    round trips measured to it (here a task made to look remote: the local link's speed, taken
+    no better than the assumed one)."""
+    import dataclasses
+    from flowjit.runtime.cluster import LINK_BANDWIDTH, LINK_LATENCY, PROBE_BYTES, link_figures
+    first = PS
+    one_byte, mebibyte = cluster._ray.get(cluster.actors()[first].probe.remote(WORKER1, [1, 1 << 20], 2, 10.0),
+                                          timeout=20)
+    assert 0 < one_byte < 5 and 0 < mebibyte < 5
+    assert cluster.link_figures == {}                         # (every task of the session is on this node)
+    assert all(device.link_latency == LINK_LATENCY for device in cluster.device_set)
+    info = cluster._info[WORKER1]
+    cluster._info[WORKER1] = dataclasses.replace(info, node_id="elsewhere")
+    try:
+        figures = cluster.measure_links(10.0)
+        assert list(figures) == [WORKER1]
+        latency, bandwidth = figures[WORKER1]
+        assert latency >= LINK_LATENCY and 0 < bandwidth <= LINK_BANDWIDTH
+        (device,) = cluster.devices_of(WORKER1)
+        assert (device.link_latency, device.link_bandwidth) == (latency, bandwidth)
+        assert cluster.devices_of(WORKER0)[0].link_latency == LINK_LATENCY
+    finally:
+        cluster._info[WORKER1] = info
+        cluster.link_figures.clear()
+    # a network: 1 ms a round trip, 8 MiB in 68 ms more: 0.5 ms and about 123 MB/s
+    assert link_figures(1e-3, 1e-3 + 0.068, PROBE_BYTES) == (5e-4, PROBE_BYTES / 0.068)
+    assert link_figures(1e-6, 2e-6) == (LINK_LATENCY, LINK_BANDWIDTH)      # (never better than assumed)
+
+
 def test_flowjit_devices_lists_a_clusters_tasks_and_stops_them(ray_session, capsys):
     from flowjit.cli import main
     assert main(["devices", "--cluster", "worker=1"]) == 0
@@ -368,6 +398,8 @@ try:
                          resources={"worker": {"node_a": 0.1}, "/job:worker/task:1": {"node_b": 0.1}}) as cluster:
         ids = {task: cluster.info(task).node_id for task in cluster.tasks}
         assert ids["/job:worker/task:0"] != ids["/job:worker/task:1"], ids
+        remote = {task for task in cluster.tasks if ids[task] != ids[cluster.tasks[0]]}
+        assert remote and set(cluster.link_figures) == remote, cluster.link_figures      # (measured)
         x, y = _args()
         got = flowjit.jit(pipeline, devices=cluster)(x, y)
         for actual, expected in zip(got, flowjit.jit(pipeline, devices=LOCAL_NAMES)(x, y)):
