@@ -143,8 +143,9 @@ def link_figures(one_byte_s: float, probe_s: float, probe_bytes: int = PROBE_BYT
 
 def planned_devices(spec, cpu_devices: int = 1, threads: int = 1) -> DeviceSet:
     """The devices of a cluster of ``spec``'s tasks, for planning only (nothing starts, no Ray):
-    placement and partitioning on them are those a started ``Cluster(spec)`` makes
-    (``flowjit dump --cluster ps=1,worker=2``)."""
+    placement and partitioning on them are those a started ``Cluster(spec)`` makes on one node
+    (on several, the links measured to the other nodes' tasks may move work; ``flowjit dump
+    --cluster ps=1,worker=2``)."""
     tasks = [f"/job:{job}/task:{index}" for job, count in parse_spec(spec).items() for index in range(count)]
     return DeviceSet(tuple(device for task in tasks for device in task_devices(task, cpu_devices, threads)))
 
@@ -230,7 +231,7 @@ class Cluster:
         self._homing = threading.Lock()
         try:
             self._start(self.tasks, start_timeout)
-            self.measure_links(start_timeout)
+            self._measure_links(start_timeout)
         except BaseException:
             self.shutdown()
             raise
@@ -242,18 +243,24 @@ class Cluster:
         return task_devices(task, self.cpu_devices, self.threads,
                             self.link_figures.get(task, (LINK_LATENCY, LINK_BANDWIDTH)))
 
-    def measure_links(self, timeout: float = START_TIMEOUT) -> dict[str, tuple[float, float]]:
-        """Measure the link from the first task to each task on another node (a round trip of
-        one byte and one of ``PROBE_BYTES``, ``PROBE_ROUNDS`` times each, one task at a time),
-        which the cost model then gives that task's devices: a network is not the local link it
-        assumes.  Tasks on the first task's node keep the assumed figures, which placement on
-        one machine then does not depend on a noisy measurement for.  Returns the figures."""
+    def _measure_links(self, timeout: float = START_TIMEOUT) -> dict[str, tuple[float, float]]:
+        """When the cluster starts (its ``device_set`` is made from these figures once): measure
+        the link from the first task to each task on another node (a round trip of one byte and
+        one of ``PROBE_BYTES``, ``PROBE_ROUNDS`` times each, one task at a time, all within
+        ``timeout``), which the cost model then gives that task's devices: a network is not the
+        local link it assumes.  Tasks on the first task's node keep the assumed figures, so
+        placement on one machine does not depend on a noisy measurement.  A device's figures
+        price every transfer it takes part in, so two tasks that share a remote node are priced
+        between each other as over the network too (the cost model knows no links by pair).  A
+        restarted task keeps its figures.  Returns them."""
         first = self.tasks[0]
         home = self._info[first].node_id
         actor = self.actors()[first]
+        deadline = time.monotonic() + timeout
         for task in [task for task in self.tasks if self._info[task].node_id != home]:
-            one_byte, probe = self._get([actor.probe.remote(task, [1, PROBE_BYTES], PROBE_ROUNDS, timeout)],
-                                        timeout + CALL_TIMEOUT, f"measuring the link from {first} to {task}",
+            left = max(0.1, deadline - time.monotonic())
+            one_byte, probe = self._get([actor.probe.remote(task, [1, PROBE_BYTES], PROBE_ROUNDS, left)],
+                                        left + CALL_TIMEOUT, f"measuring the link from {first} to {task}",
                                         [first])[0]
             self.link_figures[task] = link_figures(one_byte, probe)
         return dict(self.link_figures)

@@ -42,7 +42,7 @@ import numpy as np
 from flowjit.devices import Device, DeviceSet
 from flowjit.runtime import cluster_shared
 from flowjit.runtime.cluster_links import (CONNECT_TIMEOUT_S, POLL_S, Link, LinkClosed, LinkTable, Listener,
-                                           portable_error)
+                                           connect, portable_error)
 from flowjit.runtime.executor import ExecutionError, MultiDeviceExecutable, StepTimeoutError
 from flowjit.runtime.variables import VariableBuffer
 
@@ -160,23 +160,27 @@ class Task:
 
     def probe(self, peer: str, sizes: list[int], rounds: int, timeout: float) -> list[float]:
         """Per size in ``sizes``: the median seconds of ``rounds`` round trips to task ``peer``,
-        each carrying that many bytes there and a few back, over the link steps send tensors
-        on (Cluster measures a link's latency and bandwidth by it, before any step runs)."""
+        each carrying that many bytes there and a few back, over a link
+        of their own, opened as steps open theirs and closed after (Cluster measures a link's
+        latency and bandwidth by it when it starts)."""
         deadline = time.monotonic() + timeout
         address = self.addresses.get(peer)
         if address is None:
             raise ExecutionError(f"task {self.name} knows no address of task {peer}")
-        link = self.links.link(peer, address, timeout)
-        medians = []
-        for size in sizes:
-            payload, times = np.zeros(size, np.uint8), []
-            for _ in range(rounds):
-                started = time.perf_counter()
-                link.send(("echo", payload), timeout=max(0.0, deadline - time.monotonic()))
-                link.receive(deadline)
-                times.append(time.perf_counter() - started)
-            medians.append(float(np.median(times)))
-        return medians
+        link = connect(address, self.links.key, self.name, peer, timeout)
+        try:
+            medians = []
+            for size in sizes:
+                payload, times = np.zeros(size, np.uint8), []
+                for _ in range(rounds):
+                    started = time.perf_counter()
+                    link.send(("echo", payload), timeout=max(0.0, deadline - time.monotonic()))
+                    link.receive(deadline)
+                    times.append(time.perf_counter() - started)
+                medians.append(float(np.median(times)))
+            return medians
+        finally:
+            link.close()
 
     # -- links -----------------------------------------------------------------------
     def accepted(self, link: Link) -> None:

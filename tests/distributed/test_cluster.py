@@ -83,7 +83,7 @@ def test_a_link_to_a_task_on_another_node_is_measured_and_given_to_its_devices(c
     info = cluster._info[WORKER1]
     cluster._info[WORKER1] = dataclasses.replace(info, node_id="elsewhere")
     try:
-        figures = cluster.measure_links(10.0)
+        figures = cluster._measure_links(10.0)
         assert list(figures) == [WORKER1]
         latency, bandwidth = figures[WORKER1]
         assert latency >= LINK_LATENCY and 0 < bandwidth <= LINK_BANDWIDTH

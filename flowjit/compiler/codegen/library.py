@@ -27,7 +27,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-import threading
 import types
 
 from flowjit.compiler.ir.ops.base import routine_ops
@@ -42,8 +41,6 @@ SOURCES = MODULES + (__name__, "flowjit.compiler.ir.ops.random", "flowjit.config
                      "flowjit.compiler.codegen.scans", "flowjit.compiler.codegen.index_kernels")
 
 # (op name, loop dtype name) -> the routine its lowering calls there: ("exp", "float32") -> "exp_f32".
-_LOCK = threading.Lock()
-
 ROUTINES: dict[tuple[str, str], str] = {
     (op.name, dtype): f"{routine}_{suffix}" for routine, op in routine_ops().items()
     for dtype, suffix in ROUTINE_DTYPES.items()}
@@ -144,11 +141,12 @@ def cache_kernels(dispatchers) -> None:
     disk cache, before their first compile; once each.  Not numba's ``cache=True``: its files,
     beside the source and keyed by that one file's content, would outlive a change to the flags
     or the helpers in another file, and in an install they would be written into site-packages."""
-    with _LOCK:
+    from numba.core.compiler_lock import global_compiler_lock
+    with global_compiler_lock:        # (no thread compiles them meanwhile without their cache; reentrant)
         fresh = [dispatcher for dispatcher in dispatchers if id(dispatcher) not in _SHIPPED_CACHED]
-        _SHIPPED_CACHED.update(id(dispatcher) for dispatcher in fresh)
-    if fresh:
-        _cache_routines(fresh)
+        if fresh:
+            _cache_routines(fresh)
+            _SHIPPED_CACHED.update(id(dispatcher) for dispatcher in fresh)
 
 
 def flavour(fma: bool) -> types.ModuleType:
