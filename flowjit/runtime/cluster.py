@@ -125,10 +125,10 @@ def parse_spec(spec) -> dict[str, int]:
 
 
 def task_devices(task: str, cpu_devices: int = 1, threads: int = 1,
-                 link: tuple[float, float] = (LINK_LATENCY, LINK_BANDWIDTH)) -> list[Device]:
-    """The devices a task owns (``cpu:0`` ...), with its link's latency and bandwidth (by
-    default the link between tasks of one node the cost model assumes)."""
-    latency, bandwidth = link
+                 link: tuple[float, float] | None = None) -> list[Device]:
+    """The devices a task owns (``cpu:0`` ...), with its link's latency and bandwidth (None:
+    the link between tasks of one node the cost model assumes)."""
+    latency, bandwidth = link or (LINK_LATENCY, LINK_BANDWIDTH)
     return [Device.make(f"{task}/device:cpu:{index}", threads=threads, link_latency=latency,
                         link_bandwidth=bandwidth) for index in range(cpu_devices)]
 
@@ -240,8 +240,7 @@ class Cluster:
 
     # -- tasks -------------------------------------------------------------------------
     def devices_of(self, task: str) -> list[Device]:
-        return task_devices(task, self.cpu_devices, self.threads,
-                            self.link_figures.get(task, (LINK_LATENCY, LINK_BANDWIDTH)))
+        return task_devices(task, self.cpu_devices, self.threads, self.link_figures.get(task))
 
     def _measure_links(self, timeout: float = START_TIMEOUT) -> dict[str, tuple[float, float]]:
         """When the cluster starts (its ``device_set`` is made from these figures once): measure

@@ -158,16 +158,20 @@ class Task:
                 for key in [key for key in table if key[0] == program]:
                     del table[key]
 
+    def address_of(self, task: str) -> tuple:
+        """Where ``task``'s listener takes links (``set_peers``)."""
+        address = self.addresses.get(task)
+        if address is None:
+            raise ExecutionError(f"task {self.name} knows no address of task {task}")
+        return address
+
     def probe(self, peer: str, sizes: list[int], rounds: int, timeout: float) -> list[float]:
         """Per size in ``sizes``: the median seconds of ``rounds`` round trips to task ``peer``,
-        each carrying that many bytes there and a few back, over a link
-        of their own, opened as steps open theirs and closed after (Cluster measures a link's
-        latency and bandwidth by it when it starts)."""
+        each carrying that many bytes there and a few back, over a link of their own, opened as
+        steps open theirs and closed after (Cluster measures a link's latency and bandwidth by
+        it when it starts)."""
         deadline = time.monotonic() + timeout
-        address = self.addresses.get(peer)
-        if address is None:
-            raise ExecutionError(f"task {self.name} knows no address of task {peer}")
-        link = connect(address, self.links.key, self.name, peer, timeout)
+        link = connect(self.address_of(peer), self.links.key, self.name, peer, timeout)
         try:
             medians = []
             for size in sizes:
@@ -310,9 +314,7 @@ class Task:
         """The transport: a tensor for a recv on another task, over the link to it.  A task
         that is gone gets nothing (the driver fails the step when it sees it gone)."""
         task = key.split(";", 2)[1].rsplit("/device:", 1)[0]
-        address = self.addresses.get(task)
-        if address is None:
-            raise ExecutionError(f"task {self.name} knows no address of task {task}")
+        address = self.address_of(task)
         remaining = self.remaining(program, step)
         try:
             link = self.links.link(task, address, CONNECT_TIMEOUT_S if remaining is None

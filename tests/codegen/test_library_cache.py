@@ -48,9 +48,9 @@ print(json.dumps({
 """
 
 
-def run(cache_dir, **env) -> dict:
+def run(cache_dir, script: str = SCRIPT, **env) -> dict:
     environment = dict(os.environ, FLOWJIT_CACHE_DIR=str(cache_dir), FLOWJIT_BACKGROUND_COMPILE="0", **env)
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(SCRIPT)], cwd=ROOT, env=environment,
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT, env=environment,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.splitlines()[-1])
@@ -158,18 +158,12 @@ print(json.dumps({"caches": [type(k._cache).__name__ for k in kernels],
 def test_the_kernels_flowjit_ships_are_cached_in_the_library_directory_not_beside_their_source(tmp_path):
     """Scans and gathers are numba functions of flowjit's own: cached with the routines, keyed
     by the toolchain (their source included), never by numba beside scans.py."""
-    def shipped() -> dict:
-        environment = dict(os.environ, FLOWJIT_CACHE_DIR=str(tmp_path), FLOWJIT_BACKGROUND_COMPILE="0")
-        result = subprocess.run([sys.executable, "-c", textwrap.dedent(SHIPPED_SCRIPT)], cwd=ROOT, env=environment,
-                                capture_output=True, text=True, timeout=300)
-        assert result.returncode == 0, result.stderr
-        return json.loads(result.stdout.splitlines()[-1])
-    first = shipped()
+    first = run(tmp_path, SHIPPED_SCRIPT)
     assert first["right"] and first["caches"] == ["DirectoryFunctionCache"] * 2, first
     assert first["misses"] == [1, 1] and first["hits"] == [0, 0], first
     (directory,) = (tmp_path / "library").iterdir()
     assert any(path.name.startswith("scans.add_serial") for path in directory.iterdir())
     drop_kernels(tmp_path)
-    second = shipped()
+    second = run(tmp_path, SHIPPED_SCRIPT)
     assert second["right"] and second["hits"] == [1, 1] and second["misses"] == [0, 0], second
     assert library_cache.directory_for(str(tmp_path)).endswith(directory.name)

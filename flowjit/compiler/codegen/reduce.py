@@ -390,10 +390,7 @@ class ReduceWriter(PartsWriter, KernelWriter):
 
         def read(index: str) -> str:
             if value in self.pitched:
-                last = len(embedding) - 1
-                terms = [(f"({index})" if entry == axis else f"i{entry}") + (f" * {array}_p{dim}" if dim < last else "")
-                         for dim, entry in enumerate(embedding) if entry is not None] or ["0"]
-                return f"{array}[np.uint64({' + '.join(terms)})]"
+                return f"{array}[np.uint64({self.pitched_index(array, embedding, {axis: f'({index})'})})]"
             parts = [index if entry == axis else ("0" if entry is None else f"i{entry}") for entry in embedding]
             return f"{array}[{', '.join(parts)}]"
         return read

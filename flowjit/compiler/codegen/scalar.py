@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from flowjit.compiler.ir.ops.lowering import ROUTINE_DTYPES, ScalarContext, cast, constructor, is_complex
+from flowjit.compiler.ir.ops.misc import constant_value
 from flowjit.compiler.ir.types import TensorType, compute_dtype
 from flowjit.errors import FlowjitError
 
@@ -57,10 +58,8 @@ def _refuse_complex_off_cpu(node, target: str) -> None:
 
 def _scalar_constant(value):
     """The value of a one-element constant operand (a Python scalar), else None."""
-    producer = value.producer
-    if producer is None or producer.op.name != "constant" or value.type.size != 1:
-        return None
-    return np.asarray(producer.attrs["value"]).reshape(-1)[0].item()
+    array = constant_value(value)
+    return None if array is None or value.type.size != 1 else np.asarray(array).reshape(-1)[0].item()
 
 
 def expression(node, operands: list[str], target: str = "cpu", fast: bool = False) -> str:

@@ -209,16 +209,15 @@ class KernelWriter:
             # In write_columns' innermost loop: a slice of the row taken once outside it, read at
             # ``c`` (known not negative, so no wraparound select that would turn into a gather);
             # a pitched input's row is a stretch of its vector, a contiguous slice.
-            leading = self.pitched_offset(array, embedding) if pitched else index_text(embedding[:-1])
+            leading = (self.pitched_index(array, embedding[:-1] + (None,)) if pitched
+                       else index_text(embedding[:-1]))
             key = (array, leading if embedding[:-1] else "", pitched)
             if key not in self.slices:
                 self.slices[key] = f"row{len(self.slices)}_{array}"
             return f"{self.slices[key]}[{self.slice_index}]"
         if pitched:
             # an unsigned index: numba adds no wraparound select, so the loads stay vectors
-            last = embedding[-1]
-            position = self.index_names.get(last, f"i{last}") if last is not None else "0"
-            return f"{array}[np.uint64({self.pitched_offset(array, embedding)} + {position})]"
+            return f"{array}[np.uint64({self.pitched_index(array, embedding)})]"
         return f"{self.access.get(value, array)}[{index_text(embedding, self.index_names)}]"
 
     def operand(self, consumer: Node, value: Value, consumer_embed: tuple, rank: int) -> str:
@@ -542,10 +541,14 @@ class KernelWriter:
         """The stack buffer's element type: the value's computing dtype (bools as uint8)."""
         return "np.uint8" if value.dtype == np.bool_ else constructor(value.dtype)
 
-    def pitched_offset(self, array: str, embedding: tuple) -> str:
-        """Where a pitched input's row at ``embedding``'s leading indices starts in its vector."""
-        terms = [f"{self.index_names.get(entry, f'i{entry}')} * {array}_p{dim}"
-                 for dim, entry in enumerate(embedding[:-1]) if entry is not None]
+    def pitched_index(self, array: str, embedding: tuple, names: dict | None = None) -> str:
+        """The position in a pitched input's vector of its element at ``embedding`` (an axis's
+        index is ``names``' or ``index_names``' entry for it, else ``i<axis>``); with the last
+        entry None, where the row at the leading indices starts."""
+        names = {**self.index_names, **(names or {})}
+        last = len(embedding) - 1
+        terms = [names.get(entry, f"i{entry}") + (f" * {array}_p{dim}" if dim < last else "")
+                 for dim, entry in enumerate(embedding) if entry is not None]
         return " + ".join(terms) or "0"
 
     def insert_slices(self, at: int, depth: int) -> None:

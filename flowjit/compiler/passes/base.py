@@ -118,15 +118,6 @@ class Rewriter:
         return self.changed
 
 
-def constant_value(value: Value):
-    """The array a value holds if it is produced by a constant node, else None."""
-    from flowjit.compiler.ir import ops
-    producer = value.producer
-    if producer is not None and producer.op is ops.constant and not producer.control_inputs:
-        return producer.attrs["value"]
-    return None     # (a constant that waits for something is folded into nothing: its edges would go)
-
-
 def plain(node: Node) -> bool:
     """One output, no control inputs, not stateful: a node a rewrite may copy, cut or drop."""
     return not node.control_inputs and not node.op.stateful and len(node.outputs) == 1

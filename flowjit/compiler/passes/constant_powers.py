@@ -29,7 +29,8 @@ import numpy as np
 
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
-from flowjit.compiler.passes.base import Pass, Rewriter, constant_value
+from flowjit.compiler.ir.ops.misc import constant_value
+from flowjit.compiler.passes.base import Pass, Rewriter
 
 # The exponents rewritten, per loop dtype: within 4 ulp of numpy's pow (docs/math.md).  float16
 # and float32 compute in a wider type; float64 rounds at each multiply, and x**8, 1/x**5 and

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node
 from flowjit.compiler.ir.types import TensorType
-from flowjit.compiler.passes.base import Pass, Rewriter, constant_value
+from flowjit.compiler.ir.ops.misc import constant_value
+from flowjit.compiler.passes.base import Pass, Rewriter
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ import numpy as np
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
-from flowjit.compiler.passes.base import Pass, Rewriter, constant_value
+from flowjit.compiler.ir.ops.misc import constant_value
+from flowjit.compiler.passes.base import Pass, Rewriter
 
 Rule = Callable[[Node, Rewriter], "Value | None"]
 

@@ -20,6 +20,14 @@ constant = register(Op("constant", OpKind.CONSTANT, 0,
                        attrs={"value": required(AttrKind.ARRAY)}, doc="a literal array"))
 
 
+def constant_value(value):
+    """The array a value holds if it is produced by a constant node, else None."""
+    producer = value.producer
+    if producer is not None and producer.op is constant and not producer.control_inputs:
+        return producer.attrs["value"]
+    return None     # (a constant that waits for something is folded into nothing: its edges would go)
+
+
 @functools.lru_cache(maxsize=None)
 def _matmul_dtype(left: np.dtype, right: np.dtype) -> np.dtype:
     try:
