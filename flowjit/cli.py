@@ -248,6 +248,11 @@ def _pipeline_options(args) -> dict:
     return fields
 
 
+def _add_gpus_flag(parser) -> None:
+    parser.add_argument("--gpus", metavar="JOB=N,...", help="with --cluster: the GPUs each task of these jobs "
+                                                            "(or tasks) owns, e.g. worker=1 (default: none)")
+
+
 def _device_options(args) -> dict:
     fields = {}
     if getattr(args, "devices", None):
@@ -257,7 +262,7 @@ def _device_options(args) -> dict:
             raise CliError("--cluster and --devices both name the devices to place on: give one")
         from flowjit.runtime.cluster import ClusterError, planned_devices
         try:
-            fields["devices"] = planned_devices(args.plan_cluster)
+            fields["devices"] = planned_devices(args.plan_cluster, gpus=getattr(args, "gpus", None))
         except ClusterError as error:
             raise CliError(f"--cluster {args.plan_cluster}: {error}") from None
     if getattr(args, "soft_placement", False):
@@ -288,7 +293,7 @@ def command_devices(args) -> int:
     from flowjit.machine import cache_path, machine_figures
     if args.cluster or args.address:
         from flowjit.runtime.cluster import Cluster
-        with Cluster(args.cluster or {"worker": 1}, address=args.address) as cluster:
+        with Cluster(args.cluster or {"worker": 1}, address=args.address, gpus=args.gpus) as cluster:
             print(cluster.describe())
         return 0
     devices = _device_set(args.devices) if args.devices else current_devices()
@@ -316,7 +321,7 @@ def command_profile(args) -> int:
         if args.devices:
             raise CliError("--cluster and --devices both name the devices to run on: give one")
         from flowjit.runtime.cluster import Cluster
-        with Cluster(args.run_cluster) as cluster:
+        with Cluster(args.run_cluster, gpus=args.gpus) as cluster:
             return _profile(args, cluster)
     return _profile(args, None)
 
@@ -435,6 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="place on the devices of a cluster of these tasks (e.g. ps=1,worker=2), as "
                            "flowjit.Cluster would, without starting it: --stage partitioned shows one graph per "
                            "task and device")
+    _add_gpus_flag(dump)
     dump.set_defaults(handler=command_dump)
 
     devices = commands.add_parser("devices", help="list the devices placement can use",
@@ -448,6 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                 "process and devices, then stop them")
     devices.add_argument("--address", metavar="RAY", help="the Ray cluster to start the --cluster tasks on "
                                                           "(default: a local one, loopback only)")
+    _add_gpus_flag(devices)
     devices.set_defaults(handler=command_devices)
 
     profile = commands.add_parser(
@@ -460,6 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--cluster", dest="run_cluster", metavar="JOB=N,...",
                          help="run on a local Ray cluster of these tasks (e.g. ps=1,worker=2; started, then "
                               "stopped): one trace with a process per task, their clocks aligned")
+    _add_gpus_flag(profile)
     profile.add_argument("--arg", action="append", default=[], metavar="NAME=TYPE",
                          help="an array argument's type, e.g. x=f32[64,784], filled with standard normal "
                               "values (integers 0-9, booleans at random); repeat per argument, without "

@@ -163,9 +163,11 @@ class Device:
     bandwidth: float | None = None        # None: this machine's measured figure (CPU devices)
     flops: float | None = None
     launch: float | None = None
-    link_bandwidth: float = 10e9
+    link_bandwidth: float = 10e9          # to the other devices of its process
     link_latency: float = 5e-6
     executable: bool = True
+    remote_bandwidth: float | None = None  # to devices of other processes (a cluster's tasks; None: link_*)
+    remote_latency: float | None = None
 
     @property
     def spec(self) -> DeviceSpec:
@@ -192,8 +194,9 @@ class Device:
         spec = DeviceSpec.parse(full)
         kind = spec.type
         values = dict(DEFAULTS.get(kind, DEFAULTS["cpu"]))
-        values["executable"] = kind == "cpu" or (kind == "gpu" and _gpu_runs_here())
-        if values["executable"] and kind == "gpu" and "bandwidth" not in fields:
+        if "executable" not in fields:            # (a task's GPU: its process says whether it runs)
+            values["executable"] = kind == "cpu" or (kind == "gpu" and _gpu_runs_here())
+        if fields.get("executable", values.get("executable")) and kind == "gpu" and "bandwidth" not in fields:
             figures = local_gpu_figures(spec)
             if figures is not None:                 # (a real GPU: its copy bandwidth, measured once)
                 values["bandwidth"] = figures.bandwidth
@@ -274,7 +277,7 @@ class DeviceSet:
             short = device.short if device.short != device.name else "-"      # (a device of another task)
             lines.append(f"{device.name:<36}{short:<8}{device.threads:>8}{figures['bandwidth'] / 1e9:>8.1f}"
                          f"{mark}{figures['flops'] / 1e9:>9.1f}{mark}{figures['launch'] * 1e6:>10.2f}{mark}"
-                         f"{device.link_bandwidth / 1e9:>11.0f}  {_runs_here(device)}")
+                         f"{(device.remote_bandwidth or device.link_bandwidth) / 1e9:>11.0f}  {_runs_here(device)}")
         return "\n".join(lines)
 
 

@@ -81,6 +81,17 @@ def available() -> bool:
         return False
 
 
+def device_count() -> int:
+    """How many GPUs kernels can run on here: CuPy's count (those a Ray actor was given, in
+    its process), one on numba's simulator, none where ``available()`` is false."""
+    if not available():
+        return 0
+    if simulated():
+        return 1
+    import cupy
+    return cupy.cuda.runtime.getDeviceCount()
+
+
 def installed() -> bool:
     """Whether the numba-cuda package is installed (without importing it)."""
     import importlib.util

@@ -325,3 +325,22 @@ def test_a_real_gpus_figures_are_measured_once_and_shown(monkeypatch, tmp_path, 
         assert gpu_figures.gpu_figures(0, str(tmp_path)) is None
     finally:
         gpu_figures.gpu_figures.cache_clear()
+
+
+def test_transfers_take_the_links_within_a_process_and_the_task_link_between_tasks():
+    """A task's GPU and CPU share its process (the GPU's own link, PCIe); another task's devices
+    are over the link between tasks, whichever device of the task sends."""
+    from flowjit.compiler.ir.graph import Graph
+    from flowjit.compiler.ir.types import TensorType
+    from flowjit.runtime.cluster import LINK_BANDWIDTH, LINK_LATENCY, task_devices
+    value = Graph("g").add_input("x", TensorType((1000,), np.float32))
+    cpu, gpu = task_devices("/job:worker/task:1", gpus=1)
+    (other,) = task_devices("/job:worker/task:0")
+    costs = CostModel(machine=STATIC)
+    assert gpu.executable and gpu.type == "gpu"
+    assert costs.transfer(value, cpu, gpu) == pytest.approx(10e-6 + 4000 / 10e9)      # (the slower link: the CPU's)
+    for source in (cpu, gpu):
+        assert costs.transfer(value, source, other) == pytest.approx(LINK_LATENCY + 4000 / LINK_BANDWIDTH)
+        assert costs.transfer(value, other, source) == costs.transfer(value, source, other)
+    local = [Device.make("cpu:0"), Device.make("cpu:1")]
+    assert costs.transfer(value, *local) == pytest.approx(5e-6)            # (one memory: the latency alone)

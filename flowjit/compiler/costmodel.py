@@ -98,14 +98,18 @@ class CostModel:
         return launch + max(moved_bytes(node) / bandwidth, flops(node) / rate)
 
     def transfer(self, value: Value, source: Device, destination: Device) -> float:
-        """Seconds to make ``value``, produced on ``source``, available on ``destination``."""
+        """Seconds to make ``value``, produced on ``source``, available on ``destination``: over
+        the devices' own links within a process (between two CPU devices, the latency alone: they
+        share its memory), over their remote links between a cluster's tasks."""
         if source.name == destination.name:
             return 0.0
-        latency = max(source.link_latency, destination.link_latency)
-        if source.type == destination.type == "cpu" and source.spec.job == destination.spec.job \
-                and source.spec.task == destination.spec.task:
-            return latency
-        return latency + nbytes(value) / min(source.link_bandwidth, destination.link_bandwidth)
+        if (source.spec.job, source.spec.task) == (destination.spec.job, destination.spec.task):
+            latency = max(source.link_latency, destination.link_latency)
+            if source.type == destination.type == "cpu":
+                return latency
+            return latency + nbytes(value) / min(source.link_bandwidth, destination.link_bandwidth)
+        latency = max(remote_link(source)[0], remote_link(destination)[0])
+        return latency + nbytes(value) / min(remote_link(source)[1], remote_link(destination)[1])
 
     def record(self, node: Node, device: Device, seconds: float) -> None:
         """A measured run time; a later placement uses it instead of the estimate."""
@@ -113,3 +117,9 @@ class CostModel:
         with self._lock:
             previous = self.measured.get(key)
             self.measured[key] = seconds if previous is None else 0.5 * (previous + seconds)
+
+
+def remote_link(device: Device) -> tuple[float, float]:
+    """(latency, bandwidth) of ``device``'s link to devices of other processes."""
+    return (device.remote_latency if device.remote_latency is not None else device.link_latency,
+            device.remote_bandwidth if device.remote_bandwidth is not None else device.link_bandwidth)

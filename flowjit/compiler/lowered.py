@@ -368,10 +368,7 @@ class Lowered:
     def cluster_executable(self):
         """The partitioned program registered with the tasks of the cluster it is placed on:
         each task compiles its partitions' kernels itself, with a ``NodeCompiler``."""
-        from flowjit.runtime.cluster import ClusterError
         from flowjit.runtime.cluster_executable import ClusterExecutable
-        if any(device.type != "cpu" for device in self.devices):
-            raise ClusterError("cluster tasks run CPU devices only, so far")
         partitioned = self.partitioned
         compiler = NodeCompiler(cache_directory(self.options.cache_dir), self.options.fma, self.options.check_numerics)
         return ClusterExecutable(self.devices.cluster, self.fused_partitions, partitioned.inputs, partitioned.outputs,
@@ -406,10 +403,17 @@ class NodeCompiler:
 
     def __call__(self, node, variables=None, threads: int | None = None):
         """``variables``: name -> the buffer of each variable that lives on the task;
-        ``threads``: the thread budget of the node's device (one: only serial kernels)."""
+        ``threads``: the thread budget of the node's device (one: only serial kernels).  A node
+        on a GPU gets the CUDA backend, which takes host arrays there and gives host arrays back
+        (``CudaBackend.accept``/``deliver``), as on the multi-device executor in one process."""
         from flowjit.compiler.codegen.executable import Executable, single_node_graph
-        return Executable(single_node_graph(node), _cpu_backend(self.cache_dir, self.fma), variables or {},
-                          self.check_numerics, threads=threads)
+        from flowjit.devices import DeviceSpec
+        if DeviceSpec.parse(node.device).type == "gpu":
+            from flowjit.compiler.codegen.cuda import cuda_backend
+            backend = cuda_backend(self.cache_dir)
+        else:
+            backend = _cpu_backend(self.cache_dir, self.fma)
+        return Executable(single_node_graph(node), backend, variables or {}, self.check_numerics, threads=threads)
 
 
 @functools.lru_cache(maxsize=None)

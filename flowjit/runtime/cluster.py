@@ -3,8 +3,9 @@
 ``Cluster({"ps": 1, "worker": 2})`` starts one long-lived actor (its own process) per
 task, on a local Ray cluster bound to 127.0.0.1 without a dashboard and with a bounded
 object store, or on the Ray cluster this process is already connected to, or on the one
-at ``address=``.  Each task owns its devices (``cpu:0`` ... by default one) and runs the
-multi-device executor inside its process (``cluster_task``).  A cluster is a device set:
+at ``address=``.  Each task owns its devices (``cpu:0`` ... by default one; ``gpu:0`` ... where
+``gpus=`` gives it GPUs) and runs the multi-device executor inside its process
+(``cluster_task``).  A cluster is a device set:
 ``jit(f, devices=cluster)`` places, partitions by task and device, and registers each
 task's partitions with it once (``cluster_executable``).  Ray starts, registers and
 restarts; the steps themselves travel over links, direct connections between this process
@@ -88,17 +89,18 @@ def import_ray(loopback: bool = False):
     return ray
 
 
-def start_local_ray(num_cpus: int = 2, object_store_bytes: int = OBJECT_STORE_BYTES) -> None:
+def start_local_ray(num_cpus: int = 2, object_store_bytes: int = OBJECT_STORE_BYTES, num_gpus: int | None = None) -> None:
     """Start a local Ray cluster for this process: loopback only, no dashboard, a bounded
     object store; task processes import the same flowjit as this one (its directory leads
-    their PYTHONPATH: the Ray processes inherit this environment when they start)."""
+    their PYTHONPATH: the Ray processes inherit this environment when they start).
+    ``num_gpus``: the GPUs it offers (None: those Ray finds; simulated GPUs must be given)."""
     ray = import_ray(loopback=True)
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     before = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, before]))
     try:
-        ray.init(num_cpus=num_cpus, object_store_memory=object_store_bytes, include_dashboard=False,
-                 _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False)
+        ray.init(num_cpus=num_cpus, num_gpus=num_gpus, object_store_memory=object_store_bytes,
+                 include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False)
     finally:
         if before is None:
             del os.environ["PYTHONPATH"]
@@ -109,13 +111,7 @@ def start_local_ray(num_cpus: int = 2, object_store_bytes: int = OBJECT_STORE_BY
 def parse_spec(spec) -> dict[str, int]:
     """``{"ps": 1, "worker": 2}`` or ``"ps=1,worker=2"`` -> {job: task count}."""
     if isinstance(spec, str):
-        parsed = {}
-        for part in filter(None, (piece.strip() for piece in spec.split(","))):
-            job, _, count = part.partition("=")
-            if not count.strip().isdigit():
-                raise ClusterError(f"cluster spec '{spec}': '{part}' is not job=count (e.g. ps=1,worker=2)")
-            parsed[job.strip()] = int(count)
-        spec = parsed
+        spec = parse_counts(spec, f"cluster spec '{spec}'", "ps=1,worker=2")
     if not isinstance(spec, dict) or not spec:
         raise ClusterError(f"a cluster spec names jobs and task counts, e.g. {{'ps': 1, 'worker': 2}}; got {spec!r}")
     for job, count in spec.items():
@@ -124,13 +120,26 @@ def parse_spec(spec) -> dict[str, int]:
     return dict(spec)
 
 
+def parse_counts(text: str, what: str, example: str) -> dict[str, int]:
+    """``"ps=1,worker=2"`` -> {"ps": 1, "worker": 2}; ``what`` and ``example`` for the error."""
+    parsed = {}
+    for part in filter(None, (piece.strip() for piece in text.split(","))):
+        name, _, count = part.partition("=")
+        if not count.strip().isdigit():
+            raise ClusterError(f"{what}: '{part}' is not job=count (e.g. {example})")
+        parsed[name.strip()] = int(count)
+    return parsed
+
+
 def task_devices(task: str, cpu_devices: int = 1, threads: int = 1,
-                 link: tuple[float, float] | None = None) -> list[Device]:
-    """The devices a task owns (``cpu:0`` ...), with its link's latency and bandwidth (None:
-    the link between tasks of one node the cost model assumes)."""
+                 link: tuple[float, float] | None = None, gpus: int = 0) -> list[Device]:
+    """The devices a task owns (``cpu:0`` ..., then ``gpu:0`` ...), with its link to other tasks'
+    devices (None: the link between tasks of one node the cost model assumes).  Its GPUs are
+    taken to run: its process says whether they do when it starts (``Cluster``)."""
     latency, bandwidth = link or (LINK_LATENCY, LINK_BANDWIDTH)
-    return [Device.make(f"{task}/device:cpu:{index}", threads=threads, link_latency=latency,
-                        link_bandwidth=bandwidth) for index in range(cpu_devices)]
+    remote = dict(remote_latency=latency, remote_bandwidth=bandwidth)
+    return ([Device.make(f"{task}/device:cpu:{index}", threads=threads, **remote) for index in range(cpu_devices)]
+            + [Device.make(f"{task}/device:gpu:{index}", executable=True, **remote) for index in range(gpus)])
 
 
 def link_figures(one_byte_s: float, probe_s: float, probe_bytes: int = PROBE_BYTES) -> tuple[float, float]:
@@ -141,13 +150,46 @@ def link_figures(one_byte_s: float, probe_s: float, probe_bytes: int = PROBE_BYT
     return latency, bandwidth
 
 
-def planned_devices(spec, cpu_devices: int = 1, threads: int = 1) -> DeviceSet:
+def planned_devices(spec, cpu_devices: int = 1, threads: int = 1, gpus=None) -> DeviceSet:
     """The devices of a cluster of ``spec``'s tasks, for planning only (nothing starts, no Ray):
-    placement and partitioning on them are those a started ``Cluster(spec)`` makes on one node
-    (on several, the links measured to the other nodes' tasks may move work; ``flowjit dump
-    --cluster ps=1,worker=2``)."""
+    placement and partitioning on them are those a started ``Cluster(spec, gpus=gpus)`` makes on
+    one node (on several, the links measured to the other nodes' tasks may move work; ``flowjit
+    dump --cluster ps=1,worker=2``)."""
     tasks = [f"/job:{job}/task:{index}" for job, count in parse_spec(spec).items() for index in range(count)]
-    return DeviceSet(tuple(device for task in tasks for device in task_devices(task, cpu_devices, threads)))
+    counts = gpu_counts(tasks, gpus)
+    return DeviceSet(tuple(device for task in tasks
+                           for device in task_devices(task, cpu_devices, threads, gpus=counts[task])))
+
+
+def by_task(tasks: list[str], given: dict, what: str) -> dict:
+    """What ``given`` (keyed by job, ``"worker"``, or task, ``"/job:worker/task:1"``, which wins)
+    says for each of ``tasks`` (missing: absent); ``what`` names it in the error for a key that
+    is no job or task."""
+    jobs = {task.split("/")[1].removeprefix("job:") for task in tasks}
+    unknown = set(given) - jobs - set(tasks)
+    if unknown:
+        raise ClusterError(f"{what} name {', '.join(sorted(unknown))}, which is no job or task of the "
+                           f"cluster ({', '.join(tasks)})")
+    found = {}
+    for task in tasks:
+        job = task.split("/")[1].removeprefix("job:")
+        if task in given or job in given:
+            found[task] = given.get(task, given.get(job))
+    return found
+
+
+def gpu_counts(tasks: list[str], gpus) -> dict[str, int]:
+    """GPUs per task from ``Cluster(gpus=...)``: a count for every task, or counts by job or
+    task (``{"worker": 1}``, ``"worker=1"``); the others have none."""
+    if gpus is None or isinstance(gpus, int):
+        given = {task: gpus or 0 for task in tasks}
+    else:
+        given = by_task(tasks, parse_counts(gpus, f"gpus '{gpus}'", "worker=1") if isinstance(gpus, str)
+                        else dict(gpus), "gpus")
+    for task, count in given.items():
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise ClusterError(f"gpus: {task} is given {count!r} GPUs; give a count (0, 1, ...)")
+    return {task: given.get(task, 0) for task in tasks}
 
 
 @dataclass
@@ -160,6 +202,8 @@ class TaskInfo:
     hostname: str
     node_id: str
     address: tuple             # where its listener takes links: its endpoint (cluster_links)
+    gpus: int = 0              # the GPUs of its devices its process can run
+    simulated: bool = False    # ... on numba's CUDA simulator
 
 
 class TaskHome:
@@ -196,17 +240,18 @@ class Cluster:
     """Tasks as Ray actors; a device set for ``jit(devices=...)``."""
 
     def __init__(self, spec=None, *, address: str | None = None, cpu_devices: int = 1, threads: int = 1,
-                 resources: dict[str, dict[str, float]] | None = None, start_timeout: float = START_TIMEOUT):
+                 resources: dict[str, dict[str, float]] | None = None, gpus=None,
+                 start_timeout: float = START_TIMEOUT):
         """``resources``: Ray custom resources a task's actor needs, by job (``"worker"``) or
         task (``"/job:worker/task:1"``, which wins): how tasks are placed on the nodes of a
-        Ray cluster that offer them (``ray start --resources '{"gpu_box": 1}'``)."""
+        Ray cluster that offer them (``ray start --resources '{"gpu_box": 1}'``).  ``gpus``:
+        the GPUs each task owns (``gpu:0`` ...; Ray's ``num_gpus`` of its actor), one count for
+        every task or counts by job or task (``{"worker": 1}``); a task whose process cannot
+        run them (no GPU visible to CuPy there, and no simulated one) fails the start."""
         self.spec = parse_spec(spec)
         self.tasks = [f"/job:{job}/task:{index}" for job, count in self.spec.items() for index in range(count)]
-        self.resources = dict(resources or {})
-        unknown = set(self.resources) - set(self.spec) - set(self.tasks)
-        if unknown:
-            raise ClusterError(f"resources name {', '.join(sorted(unknown))}, which is no job or task of the "
-                               f"cluster ({', '.join(self.tasks)})")
+        self.resources = by_task(self.tasks, dict(resources or {}), "resources")
+        self.gpus = gpu_counts(self.tasks, gpus)
         ray = import_ray(loopback=address is None)
         self.cpu_devices, self.threads = cpu_devices, threads
         self._ray = ray
@@ -215,7 +260,8 @@ class Cluster:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
             self._started_ray = True
         elif not ray.is_initialized():
-            start_local_ray()
+            from flowjit.gpu import simulated
+            start_local_ray(num_gpus=sum(self.gpus.values()) if simulated() else None)
             self._started_ray = True
         self.id = uuid.uuid4().hex[:8]
         self.key = secrets.token_bytes(32)         # what a link to a task proves it knows
@@ -240,7 +286,7 @@ class Cluster:
 
     # -- tasks -------------------------------------------------------------------------
     def devices_of(self, task: str) -> list[Device]:
-        return task_devices(task, self.cpu_devices, self.threads, self.link_figures.get(task))
+        return task_devices(task, self.cpu_devices, self.threads, self.link_figures.get(task), self.gpus[task])
 
     def _measure_links(self, timeout: float = START_TIMEOUT) -> dict[str, tuple[float, float]]:
         """When the cluster starts (its ``device_set`` is made from these figures once): measure
@@ -267,9 +313,10 @@ class Cluster:
     def _start(self, tasks: list[str], timeout: float) -> None:
         from flowjit.runtime.cluster_task import Task
         remote = self._ray.remote(Task)
+        self._check_gpus(tasks, timeout)
         started = {}
         for task in tasks:
-            started[task] = remote.options(num_cpus=0, max_concurrency=16, max_restarts=0,
+            started[task] = remote.options(num_cpus=0, num_gpus=self.gpus[task], max_concurrency=16, max_restarts=0,
                                            resources=self._needs(task) or None,
                                            name=f"flowjit-{self.id}-{task.replace('/', '_')}-{self.generation[task]}"
                                            ).remote(
@@ -284,11 +331,38 @@ class Cluster:
                           list(started))
         for task, info in zip(started, infos):
             self._info[task] = TaskInfo(task, **info)
+        short = [task for task in started if self._info[task].gpus < self.gpus[task]]
+        if short:
+            raise ClusterError("; ".join(f"task {self.describe_task(task)} owns {self.gpus[task]} GPU(s) and its "
+                                         f"process can run {self._info[task].gpus}" for task in short)
+                               + " (no GPU visible to CuPy there, or numba-cuda missing: install the cuda extra; "
+                                 "NUMBA_ENABLE_CUDASIM=1 in the tasks' environment simulates one)",
+                               task=short[0], kind="unavailable", cluster=self)
         self._set_peers(timeout)
+
+    def _check_gpus(self, tasks: list[str], timeout: float) -> None:
+        """A clear error where the Ray cluster has fewer GPUs than ``tasks`` ask for, before any
+        actor waits for them; where it has them but others hold some (a cluster just shut down
+        frees its own a moment later), wait for them up to ``timeout``."""
+        wanted = sum(self.gpus[task] for task in tasks)
+        if not wanted:
+            return
+        asking = f"the tasks {', '.join(task for task in tasks if self.gpus[task])} ask for {wanted} GPU(s)"
+        total = self._ray.cluster_resources().get("GPU", 0)
+        if total < wanted:
+            raise ClusterError(f"{asking} and the Ray cluster has {total:g} in all (a local cluster flowjit starts "
+                               f"offers the GPUs Ray finds, or as many as asked where NUMBA_ENABLE_CUDASIM=1 "
+                               f"simulates them)", kind="unavailable", cluster=self)
+        deadline = time.monotonic() + timeout
+        while (free := self._ray.available_resources().get("GPU", 0)) < wanted:
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{asking} and the Ray cluster had {free:g} of its {total:g} free for "
+                                   f"{timeout:g} s (other actors hold them)", kind="unavailable", cluster=self)
+            time.sleep(0.05)
 
     def _needs(self, task: str) -> dict:
         """The Ray resources ``task``'s actor needs: its own entry, else its job's."""
-        return self.resources.get(task, self.resources.get(task.split("/")[1].removeprefix("job:"), {}))
+        return self.resources.get(task, {})
 
     def _set_peers(self, timeout: float = CALL_TIMEOUT) -> None:
         actors = self.actors()
@@ -513,7 +587,8 @@ class Cluster:
         lines = []
         for task in self.tasks:
             info = self._info[task]
-            lines.append(f"{task}: pid {info.pid} on node {info.node} ({info.hostname})")
+            gpus = f", {info.gpus} GPU{'s' if info.gpus != 1 else ''}{' (simulated)' if info.simulated else ''}"
+            lines.append(f"{task}: pid {info.pid} on node {info.node} ({info.hostname}){gpus if info.gpus else ''}")
         return "\n".join(lines) + "\n" + self.device_set.describe()
 
     # -- lifetime ----------------------------------------------------------------------

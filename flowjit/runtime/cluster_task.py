@@ -40,11 +40,17 @@ import time
 import numpy as np
 
 from flowjit.devices import Device, DeviceSet
+from flowjit.gpu import is_device_array, to_host
 from flowjit.runtime import cluster_shared
 from flowjit.runtime.cluster_links import (CONNECT_TIMEOUT_S, POLL_S, Link, LinkClosed, LinkTable, Listener,
                                            connect, portable_error)
 from flowjit.runtime.executor import ExecutionError, MultiDeviceExecutable, StepTimeoutError
 from flowjit.runtime.variables import VariableBuffer
+
+
+def on_host(value):
+    """What leaves this process: a GPU's array copied back to a numpy array, anything else itself."""
+    return to_host(value) if is_device_array(value) else value
 
 
 class StepAborted(ExecutionError):
@@ -78,9 +84,14 @@ class Task:
     # -- control -----------------------------------------------------------------------
     def info(self) -> dict:
         import ray
+
+        import flowjit.gpu as gpu
         context = ray.get_runtime_context()
+        runnable = [device for device in self.devices if device.type == "gpu" and device.executable]
         return {"pid": os.getpid(), "node": ray.util.get_node_ip_address(), "hostname": socket.gethostname(),
-                "node_id": context.get_node_id(), "address": self.listener.endpoint}
+                "node_id": context.get_node_id(), "address": self.listener.endpoint,
+                "gpus": min(len(runnable), gpu.device_count()) if runnable else 0,
+                "simulated": bool(runnable) and gpu.simulated()}
 
     def ping(self) -> bool:
         return True
@@ -280,7 +291,7 @@ class Task:
             self.calls.pop((program, step), None)
             self.deadlines.pop((program, step), None)
         try:
-            outputs = call.wait(0)
+            outputs = [on_host(output) for output in call.wait(0)]
             if call.profile:
                 devices = call.executable.devices
                 outputs = {"outputs": outputs,
@@ -319,7 +330,7 @@ class Task:
         try:
             link = self.links.link(task, address, CONNECT_TIMEOUT_S if remaining is None
                                    else min(CONNECT_TIMEOUT_S, remaining))
-            link.send(("deliver", program, step, key, tensor), timeout=remaining)
+            link.send(("deliver", program, step, key, on_host(tensor)), timeout=remaining)
         except LinkClosed as error:
             if error.timed_out:                              # a task that is there and does not read
                 raise ExecutionError(f"sending '{key}' to task {task} did not finish by the step's deadline: "

@@ -21,7 +21,9 @@ needs_ray = pytest.mark.skipif(not RAY, reason="ray is not installed (pip instal
 @pytest.fixture(scope="session")
 def ray_session():
     from flowjit.runtime.cluster import start_local_ray
-    start_local_ray(num_cpus=2, object_store_bytes=80 << 20)
+    from flowjit.gpu import simulated
+    # two simulated GPUs for test_cluster_gpus (NUMBA_ENABLE_CUDASIM=1 here); real ones as Ray finds them
+    start_local_ray(num_cpus=2, object_store_bytes=80 << 20, num_gpus=2 if simulated() else None)
     import ray
     yield ray
     ray.shutdown()

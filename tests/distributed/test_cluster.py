@@ -79,7 +79,7 @@ def test_a_link_to_a_task_on_another_node_is_measured_and_given_to_its_devices(c
                                           timeout=20)
     assert 0 < one_byte < 5 and 0 < mebibyte < 5
     assert cluster.link_figures == {}                         # (every task of the session is on this node)
-    assert all(device.link_latency == LINK_LATENCY for device in cluster.device_set)
+    assert all(device.remote_latency == LINK_LATENCY for device in cluster.device_set)
     info = cluster._info[WORKER1]
     cluster._info[WORKER1] = dataclasses.replace(info, node_id="elsewhere")
     try:
@@ -88,8 +88,8 @@ def test_a_link_to_a_task_on_another_node_is_measured_and_given_to_its_devices(c
         latency, bandwidth = figures[WORKER1]
         assert latency >= LINK_LATENCY and 0 < bandwidth <= LINK_BANDWIDTH
         (device,) = cluster.devices_of(WORKER1)
-        assert (device.link_latency, device.link_bandwidth) == (latency, bandwidth)
-        assert cluster.devices_of(WORKER0)[0].link_latency == LINK_LATENCY
+        assert (device.remote_latency, device.remote_bandwidth) == (latency, bandwidth)
+        assert cluster.devices_of(WORKER0)[0].remote_latency == LINK_LATENCY
     finally:
         cluster._info[WORKER1] = info
         cluster.link_figures.clear()

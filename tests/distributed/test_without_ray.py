@@ -66,3 +66,32 @@ def test_dump_of_a_cluster_placement_shows_a_graph_per_task_and_device_without_r
     assert main(["dump", f"{tmp_path / 'model.py'}:step", "--arg", "x=f32[3,4]", "--arg", "y=f32[3]",
                  "--cluster", "ps=1,worker", "--stage", "partitioned"]) != 0
     assert "--cluster ps=1,worker: cluster spec" in capsys.readouterr().err
+
+
+def test_gpus_are_given_by_job_or_task_and_malformed_counts_are_refused(monkeypatch):
+    from flowjit.runtime.cluster import gpu_counts
+    tasks = ["/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"]
+    assert gpu_counts(tasks, None) == gpu_counts(tasks, 0) == dict.fromkeys(tasks, 0)
+    assert gpu_counts(tasks, 2) == dict.fromkeys(tasks, 2)
+    assert gpu_counts(tasks, {"worker": 1, "/job:worker/task:1": 2}) == {tasks[0]: 0, tasks[1]: 1, tasks[2]: 2}
+    assert gpu_counts(tasks, "worker=1,/job:worker/task:0=0") == {tasks[0]: 0, tasks[1]: 0, tasks[2]: 1}
+    monkeypatch.setitem(sys.modules, "ray", None)
+    for gpus, message in [({"chief": 1}, r"gpus name chief, which is no job or task of the cluster"),
+                          ("worker=one", r"gpus 'worker=one': 'worker=one' is not job=count \(e.g. worker=1\)"),
+                          ({"worker": -1}, r"gpus: /job:worker/task:0 is given -1 GPUs; give a count")]:
+        with pytest.raises(flowjit.ClusterError, match=message):
+            flowjit.Cluster({"ps": 1, "worker": 2}, gpus=gpus)
+
+
+def test_dump_of_a_cluster_with_gpus_places_on_a_tasks_gpu_without_ray(tmp_path, monkeypatch, capsys):
+    from flowjit.cli import main
+    monkeypatch.setitem(sys.modules, "ray", None)
+    (tmp_path / "model.py").write_text(DUMPED.replace('"/job:worker/task:1"', '"/job:worker/task:1/device:gpu:0"'))
+    assert main(["dump", f"{tmp_path / 'model.py'}:step", "--arg", "x=f32[3,4]", "--arg", "y=f32[3]",
+                 "--stage", "partitioned", "--cluster", "worker=2", "--gpus", "/job:worker/task:1=1"]) == 0
+    out = capsys.readouterr().out
+    devices = [line.split('device="')[1].split('"')[0] for line in out.splitlines() if line.startswith("graph @step")]
+    assert "/job:worker/task:1/device:gpu:0" in devices and "/job:worker/task:0/device:cpu:0" in devices
+    assert main(["dump", f"{tmp_path / 'model.py'}:step", "--arg", "x=f32[3,4]", "--arg", "y=f32[3]",
+                 "--stage", "partitioned", "--cluster", "worker=2"]) != 0
+    assert "gpu:0" in capsys.readouterr().err

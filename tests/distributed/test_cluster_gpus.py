@@ -1,0 +1,117 @@
+"""Tasks that own GPUs: ``Cluster(spec, gpus=...)`` gives a task ``gpu:N`` devices (Ray's
+``num_gpus`` of its actor), the task compiles its GPU partitions with the CUDA backend in its
+own process and copies what leaves the process back to the host.  Here the GPUs are numba's
+CUDA simulator (conftest sets ``NUMBA_ENABLE_CUDASIM=1``, which the Ray processes inherit, and
+the session's Ray cluster offers two logical GPUs); on a machine with GPUs the same path runs
+CuPy and PTX."""
+
+import os
+
+import numpy as np
+import pytest
+
+import flowjit
+from flowjit.gpu import simulated
+from flowjit.runtime.cluster import ClusterError
+from conftest import needs_ray
+
+pytestmark = [needs_ray, pytest.mark.xdist_group("ray")]
+
+WORKER0, WORKER1 = "/job:worker/task:0", "/job:worker/task:1"
+GPU = f"{WORKER1}/device:gpu:0"
+
+
+def across(gpu: str, cpu: str, gpu_host: str):
+    """A program on ``gpu``, ``cpu`` (another process) and ``gpu_host`` (the GPU's process's CPU),
+    with transfers between them in both directions."""
+    def on_gpu_and_back(x, y, w):
+        with flowjit.device(gpu):
+            a = np.tanh(x) * 2 + y[:, None]
+            s = a.sum(axis=1)
+        with flowjit.device(cpu):
+            b = np.exp(-s) * a.max()
+        with flowjit.device(gpu):
+            c = (a * b[:, None]) @ w
+        with flowjit.device(gpu_host):
+            d = np.sqrt(np.abs(c)) + 1
+        return s, b, c, d
+    return on_gpu_and_back
+
+
+on_gpu_and_back = across(GPU, WORKER0, WORKER1)
+
+
+def _args(rows=3, columns=5):
+    rng = np.random.default_rng(1)
+    return (rng.uniform(-1, 1, (rows, columns)).astype(np.float32), rng.uniform(-1, 1, rows).astype(np.float32),
+            rng.uniform(-1, 1, (columns, 2)).astype(np.float32))
+
+
+def test_a_task_that_cannot_run_the_gpus_it_owns_fails_the_start_naming_it(ray_session):
+    """Ray gives the task two (logical) GPUs; its process simulates one: a clear error, and no
+    process left running.  (First in the module: it needs both of the session's GPUs free.)"""
+    if not simulated():
+        pytest.skip("the session's Ray cluster offers two GPUs only where they are simulated")
+    with pytest.raises(ClusterError, match=r"/job:worker/task:0 \(pid \d+.*owns 2 GPU\(s\) and its process can "
+                                           r"run 1") as caught:
+        flowjit.Cluster({"worker": 1}, gpus=2)
+    assert caught.value.task == WORKER0
+    assert not any(os.path.exists(f"/proc/{info.pid}") for info in caught.value.cluster._info.values())
+
+
+def test_more_gpus_than_the_ray_cluster_has_fail_before_any_task_waits(ray_session):
+    total = ray_session.cluster_resources().get("GPU", 0)
+    with pytest.raises(ClusterError, match=rf"/job:worker/task:2 ask for {total + 1:g} GPU\(s\) and the Ray "
+                                           rf"cluster has {total:g} in all"):
+        flowjit.Cluster({"worker": 3}, gpus={"/job:worker/task:2": int(total) + 1})
+
+
+def test_flowjit_devices_starts_tasks_with_the_gpus_asked_for(ray_session, capsys):
+    from flowjit.cli import main
+    total = int(ray_session.cluster_resources().get("GPU", 0))
+    assert main(["devices", "--cluster", "worker=2", "--gpus", f"/job:worker/task:1={total + 1}"]) != 0
+    assert f"ask for {total + 1} GPU(s)" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def gpu_cluster(ray_session):
+    with flowjit.Cluster({"worker": 2}, gpus={WORKER1: 1}) as started:
+        yield started
+
+
+def test_a_task_owns_the_gpus_it_is_given_and_says_they_are_simulated(gpu_cluster):
+    assert [device.name for device in flowjit.DeviceSet.of(gpu_cluster)] == [
+        f"{WORKER0}/device:cpu:0", f"{WORKER1}/device:cpu:0", GPU]
+    assert [gpu_cluster.info(task).gpus for task in (WORKER0, WORKER1)] == [0, 1]
+    text = gpu_cluster.describe()
+    assert f"1 GPU{' (simulated)' if simulated() else ''}" in text.splitlines()[1]
+    assert "GPU" not in text.splitlines()[0]
+
+
+def test_a_program_on_a_tasks_gpu_equals_the_interpreter_and_runs_there(gpu_cluster):
+    """Partitions on the task's GPU, its CPU and another task's CPU, with transfers between
+    them in both directions; host arrays come back; the profile shows kernels on the GPU."""
+    x, y, w = _args()
+    jitted = flowjit.jit(on_gpu_and_back, devices=gpu_cluster)
+    reference = flowjit.jit(on_gpu_and_back, backend="interpreter")(x, y, w)
+    in_process = flowjit.jit(across("gpu:0", "cpu:0", "cpu:1"), devices=["cpu:0", "cpu:1", "gpu:0"])(x, y, w)
+    for _ in range(2):
+        got = jitted(x, y, w)
+        for value, want, same in zip(got, reference, in_process):
+            assert type(value) is np.ndarray and value.dtype == want.dtype and value.shape == want.shape
+            np.testing.assert_array_equal(value, same)            # (the same kernels as in one process)
+            np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    partitions = jitted.lower(x, y, w).as_text("partitioned")
+    assert f'device="{GPU}"' in partitions or GPU in partitions
+    _, trace = jitted.profile(x, y, w)
+    ran = {event["args"].get("device") for event in trace["traceEvents"]
+           if event.get("ph") == "X" and event.get("cat") == "kernel"}
+    assert GPU in ran, ran
+
+
+def test_a_planned_cluster_with_gpus_places_as_the_started_one(gpu_cluster):
+    from flowjit.runtime.cluster import planned_devices
+    x, y, w = _args()
+    started = flowjit.jit(on_gpu_and_back, devices=gpu_cluster).lower(x, y, w)
+    planned = flowjit.jit(on_gpu_and_back, devices=planned_devices({"worker": 2}, gpus=f"{WORKER1}=1")).lower(x, y, w)
+    assert planned.as_text("partitioned") == started.as_text("partitioned")
