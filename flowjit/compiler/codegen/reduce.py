@@ -30,7 +30,7 @@ from flowjit.compiler.ir.ops.lowering import cast, constructor, literal
 from flowjit.compiler.ir.ops.reduction import ARG_REDUCTIONS, accumulator_dtype, lane_dtype
 from flowjit.compiler.ir.plan import ReduceStrategy
 from flowjit.compiler.ir.reduce_rows import full_values, levels
-from flowjit.compiler.ir.types import compute_dtype
+from flowjit.compiler.ir.types import DYNAMIC, compute_dtype
 
 ROW_CHUNK = 64                  # rows per parallel task in reduce kernels
 PARALLEL_ROWS = 4 * ROW_CHUNK   # a first kept axis this long gives the parallel loop tasks enough
@@ -432,12 +432,18 @@ class ReduceWriter(PartsWriter, KernelWriter):
         per reduction in a stack array: the lane loop carries no dependency from one element
         to the next, so LLVM vectorises it without reassociating anything.  At the end of
         the row a vector fold leaves ``FOLDED`` lanes, combined one by one (a full tree
-        scalarised into ~250 instructions a row).  One loop then takes what the lanes left:
-        the last ``ninner % LANES`` elements, or the whole of a shorter row.  A row the traced
-        shapes make shorter than ``WIDE_ROW`` has ``SHORT_LANES`` lanes from twice that length
-        (a softmax over 64 classes: one dependent step per 16 elements, not per element), half
-        as many from 16 elements, and shorter ones that one loop only: the lane loops would
-        never run, and they are most of what numba would compile (a softmax over 10 classes).
+        scalarised into ~250 instructions a row).  The last ``ninner % LANES`` elements go
+        through the lanes too, as one more block over the row's last ``LANES`` elements whose
+        lanes before them (counted already) take the reduction's start value: the body runs
+        there again and stores what it stored before (a REDUCE kernel writes no buffer it
+        reads), and the loop stays one vectorised loop (a scalar loop over the rest cost a
+        row of 1000 float32 ``exp`` about a third of its time, its mere presence slowing the
+        lane loop too).  A row (or a part's, or a row of the last axis) the traced shapes make
+        shorter than ``lanes`` takes one scalar loop instead.  A row the traced shapes make shorter than
+        ``WIDE_ROW`` has ``SHORT_LANES`` lanes from twice that length (a softmax over 64
+        classes: one dependent step per 16 elements, not per element), half as many from 16
+        elements, and shorter ones one scalar loop only: the lane loops would never run, and
+        they are most of what numba would compile (a softmax over 10 classes).
         """
         rules = {node: self.reduction_rule(node) for node in nodes}
         lane = {node: lane_dtype(node) for node in nodes}
@@ -446,14 +452,32 @@ class ReduceWriter(PartsWriter, KernelWriter):
             self.comment(depth, node)
             self.emit(depth, f"total_{_identifier(node.output)} = {start}")
 
-        def visit(depth: int, combine_into, in_lanes: bool, computed: bool = False) -> None:
+        def visit(depth: int, combine_into, in_lanes: bool, computed: bool = False, valid: str | None = None) -> None:
+            """The element's work and its reductions; where ``valid`` is false, each reduction
+            takes its start value (in the lane dtype) instead of the element."""
             if body is not None and not computed:
                 body(depth)
-            for node, (dtype, _, combine) in rules.items():
+            for node, (dtype, start, combine) in rules.items():
                 into = lane[node] if in_lanes else dtype
-                self.emit(depth, f"x = {cast(element(node), node.inputs[0].dtype, into)}")
+                x = cast(element(node), node.inputs[0].dtype, into)
+                if valid is not None:
+                    x = f"{x} if {valid} else {start if into == dtype else literal(0, into)}"
+                self.emit(depth, f"x = {x}")
                 target = combine_into(node)
                 self.emit(depth, f"{target} = {combine(target, 'x')}")
+
+        def lane_block(depth: int, position: str, valid: str | None = None) -> None:
+            """One block of ``lanes`` elements into the lanes, element ``j`` of it at ``position``."""
+            into = lambda node: f"lanes_{_identifier(node.output)}[j]"           # noqa: E731
+            if body is not None and self.staged_body is not None:
+                nodes_in_body, stage, index = self.staged_body
+                finish = functools.partial(visit, combine_into=into, in_lanes=True, computed=True, valid=valid)
+                self.staged_block(depth, nodes_in_body, stage, Block(
+                    str(lanes), lanes, [f"t = {position}"] + index, finish, tuple(node.inputs[0] for node in nodes)))
+            else:
+                self.emit(depth, f"for j in range({lanes}):")
+                self.emit(depth + 1, f"t = {position}")
+                visit(depth + 1, into, in_lanes=True, valid=valid)
 
         short = length == "ninner" and self.row_length() < WIDE_ROW
         lanes = (SHORT_LANES if self.row_length() >= 2 * SHORT_LANES else SHORT_LANES // 2) if short else LANES
@@ -467,37 +491,27 @@ class ReduceWriter(PartsWriter, KernelWriter):
                 self.emit(depth + 1, f"{wide}[j] = {combine(f'{wide}[j]', cast(f'{narrow}[j]', lane[node], dtype))}")
                 self.emit(depth + 1, f"{narrow}[j] = {literal(0, lane[node])}")
 
-        head = f"for t in range({length}):"
-        if nodes and not (short and self.row_length() < 2 * lanes):
-            self.emit(depth, "tail = 0")
-            self.emit(depth, f"if {length} >= {2 * lanes}:")
-            inner = depth + 1
+        if nodes and not (short and self.row_length() < 2 * lanes) and self.known_length(length) >= lanes:
             for node, (dtype, start, _) in rules.items():
-                self.accumulators(inner, node, "lanes_", lane[node], dtype, start, lanes)
-            self.emit(inner, f"for block in range({length} // {lanes}):")
-            if body is not None and self.staged_body is not None:
-                nodes_in_body, stage, index = self.staged_body
-                into_lanes = functools.partial(visit, combine_into=lambda node: f"lanes_{_identifier(node.output)}[j]",
-                                               in_lanes=True, computed=True)
-                self.staged_block(inner + 1, nodes_in_body, stage, Block(
-                    str(lanes), lanes, [f"t = block * {lanes} + j"] + index, into_lanes,
-                    tuple(node.inputs[0] for node in nodes)))
-            else:
-                self.emit(inner + 1, f"for j in range({lanes}):")
-                self.emit(inner + 2, f"t = block * {lanes} + j")
-                visit(inner + 2, lambda node: f"lanes_{_identifier(node.output)}[j]", in_lanes=True)
+                self.accumulators(depth, node, "lanes_", lane[node], dtype, start, lanes)
+            self.emit(depth, f"for block in range({length} // {lanes}):")
+            lane_block(depth + 1, f"block * {lanes} + j")
             if narrowed:
-                self.emit(inner + 1, f"if block % {FLUSH_BLOCKS} == {FLUSH_BLOCKS - 1}:")
-                flush(inner + 2)
-                flush(inner)
+                self.emit(depth + 1, f"if block % {FLUSH_BLOCKS} == {FLUSH_BLOCKS - 1}:")
+                flush(depth + 2)
+            self.emit(depth, f"tail = {length} - {length} % {lanes}")
+            self.emit(depth, f"if tail < {length}:")              # (at most FLUSH_BLOCKS blocks since a flush)
+            # (max: LLVM then knows the positions are not negative, so no wraparound makes them gathers)
+            self.emit(depth + 1, f"last = max({length} - {lanes}, 0)")
+            lane_block(depth + 1, "last + j", valid="last + j >= tail")
+            if narrowed:
+                flush(depth)
             for node, (_, _, combine) in rules.items():
-                self.fold_lanes(inner, ("wide_" if node in narrowed else "lanes_") + _identifier(node.output),
+                self.fold_lanes(depth, ("wide_" if node in narrowed else "lanes_") + _identifier(node.output),
                                 "total_" + _identifier(node.output), combine, lanes)
-            self.emit(inner, f"tail = {length} - {length} % {lanes}")
-            # What the lanes left (all of a short row), one accumulator.
-            head = f"for t in range(tail, {length}):"
-        self.emit(depth, head)
-        visit(depth + 1, lambda node: f"total_{_identifier(node.output)}", in_lanes=False)
+        else:
+            self.emit(depth, f"for t in range({length}):")
+            visit(depth + 1, lambda node: f"total_{_identifier(node.output)}", in_lanes=False)
         for node in nodes if finish else ():
             if node.op not in ARG_REDUCTIONS:         # arg_reduce finds the position
                 self.emit(depth, f"{self.var(node.output)} = "
@@ -513,6 +527,18 @@ class ReduceWriter(PartsWriter, KernelWriter):
             self.emit(depth + 2, f"{acc}[j] = {combine(f'{acc}[j]', 'x')}")
         self.emit(depth, f"for j in range({min(FOLDED, lanes)}):")
         self.emit(depth + 1, f"{total} = {combine(total, f'{acc}[j]')}")
+
+    def known_length(self, length: str) -> int:
+        """The least a ``reduce_loop`` row of ``length`` (``ninner``; a part, ``(high - low)``, of
+        a whole-domain reduction, at least ``PART_MIN`` long or all of it; ``n<axis>``) is: a
+        kernel is written for the shapes it runs on (a session binds a ``None`` dimension to the
+        fed size before it compiles), and the lanes' last block reads the last ``lanes``."""
+        axes = [int(length[1:])] if length.startswith("n") and length[1:].isdigit() else set(self.axes)
+        sizes = [self.domain[axis] for axis in axes]
+        if DYNAMIC in sizes:
+            raise CodegenError(f"a reduction's row length ({length}) is unknown when its kernel is written: "
+                               f"bind the dynamic dimensions first")
+        return min(math.prod(sizes), PART_MIN)
 
     def row_length(self) -> int:
         """``ninner`` as the traced shapes give it (huge for a dimension known only at run time)."""
