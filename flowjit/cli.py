@@ -248,12 +248,19 @@ def _pipeline_options(args) -> dict:
     return fields
 
 
+def _gpus_need_a_cluster(args, cluster: str) -> None:
+    if getattr(args, "gpus", None) and not (getattr(args, cluster, None) or getattr(args, "address", None)):
+        raise CliError("--gpus gives the tasks of --cluster their GPUs: give --cluster too")
+
+
 def _add_gpus_flag(parser) -> None:
-    parser.add_argument("--gpus", metavar="JOB=N,...", help="with --cluster: the GPUs each task of these jobs "
-                                                            "(or tasks) owns, e.g. worker=1 (default: none)")
+    parser.add_argument("--gpus", metavar="JOB=N,...", help="with --cluster: the GPU each task of these jobs (or "
+                                                            "tasks) owns, e.g. worker=1, or 1 for every task "
+                                                            "(default: none; one a task at most)")
 
 
 def _device_options(args) -> dict:
+    _gpus_need_a_cluster(args, "plan_cluster")
     fields = {}
     if getattr(args, "devices", None):
         fields["devices"] = _device_set(args.devices)
@@ -291,6 +298,7 @@ def command_devices(args) -> int:
     from flowjit.config import cache_directory
     from flowjit.devices import current_devices
     from flowjit.machine import cache_path, machine_figures
+    _gpus_need_a_cluster(args, "cluster")
     if args.cluster or args.address:
         from flowjit.runtime.cluster import Cluster
         with Cluster(args.cluster or {"worker": 1}, address=args.address, gpus=args.gpus) as cluster:
@@ -317,6 +325,7 @@ def command_devices(args) -> int:
 
 
 def command_profile(args) -> int:
+    _gpus_need_a_cluster(args, "run_cluster")
     if args.run_cluster:
         if args.devices:
             raise CliError("--cluster and --devices both name the devices to run on: give one")

@@ -344,3 +344,5 @@ def test_transfers_take_the_links_within_a_process_and_the_task_link_between_tas
         assert costs.transfer(value, other, source) == costs.transfer(value, source, other)
     local = [Device.make("cpu:0"), Device.make("cpu:1")]
     assert costs.transfer(value, *local) == pytest.approx(5e-6)            # (one memory: the latency alone)
+    first, second = task_devices("/job:worker/task:1", cpu_devices=2)     # (so do a task's: one process)
+    assert costs.transfer(value, first, second) == pytest.approx(5e-6)

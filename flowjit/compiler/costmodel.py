@@ -103,13 +103,14 @@ class CostModel:
         share its memory), over their remote links between a cluster's tasks."""
         if source.name == destination.name:
             return 0.0
-        if (source.spec.job, source.spec.task) == (destination.spec.job, destination.spec.task):
+        here, there = source.spec, destination.spec
+        if (here.job, here.task) == (there.job, there.task):
             latency = max(source.link_latency, destination.link_latency)
-            if source.type == destination.type == "cpu":
+            if here.type == there.type == "cpu":
                 return latency
             return latency + nbytes(value) / min(source.link_bandwidth, destination.link_bandwidth)
-        latency = max(remote_link(source)[0], remote_link(destination)[0])
-        return latency + nbytes(value) / min(remote_link(source)[1], remote_link(destination)[1])
+        (out_latency, out_bandwidth), (in_latency, in_bandwidth) = remote_link(source), remote_link(destination)
+        return max(out_latency, in_latency) + nbytes(value) / min(out_bandwidth, in_bandwidth)
 
     def record(self, node: Node, device: Device, seconds: float) -> None:
         """A measured run time; a later placement uses it instead of the estimate."""

@@ -408,7 +408,7 @@ class NodeCompiler:
         (``CudaBackend.accept``/``deliver``), as on the multi-device executor in one process."""
         from flowjit.compiler.codegen.executable import Executable, single_node_graph
         from flowjit.devices import DeviceSpec
-        if DeviceSpec.parse(node.device).type == "gpu":
+        if DeviceSpec.parse(node.device).type == "gpu":               # (as Lowered.backend_for chooses)
             from flowjit.compiler.codegen.cuda import cuda_backend
             backend = cuda_backend(self.cache_dir)
         else:

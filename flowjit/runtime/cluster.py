@@ -181,14 +181,22 @@ def by_task(tasks: list[str], given: dict, what: str) -> dict:
 def gpu_counts(tasks: list[str], gpus) -> dict[str, int]:
     """GPUs per task from ``Cluster(gpus=...)``: a count for every task, or counts by job or
     task (``{"worker": 1}``, ``"worker=1"``); the others have none."""
+    if isinstance(gpus, str) and gpus.strip().isdigit():
+        gpus = int(gpus)
     if gpus is None or isinstance(gpus, int):
         given = {task: gpus or 0 for task in tasks}
-    else:
+    elif isinstance(gpus, (str, dict)):
         given = by_task(tasks, parse_counts(gpus, f"gpus '{gpus}'", "worker=1") if isinstance(gpus, str)
                         else dict(gpus), "gpus")
+    else:
+        raise ClusterError(f"gpus: give a count for every task or counts by job or task (e.g. {{'worker': 1}}), "
+                           f"not {gpus!r}")
     for task, count in given.items():
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-            raise ClusterError(f"gpus: {task} is given {count!r} GPUs; give a count (0, 1, ...)")
+            raise ClusterError(f"gpus: {task} is given {count!r} GPUs; give a count (0 or 1)")
+        if count > 1:          # (its kernels run on the device CuPy uses: one a process, so far)
+            raise ClusterError(f"gpus: {task} is given {count} GPUs; a task owns one GPU at most so far (its "
+                               f"kernels run on the one device its process uses); give more tasks one each")
     return {task: given.get(task, 0) for task in tasks}
 
 
@@ -241,17 +249,20 @@ class Cluster:
 
     def __init__(self, spec=None, *, address: str | None = None, cpu_devices: int = 1, threads: int = 1,
                  resources: dict[str, dict[str, float]] | None = None, gpus=None,
-                 start_timeout: float = START_TIMEOUT):
+                 env: dict[str, str] | None = None, start_timeout: float = START_TIMEOUT):
         """``resources``: Ray custom resources a task's actor needs, by job (``"worker"``) or
         task (``"/job:worker/task:1"``, which wins): how tasks are placed on the nodes of a
         Ray cluster that offer them (``ray start --resources '{"gpu_box": 1}'``).  ``gpus``:
         the GPUs each task owns (``gpu:0`` ...; Ray's ``num_gpus`` of its actor), one count for
         every task or counts by job or task (``{"worker": 1}``); a task whose process cannot
-        run them (no GPU visible to CuPy there, and no simulated one) fails the start."""
+        run them (no GPU visible to CuPy there, and no simulated one) fails the start.  ``env``:
+        environment variables of the tasks' processes (Ray's ``runtime_env``), e.g.
+        ``{"NUMBA_ENABLE_CUDASIM": "1"}`` to simulate their GPUs."""
         self.spec = parse_spec(spec)
         self.tasks = [f"/job:{job}/task:{index}" for job, count in self.spec.items() for index in range(count)]
         self.resources = by_task(self.tasks, dict(resources or {}), "resources")
         self.gpus = gpu_counts(self.tasks, gpus)
+        self.env = {str(name): str(value) for name, value in (env or {}).items()}
         ray = import_ray(loopback=address is None)
         self.cpu_devices, self.threads = cpu_devices, threads
         self._ray = ray
@@ -260,8 +271,9 @@ class Cluster:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
             self._started_ray = True
         elif not ray.is_initialized():
-            from flowjit.gpu import simulated
-            start_local_ray(num_gpus=sum(self.gpus.values()) if simulated() else None)
+            from flowjit.gpu import SIMULATOR, simulated
+            simulating = simulated() or self.env.get(SIMULATOR, "0").strip() not in ("", "0")
+            start_local_ray(num_gpus=sum(self.gpus.values()) if simulating else None)
             self._started_ray = True
         self.id = uuid.uuid4().hex[:8]
         self.key = secrets.token_bytes(32)         # what a link to a task proves it knows
@@ -311,58 +323,79 @@ class Cluster:
         return dict(self.link_figures)
 
     def _start(self, tasks: list[str], timeout: float) -> None:
+        """Start ``tasks``' actors and wait for them, all within ``timeout``; where that fails,
+        the actors started are killed (they would hold their GPUs and resources), their handles
+        kept, so the tasks do not answer and a ``restart`` may try again."""
         from flowjit.runtime.cluster_task import Task
+        deadline = time.monotonic() + timeout
         remote = self._ray.remote(Task)
-        self._check_gpus(tasks, timeout)
+        self._check_gpus(tasks, deadline)
         started = {}
         for task in tasks:
             started[task] = remote.options(num_cpus=0, num_gpus=self.gpus[task], max_concurrency=16, max_restarts=0,
                                            resources=self._needs(task) or None,
+                                           runtime_env={"env_vars": self.env} if self.env else None,
                                            name=f"flowjit-{self.id}-{task.replace('/', '_')}-{self.generation[task]}"
                                            ).remote(
                 task, [device.name for device in self.devices_of(task)], [d.threads for d in self.devices_of(task)],
                 self.key)
         with self._lock:
             self._actors.update(started)
-        waits = "; ".join(f"{task} needs {self._needs(task)}" for task in tasks if self._needs(task))
-        infos = self._get([actor.info.remote() for actor in started.values()], timeout,
-                          f"starting the tasks {', '.join(tasks)}" + (f" (a task waits for a node that offers the "
-                                                                       f"resources it needs: {waits})" if waits else ""),
-                          list(started))
-        for task, info in zip(started, infos):
-            self._info[task] = TaskInfo(task, **info)
-        short = [task for task in started if self._info[task].gpus < self.gpus[task]]
-        if short:
-            raise ClusterError("; ".join(f"task {self.describe_task(task)} owns {self.gpus[task]} GPU(s) and its "
-                                         f"process can run {self._info[task].gpus}" for task in short)
-                               + " (no GPU visible to CuPy there, or numba-cuda missing: install the cuda extra; "
-                                 "NUMBA_ENABLE_CUDASIM=1 in the tasks' environment simulates one)",
-                               task=short[0], kind="unavailable", cluster=self)
-        self._set_peers(timeout)
+        try:
+            waits = "; ".join(f"{task} needs {needs}" for task in tasks if (needs := self._needs(task, gpus=True)))
+            infos = self._get([actor.info.remote() for actor in started.values()], max(0.1, deadline - time.monotonic()),
+                              f"starting the tasks {', '.join(tasks)}" + (f" (a task waits for a node that offers the "
+                                                                           f"resources it needs: {waits})" if waits else ""),
+                              list(started))
+            for task, info in zip(started, infos):
+                self._info[task] = TaskInfo(task, **info)
+            short = [task for task in started if self._info[task].gpus < self.gpus[task]]
+            if short:
+                raise ClusterError("; ".join(f"task {self.describe_task(task)} owns {self.gpus[task]} GPU(s) and "
+                                             f"its process can run {self._info[task].gpus}" for task in short)
+                                   + " (no GPU visible to CuPy there, or numba-cuda missing: install the cuda extra; "
+                                     "NUMBA_ENABLE_CUDASIM=1 in the tasks' environment simulates one)",
+                                   task=short[0], kind="unavailable", cluster=self)
+            self._set_peers(max(0.1, deadline - time.monotonic()))
+        except BaseException:
+            for actor in started.values():
+                try:
+                    self._ray.kill(actor, no_restart=True)
+                except Exception:                          # noqa: BLE001  (an actor already gone)
+                    pass
+            raise
 
-    def _check_gpus(self, tasks: list[str], timeout: float) -> None:
-        """A clear error where the Ray cluster has fewer GPUs than ``tasks`` ask for, before any
-        actor waits for them; where it has them but others hold some (a cluster just shut down
-        frees its own a moment later), wait for them up to ``timeout``."""
+    def _check_gpus(self, tasks: list[str], deadline: float) -> None:
+        """A clear error where no node of the Ray cluster has as many GPUs as a task asks for,
+        or the cluster fewer than ``tasks`` together, before any actor waits for them; where it
+        has them but others hold some (a cluster just shut down frees its own a moment
+        later), wait for them until ``deadline`` (``time.monotonic()``)."""
         wanted = sum(self.gpus[task] for task in tasks)
         if not wanted:
             return
         asking = f"the tasks {', '.join(task for task in tasks if self.gpus[task])} ask for {wanted} GPU(s)"
         total = self._ray.cluster_resources().get("GPU", 0)
-        if total < wanted:
-            raise ClusterError(f"{asking} and the Ray cluster has {total:g} in all (a local cluster flowjit starts "
-                               f"offers the GPUs Ray finds, or as many as asked where NUMBA_ENABLE_CUDASIM=1 "
-                               f"simulates them)", kind="unavailable", cluster=self)
-        deadline = time.monotonic() + timeout
+        largest = max((node.get("Resources", {}).get("GPU", 0) for node in self._ray.nodes() if node.get("Alive")),
+                      default=0)
+        most = max(self.gpus[task] for task in tasks)
+        if total < wanted or largest < most:
+            raise ClusterError(f"{asking} (up to {most} a task) and the Ray cluster has {total:g} in all, at most "
+                               f"{largest:g} on a node (a local cluster flowjit starts offers the GPUs Ray finds, or "
+                               f"as many as asked where NUMBA_ENABLE_CUDASIM=1 simulates them)",
+                               kind="unavailable", cluster=self)
         while (free := self._ray.available_resources().get("GPU", 0)) < wanted:
             if time.monotonic() > deadline:
-                raise ClusterError(f"{asking} and the Ray cluster had {free:g} of its {total:g} free for "
-                                   f"{timeout:g} s (other actors hold them)", kind="unavailable", cluster=self)
+                raise ClusterError(f"{asking} and the Ray cluster had only {free:g} of its {total:g} free until the "
+                                   f"start's deadline (other actors hold them)", kind="unavailable", cluster=self)
             time.sleep(0.05)
 
-    def _needs(self, task: str) -> dict:
-        """The Ray resources ``task``'s actor needs: its own entry, else its job's."""
-        return self.resources.get(task, {})
+    def _needs(self, task: str, gpus: bool = False) -> dict:
+        """The Ray custom resources ``task``'s actor needs: its own entry, else its job's
+        (``gpus``: with its GPUs, as Ray's ``GPU``)."""
+        needs = dict(self.resources.get(task, {}))
+        if gpus and self.gpus[task]:
+            needs["GPU"] = self.gpus[task]
+        return needs
 
     def _set_peers(self, timeout: float = CALL_TIMEOUT) -> None:
         actors = self.actors()

@@ -6,16 +6,19 @@ the session's Ray cluster offers two logical GPUs); on a machine with GPUs the s
 CuPy and PTX."""
 
 import os
+import time
 
 import numpy as np
 import pytest
 
 import flowjit
-from flowjit.gpu import simulated
+from flowjit.gpu import available, simulated
 from flowjit.runtime.cluster import ClusterError
 from conftest import needs_ray
 
-pytestmark = [needs_ray, pytest.mark.xdist_group("ray")]
+pytestmark = [needs_ray, pytest.mark.xdist_group("ray"),
+              pytest.mark.skipif(not available(), reason="no GPU here, real or simulated (the cuda extra, "
+                                                         "NUMBA_ENABLE_CUDASIM=1)")]
 
 WORKER0, WORKER1 = "/job:worker/task:0", "/job:worker/task:1"
 GPU = f"{WORKER1}/device:gpu:0"
@@ -47,30 +50,36 @@ def _args(rows=3, columns=5):
             rng.uniform(-1, 1, (columns, 2)).astype(np.float32))
 
 
-def test_a_task_that_cannot_run_the_gpus_it_owns_fails_the_start_naming_it(ray_session):
-    """Ray gives the task two (logical) GPUs; its process simulates one: a clear error, and no
-    process left running.  (First in the module: it needs both of the session's GPUs free.)"""
+def test_a_task_that_cannot_run_the_gpu_it_owns_fails_the_start_naming_it(ray_session):
+    """Ray gives the task a (logical) GPU; its process, told not to simulate one, has none: a
+    clear error, and no process left running.  (First in the module: it needs a GPU free.)"""
     if not simulated():
-        pytest.skip("the session's Ray cluster offers two GPUs only where they are simulated")
-    with pytest.raises(ClusterError, match=r"/job:worker/task:0 \(pid \d+.*owns 2 GPU\(s\) and its process can "
-                                           r"run 1") as caught:
-        flowjit.Cluster({"worker": 1}, gpus=2)
+        pytest.skip("a task can run no GPU only where the GPUs are simulated")
+    with pytest.raises(ClusterError, match=r"/job:worker/task:0 \(pid \d+.*owns 1 GPU\(s\) and its process can "
+                                           r"run 0") as caught:
+        flowjit.Cluster({"worker": 1}, gpus=1, env={"NUMBA_ENABLE_CUDASIM": "0"})
     assert caught.value.task == WORKER0
     assert not any(os.path.exists(f"/proc/{info.pid}") for info in caught.value.cluster._info.values())
 
 
-def test_more_gpus_than_the_ray_cluster_has_fail_before_any_task_waits(ray_session):
-    total = ray_session.cluster_resources().get("GPU", 0)
-    with pytest.raises(ClusterError, match=rf"/job:worker/task:2 ask for {total + 1:g} GPU\(s\) and the Ray "
-                                           rf"cluster has {total:g} in all"):
-        flowjit.Cluster({"worker": 3}, gpus={"/job:worker/task:2": int(total) + 1})
+def _more_than_the_ray_cluster_has(ray_session) -> int:
+    return int(ray_session.cluster_resources().get("GPU", 0)) + 1
 
 
-def test_flowjit_devices_starts_tasks_with_the_gpus_asked_for(ray_session, capsys):
+def test_more_gpus_than_the_ray_cluster_has_fail_before_any_task_starts(ray_session):
+    tasks = _more_than_the_ray_cluster_has(ray_session)
+    began = time.monotonic()
+    with pytest.raises(ClusterError, match=rf"/job:worker/task:{tasks - 1} ask for {tasks} GPU\(s\) \(up to 1 a "
+                                           rf"task\) and the Ray cluster has {tasks - 1} in all") as caught:
+        flowjit.Cluster({"worker": tasks}, gpus={"worker": 1})
+    assert time.monotonic() - began < 5 and caught.value.cluster._info == {}
+
+
+def test_flowjit_devices_refuses_more_gpus_than_the_ray_cluster_has(ray_session, capsys):
     from flowjit.cli import main
-    total = int(ray_session.cluster_resources().get("GPU", 0))
-    assert main(["devices", "--cluster", "worker=2", "--gpus", f"/job:worker/task:1={total + 1}"]) != 0
-    assert f"ask for {total + 1} GPU(s)" in capsys.readouterr().err
+    tasks = _more_than_the_ray_cluster_has(ray_session)
+    assert main(["devices", "--cluster", f"worker={tasks}", "--gpus", "worker=1"]) != 0
+    assert f"ask for {tasks} GPU(s)" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")

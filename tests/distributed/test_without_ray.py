@@ -72,13 +72,16 @@ def test_gpus_are_given_by_job_or_task_and_malformed_counts_are_refused(monkeypa
     from flowjit.runtime.cluster import gpu_counts
     tasks = ["/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"]
     assert gpu_counts(tasks, None) == gpu_counts(tasks, 0) == dict.fromkeys(tasks, 0)
-    assert gpu_counts(tasks, 2) == dict.fromkeys(tasks, 2)
-    assert gpu_counts(tasks, {"worker": 1, "/job:worker/task:1": 2}) == {tasks[0]: 0, tasks[1]: 1, tasks[2]: 2}
+    assert gpu_counts(tasks, 1) == gpu_counts(tasks, "1") == dict.fromkeys(tasks, 1)
+    assert gpu_counts(tasks, {"worker": 0, "/job:worker/task:1": 1}) == {tasks[0]: 0, tasks[1]: 0, tasks[2]: 1}
     assert gpu_counts(tasks, "worker=1,/job:worker/task:0=0") == {tasks[0]: 0, tasks[1]: 0, tasks[2]: 1}
     monkeypatch.setitem(sys.modules, "ray", None)
     for gpus, message in [({"chief": 1}, r"gpus name chief, which is no job or task of the cluster"),
                           ("worker=one", r"gpus 'worker=one': 'worker=one' is not job=count \(e.g. worker=1\)"),
-                          ({"worker": -1}, r"gpus: /job:worker/task:0 is given -1 GPUs; give a count")]:
+                          ({"worker": -1}, r"gpus: /job:worker/task:0 is given -1 GPUs; give a count"),
+                          ({"worker": 1.5}, r"gpus: /job:worker/task:0 is given 1.5 GPUs; give a count"),
+                          (2, r"gpus: /job:ps/task:0 is given 2 GPUs; a task owns one GPU at most so far"),
+                          ([1], r"gpus: give a count for every task or counts by job or task")]:
         with pytest.raises(flowjit.ClusterError, match=message):
             flowjit.Cluster({"ps": 1, "worker": 2}, gpus=gpus)
 
@@ -95,3 +98,21 @@ def test_dump_of_a_cluster_with_gpus_places_on_a_tasks_gpu_without_ray(tmp_path,
     assert main(["dump", f"{tmp_path / 'model.py'}:step", "--arg", "x=f32[3,4]", "--arg", "y=f32[3]",
                  "--stage", "partitioned", "--cluster", "worker=2"]) != 0
     assert "gpu:0" in capsys.readouterr().err
+    assert main(["dump", f"{tmp_path / 'model.py'}:step", "--arg", "x=f32[3,4]", "--arg", "y=f32[3]",
+                 "--gpus", "worker=1"]) != 0
+    assert "--gpus gives the tasks of --cluster their GPUs: give --cluster too" in capsys.readouterr().err
+
+
+def test_what_leaves_a_task_is_on_the_host(monkeypatch):
+    """A GPU's array (anything with ``__cuda_array_interface__``) is copied back before it is
+    sent or returned; host arrays and None pass as they are."""
+    from flowjit.runtime import cluster_task
+
+    class OnDevice:
+        __cuda_array_interface__ = {"shape": (2,), "typestr": "<f4", "data": (0, False), "version": 3}
+
+    copied = np.arange(2, dtype=np.float32)
+    monkeypatch.setattr(cluster_task, "to_host", lambda value: copied if isinstance(value, OnDevice) else None)
+    host = np.ones(3)
+    assert cluster_task.on_host(OnDevice()) is copied
+    assert cluster_task.on_host(host) is host and cluster_task.on_host(None) is None
