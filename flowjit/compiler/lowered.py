@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+import numpy as np
+
 from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph
 from flowjit.compiler.ir.plan import KernelKind
@@ -375,9 +377,32 @@ class Lowered:
                                  len(self.graph.inputs), compiler, name=self.graph.name,
                                  step_timeout_s=self.options.step_timeout_s, variables=self.variable_buffers)
 
-    def compile(self):
+    def compile(self, checked: bool = True):
         """A callable taking the flat input arrays and returning the flat outputs; each call
-        holds the locks of the variables it uses (``variable_guard``)."""
+        holds the locks of the variables it uses (``variable_guard``).  Its kernels are written
+        for the traced shapes and dtypes (a row kernel's lanes read a whole block of the row),
+        so ``checked`` (the default) refuses arrays of others with a ``ShapeError``, as a
+        compiled jax function does; jit and Session, which key their executables by the
+        arrays' types, pass ``checked=False``."""
+        run = self._compile()
+        if not checked:
+            return run
+        from flowjit.errors import ShapeError
+        expected = [(value.name, tuple(value.shape), np.dtype(value.dtype)) for value in self.graph.inputs]
+        graph = self.graph.name
+
+        def called(*arrays):
+            if len(arrays) != len(expected):
+                raise ShapeError(f"@{graph} was compiled for {len(expected)} arrays, called with {len(arrays)}")
+            for array, (name, shape, dtype) in zip(arrays, expected):
+                if np.shape(array) != shape or getattr(array, "dtype", None) != dtype:
+                    raise ShapeError(f"@{graph} was compiled for %{name}: {dtype.name}{list(shape)}, called with "
+                                     f"{getattr(array, 'dtype', type(array).__name__)}{list(np.shape(array))}: "
+                                     f"lower it again for these arrays (jit does so by itself)")
+            return run(*arrays)
+        return called
+
+    def _compile(self):
         if self.options.backend == "interpreter" or self.devices.cluster is None:
             from flowjit.runtime.variables import check_local
             check_local(self.variable_buffers, f"@{self.graph.name} (on this process's devices)")

@@ -17,7 +17,8 @@ placeholder is a traced input.  Every tensor has a stable name, ``node:port``
 (``tensor.name``), which ``Session.run`` accepts wherever it accepts the tensor.
 
 A placeholder dimension may be None: the graph keeps it as ``?`` (``f32[?,4]``), and the
-session compiles per fed size (``passes/specialize.py``), reusing the size-generic kernels.
+session compiles per fed size (``passes/specialize.py``), reusing kernels whose source the
+new size leaves the same.
 """
 
 from __future__ import annotations

@@ -386,7 +386,7 @@ def compile_lowered(lowered, what: str, stacklevel: int):
     ``stacklevel`` counts from here to the user's call."""
     options = lowered.options
     try:
-        executable = lowered.compile()
+        executable = lowered.compile(checked=False)         # (both key executables by the arrays' types)
         notes = lowered.placement_notes() if options.soft_placement and options.backend == "kernels" else []
     except Exception as error:
         if isinstance(error, (FlowjitError, MemoryError)):

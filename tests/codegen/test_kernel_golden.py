@@ -41,16 +41,16 @@ def gelu(x):
     return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
 
 
-# name -> (function, arguments); shapes are tiny: kernels are size-generic, only ranks,
+# name -> (function, arguments); shapes are tiny: kernels read sizes at run time, only ranks,
 # dtypes, which dimensions are 1 and whether a reduced row is shorter than reduce.WIDE_ROW
-# (no lane loops) shape the source.  softmax and layernorm have rows that long, to show the lanes.
+# or a block of lanes (no lane loops) shape the source.  softmax and layernorm have rows that long, to show the lanes.
 CASES = {
     "chain": (lambda x: (x * 2.0 + 1.0) * x - np.abs(x) / 3.0, (rows((8,), np.float64),)),
     "gelu_f32": (gelu, (rows((4, 8)),)),
     "softmax_rows": (softmax, (rows((2, 128)),)),
     "layernorm": (layernorm, (rows((2, 128)), rows((128,), seed=1), rows((128,), seed=2))),
     "column_mean": (lambda x: x.mean(axis=0), (rows((4, 8)),)),
-    "whole_sum": (lambda x: x.sum(), (rows((4, 8)),)),
+    "whole_sum": (lambda x: x.sum(), (rows((4, 25)),)),            # (100 elements: the lanes and their last block)
     "argmax_rows": (lambda x: np.argmax(x, axis=1), (rows((4, 8)),)),
     "sibling_reductions": (lambda x: (x.sum(axis=1), x.max(axis=1)), (rows((4, 8)),)),
     "matmul_epilogue": (lambda a, b, bias: np.maximum(a @ b + bias, 0.0),

@@ -261,6 +261,8 @@ class DriverBuilder:
             for index in indices:
                 value = nodes[index].inputs[0]
                 kernel = value.producer
+                # (never a REDUCE kernel: its rows' last block runs the body again over elements it
+                # wrote already, which is harmless only while it writes no buffer it reads)
                 if kernel is None or kernel.op is not ops.fused or kernel.attrs["plan"].kind is KernelKind.REDUCE:
                     continue
                 start = position[kernel]

@@ -1,8 +1,10 @@
 """One fused node -> the Python source of a Numba kernel, readable, each line under its IR.
 
 A kernel takes its input arrays then its output arrays and returns nothing.  Sizes come
-from the arrays at run time (kernels are size-generic); ranks, dtypes and which
-dimensions broadcast are baked in.  0-d arrays are passed as shape (1,).
+from the arrays at run time; ranks, dtypes, which dimensions broadcast and whether a
+reduced row is as long as a block of lanes (reduce.py) are baked in, so one source serves
+every size on the same side of those bounds (``Lowered.compile`` checks the arrays' types).
+0-d arrays are passed as shape (1,).
 
 - loop kernels: one loop per domain axis, the body computes every node and stores the
   kernel's outputs; broadcast inputs read index 0 along their size-1 dimensions.

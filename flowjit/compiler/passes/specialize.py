@@ -1,8 +1,9 @@
 """specialize: give a graph's ``?`` dimensions the sizes fed at run time.
 
 A graph built on placeholders with None dimensions carries them as the stand-in size
-``types.DYNAMIC`` (printed ``?``): type rules ran on it unchanged.  Kernels are
-size-generic, so the program compiles per fed sizes from the same graph: this pass retypes
+``types.DYNAMIC`` (printed ``?``): type rules ran on it unchanged.  Kernels read their
+sizes at run time, so the program compiles per fed sizes from the same graph (mostly to
+kernels it has already): this pass retypes
 the inputs and infers every node's types again with its op's own type rule.
 
 Attributes that hold sizes (reshape's shape, slice bounds, iota's shape and step,
