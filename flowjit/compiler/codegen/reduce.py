@@ -436,9 +436,8 @@ class ReduceWriter(PartsWriter, KernelWriter):
         through the lanes too, as one more block over the row's last ``LANES`` elements whose
         lanes before them (counted already) take the reduction's start value: the body runs
         there again and stores what it stored before (a REDUCE kernel writes no buffer it
-        reads), and the loop stays one vectorised loop (a scalar loop over the rest cost a
-        row of 1000 float32 ``exp`` about a third of its time, its mere presence slowing the
-        lane loop too).  A row (or a part's, or a row of the last axis) the traced shapes make
+        reads), and the pass stays one vectorised loop (a scalar loop over the rest cost a
+        row of 1000 float32 ``exp`` about a third of its time).  A row (or a part's, or a row of the last axis) the traced shapes make
         shorter than ``lanes`` takes one scalar loop instead.  A row the traced shapes make shorter than
         ``WIDE_ROW`` has ``SHORT_LANES`` lanes from twice that length (a softmax over 64
         classes: one dependent step per 16 elements, not per element), half as many from 16
