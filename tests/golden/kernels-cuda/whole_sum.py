@@ -2,7 +2,7 @@ MAX_THREADS = 1024          # (threads per block at most: its shared arrays' siz
 PARTS = 1024, 16384, 256      # (the domain in parts: at most, elements each at least, threads a block)
 
 
-# k0_sum: reduce kernel, domain [32]
+# k0_sum: reduce kernel, domain [100]
 def kernel(in0_x, out0, partials_sum, done):
     n0 = in0_x.shape[0]
     ninner = n0
