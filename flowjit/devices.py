@@ -174,6 +174,12 @@ class Device:
         return DeviceSpec.parse(self.name)
 
     @property
+    def remote_link(self) -> tuple[float, float]:
+        """(latency, bandwidth) of its link to devices of other processes."""
+        return (self.link_latency if self.remote_latency is None else self.remote_latency,
+                self.link_bandwidth if self.remote_bandwidth is None else self.remote_bandwidth)
+
+    @property
     def type(self) -> str:
         return self.spec.type
 
@@ -277,7 +283,7 @@ class DeviceSet:
             short = device.short if device.short != device.name else "-"      # (a device of another task)
             lines.append(f"{device.name:<36}{short:<8}{device.threads:>8}{figures['bandwidth'] / 1e9:>8.1f}"
                          f"{mark}{figures['flops'] / 1e9:>9.1f}{mark}{figures['launch'] * 1e6:>10.2f}{mark}"
-                         f"{(device.remote_bandwidth or device.link_bandwidth) / 1e9:>11.0f}  {_runs_here(device)}")
+                         f"{device.remote_link[1] / 1e9:>11.0f}  {_runs_here(device)}")
         return "\n".join(lines)
 
 

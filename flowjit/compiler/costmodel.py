@@ -109,7 +109,7 @@ class CostModel:
             if here.type == there.type == "cpu":
                 return latency
             return latency + nbytes(value) / min(source.link_bandwidth, destination.link_bandwidth)
-        (out_latency, out_bandwidth), (in_latency, in_bandwidth) = remote_link(source), remote_link(destination)
+        (out_latency, out_bandwidth), (in_latency, in_bandwidth) = source.remote_link, destination.remote_link
         return max(out_latency, in_latency) + nbytes(value) / min(out_bandwidth, in_bandwidth)
 
     def record(self, node: Node, device: Device, seconds: float) -> None:
@@ -118,9 +118,3 @@ class CostModel:
         with self._lock:
             previous = self.measured.get(key)
             self.measured[key] = seconds if previous is None else 0.5 * (previous + seconds)
-
-
-def remote_link(device: Device) -> tuple[float, float]:
-    """(latency, bandwidth) of ``device``'s link to devices of other processes."""
-    return (device.remote_latency if device.remote_latency is not None else device.link_latency,
-            device.remote_bandwidth if device.remote_bandwidth is not None else device.link_bandwidth)

@@ -332,13 +332,13 @@ class Cluster:
         self._check_gpus(tasks, deadline)
         started = {}
         for task in tasks:
+            devices = self.devices_of(task)
             started[task] = remote.options(num_cpus=0, num_gpus=self.gpus[task], max_concurrency=16, max_restarts=0,
                                            resources=self._needs(task) or None,
                                            runtime_env={"env_vars": self.env} if self.env else None,
                                            name=f"flowjit-{self.id}-{task.replace('/', '_')}-{self.generation[task]}"
                                            ).remote(
-                task, [device.name for device in self.devices_of(task)], [d.threads for d in self.devices_of(task)],
-                self.key)
+                task, [device.name for device in devices], [device.threads for device in devices], self.key)
         with self._lock:
             self._actors.update(started)
         try:

@@ -422,11 +422,12 @@ class ReduceWriter(PartsWriter, KernelWriter):
         self.emit(depth, f"{self.var(node.output)} = {constructor(node.output.dtype)}(best_index)")
 
     def reduce_loop(self, depth: int, nodes: list[Node], element, body=None, length: str = "ninner",
-                    finish: bool = True) -> None:
+                    least: int | None = None, finish: bool = True) -> None:
         """One loop over the row position ``t`` that runs ``body(depth)`` (a pass's
         elementwise work, when there is any) and reduces each node's input, read by
-        ``element(node)`` once the body has run.  The row has ``length`` elements; without
-        ``finish`` the totals are left in ``total_<name>`` for the caller.
+        ``element(node)`` once the body has run.  The row has ``length`` elements, at least
+        ``least`` (by the traced shapes; default ``row_length()``); without ``finish`` the totals
+        are left in ``total_<name>`` for the caller.
 
         Rows of at least ``WIDE_ROW`` elements go through ``LANES`` independent accumulators
         per reduction in a stack array: the lane loop carries no dependency from one element
@@ -437,13 +438,19 @@ class ReduceWriter(PartsWriter, KernelWriter):
         lanes before them (counted already) take the reduction's start value: the body runs
         there again and stores what it stored before (a REDUCE kernel writes no buffer it
         reads), and the pass stays one vectorised loop (a scalar loop over the rest cost a
-        row of 1000 float32 ``exp`` about a third of its time).  A row (or a part's, or a row of the last axis) the traced shapes make
-        shorter than ``lanes`` takes one scalar loop instead.  A row the traced shapes make shorter than
-        ``WIDE_ROW`` has ``SHORT_LANES`` lanes from twice that length (a softmax over 64
-        classes: one dependent step per 16 elements, not per element), half as many from 16
-        elements, and shorter ones one scalar loop only: the lane loops would never run, and
-        they are most of what numba would compile (a softmax over 10 classes).
+        row of 1000 float32 ``exp`` about a third of its time).  A row that can be shorter
+        than its lanes (``least``) is one scalar loop instead.  A row the traced shapes make
+        shorter than ``WIDE_ROW`` has ``SHORT_LANES`` lanes from twice that length (a softmax
+        over 64 classes: one dependent step per 16 elements, not per element), half as many
+        from 16 elements, and shorter ones one scalar loop only: the lane loops would never
+        run, and they are most of what numba would compile (a softmax over 10 classes).  A
+        kernel is written for the shapes it runs on (``Lowered.compile`` checks them; a
+        session binds a ``None`` dimension first), so a dynamic one is an error here.
         """
+        if any(self.domain[axis] == DYNAMIC for axis in self.axes):
+            raise CodegenError("a reduction's row length is unknown when its kernel is written: bind the dynamic "
+                               "dimensions first")
+        least = self.row_length() if least is None else least
         rules = {node: self.reduction_rule(node) for node in nodes}
         lane = {node: lane_dtype(node) for node in nodes}
         narrowed = [node for node in nodes if lane[node] != rules[node][0]]
@@ -490,7 +497,7 @@ class ReduceWriter(PartsWriter, KernelWriter):
                 self.emit(depth + 1, f"{wide}[j] = {combine(f'{wide}[j]', cast(f'{narrow}[j]', lane[node], dtype))}")
                 self.emit(depth + 1, f"{narrow}[j] = {literal(0, lane[node])}")
 
-        if nodes and not (short and self.row_length() < 2 * lanes) and self.known_length(length) >= lanes:
+        if nodes and not (short and self.row_length() < 2 * lanes) and least >= lanes:
             for node, (dtype, start, _) in rules.items():
                 self.accumulators(depth, node, "lanes_", lane[node], dtype, start, lanes)
             self.emit(depth, f"for block in range({length} // {lanes}):")
@@ -527,20 +534,8 @@ class ReduceWriter(PartsWriter, KernelWriter):
         self.emit(depth, f"for j in range({min(FOLDED, lanes)}):")
         self.emit(depth + 1, f"{total} = {combine(total, f'{acc}[j]')}")
 
-    def known_length(self, length: str) -> int:
-        """The least a ``reduce_loop`` row of ``length`` (``ninner``; a part, ``(high - low)``, of
-        a whole-domain reduction, at least ``PART_MIN`` long or all of it; ``n<axis>``) is: a
-        kernel is written for the shapes it runs on (a session binds a ``None`` dimension to the
-        fed size before it compiles), and the lanes' last block reads the last ``lanes``."""
-        axes = [int(length[1:])] if length.startswith("n") and length[1:].isdigit() else set(self.axes)
-        sizes = [self.domain[axis] for axis in axes]
-        if DYNAMIC in sizes:
-            raise CodegenError(f"a reduction's row length ({length}) is unknown when its kernel is written: "
-                               f"bind the dynamic dimensions first")
-        return min(math.prod(sizes), PART_MIN)
-
     def row_length(self) -> int:
-        """``ninner`` as the traced shapes give it (huge for a dimension known only at run time)."""
+        """``ninner`` as the traced shapes give it."""
         return math.prod(self.domain[axis] for axis in set(self.axes))
 
     def reduction_result(self, node: Node, total: str) -> str:

@@ -26,7 +26,8 @@ class PartsWriter:
         self.part_bounds(inner, "part")
         slices_at = len(self.lines)
         self.slicing, self.slice_index, self.slices = axis, "t", {}
-        self.reduce_loop(inner, nodes, element, body, length="(high - low)", finish=False)
+        self.reduce_loop(inner, nodes, element, body, length="(high - low)",       # (a part: PART_MIN or all)
+                         least=min(self.row_length(), PART_MIN), finish=False)
         self.slicing = None
         self.insert_slices(slices_at, inner)
         for node in nodes:
@@ -51,7 +52,7 @@ class PartsWriter:
         self.emit(inner + 1, f"high = n{last}")
         slices_at = len(self.lines)
         self.slicing, self.slice_index, self.slices = last, "t", {}
-        self.reduce_loop(inner + 1, nodes, element, body, length=f"n{last}", finish=False)
+        self.reduce_loop(inner + 1, nodes, element, body, length=f"n{last}", least=self.domain[last], finish=False)
         self.slicing = None
         self.insert_slices(slices_at, inner + 1)
         for node in nodes:
