@@ -31,7 +31,7 @@ __version__ = "0.1.0"
 _LAZY = {"optim": "flowjit.optim", "train": "flowjit.train",
          "Session": "flowjit.frontend.session", "SessionError": "flowjit.frontend.session",
          "Checkpoint": "flowjit.runtime.checkpoint", "CheckpointPolicy": "flowjit.runtime.checkpoint",
-         "Cluster": "flowjit.runtime.cluster", "ClusterError": "flowjit.runtime.cluster"}
+         "Cluster": "flowjit.runtime.cluster", "ClusterError": "flowjit.runtime.cluster_spec"}
 
 
 def __getattr__(name: str):

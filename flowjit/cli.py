@@ -267,7 +267,7 @@ def _device_options(args) -> dict:
     if getattr(args, "plan_cluster", None):
         if getattr(args, "devices", None):
             raise CliError("--cluster and --devices both name the devices to place on: give one")
-        from flowjit.runtime.cluster import ClusterError, planned_devices
+        from flowjit.runtime.cluster_spec import ClusterError, planned_devices
         try:
             fields["devices"] = planned_devices(args.plan_cluster, gpus=getattr(args, "gpus", None))
         except ClusterError as error:

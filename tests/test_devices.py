@@ -332,7 +332,7 @@ def test_transfers_take_the_links_within_a_process_and_the_task_link_between_tas
     are over the link between tasks, whichever device of the task sends."""
     from flowjit.compiler.ir.graph import Graph
     from flowjit.compiler.ir.types import TensorType
-    from flowjit.runtime.cluster import LINK_BANDWIDTH, LINK_LATENCY, task_devices
+    from flowjit.runtime.cluster_spec import LINK_BANDWIDTH, LINK_LATENCY, task_devices
     value = Graph("g").add_input("x", TensorType((1000,), np.float32))
     cpu, gpu = task_devices("/job:worker/task:1", gpus=1)
     (other,) = task_devices("/job:worker/task:0")

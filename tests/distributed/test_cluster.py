@@ -73,7 +73,7 @@ def test_a_link_to_a_task_on_another_node_is_measured_and_given_to_its_devices(c
     round trips measured to it (here a task made to look remote: the local link's speed, taken
     no better than the assumed one)."""
     import dataclasses
-    from flowjit.runtime.cluster import LINK_BANDWIDTH, LINK_LATENCY, PROBE_BYTES, link_figures
+    from flowjit.runtime.cluster_spec import LINK_BANDWIDTH, LINK_LATENCY, PROBE_BYTES, link_figures
     first = PS
     one_byte, mebibyte = cluster._ray.get(cluster.actors()[first].probe.remote(WORKER1, [1, 1 << 20], 2, 10.0),
                                           timeout=20)
@@ -239,7 +239,7 @@ def test_flowjit_profile_on_a_cluster_writes_one_trace_with_a_process_per_task(r
 
 def test_a_planned_cluster_places_and_partitions_as_a_started_one(cluster):
     """What ``flowjit dump --cluster ps=1,worker=2`` prints is what the cluster runs."""
-    from flowjit.runtime.cluster import planned_devices
+    from flowjit.runtime.cluster_spec import planned_devices
     x, y = _args()
     for options in ({}, {"placement": "random", "placement_seed": 5}):
         started = flowjit.jit(pipeline, devices=cluster, **options).lower(x, y)

@@ -119,7 +119,7 @@ def test_a_program_on_a_tasks_gpu_equals_the_interpreter_and_runs_there(gpu_clus
 
 
 def test_a_planned_cluster_with_gpus_places_as_the_started_one(gpu_cluster):
-    from flowjit.runtime.cluster import planned_devices
+    from flowjit.runtime.cluster_spec import planned_devices
     x, y, w = _args()
     started = flowjit.jit(on_gpu_and_back, devices=gpu_cluster).lower(x, y, w)
     planned = flowjit.jit(on_gpu_and_back, devices=planned_devices({"worker": 2}, gpus=f"{WORKER1}=1")).lower(x, y, w)

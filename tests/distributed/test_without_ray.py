@@ -69,7 +69,7 @@ def test_dump_of_a_cluster_placement_shows_a_graph_per_task_and_device_without_r
 
 
 def test_gpus_are_given_by_job_or_task_and_malformed_counts_are_refused(monkeypatch):
-    from flowjit.runtime.cluster import gpu_counts
+    from flowjit.runtime.cluster_spec import gpu_counts
     tasks = ["/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"]
     assert gpu_counts(tasks, None) == gpu_counts(tasks, 0) == dict.fromkeys(tasks, 0)
     assert gpu_counts(tasks, 1) == gpu_counts(tasks, "1") == dict.fromkeys(tasks, 1)
