@@ -58,6 +58,9 @@ CASES = {
     "float16": (lambda x, y: x * y + np.float16(1.5), (rows((8,), np.float16), rows((8,), np.float16, 1))),
     "integer_ops": (lambda i: (i // 3) % 5 + i * 2 - (i > 0), (np.arange(-8, 8, dtype=np.int32),)),
     "broadcast_outer": (lambda x, y: np.exp(x[:, None] - y[None, :]), (rows((4,)), rows((8,), seed=1))),
+    # (short rows, at least 16 of them, nothing full-shaped stored: reduced across rows)
+    "logsumexp_across": (lambda x: np.log(np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1)) + x.max(axis=1),
+                         (rows((20, 7)),)),
 }
 # Kernels only the CPU backend compiles (complex values): no CUDA snapshot of them.
 CPU_CASES = {

@@ -42,6 +42,8 @@ PROGRAMS = {
     "softmax_nan": (softmax, (with_nan(rows((4, 8))),)),
     "layernorm": (layernorm, (rows((3, 8)), rows((8,), seed=1), rows((8,), seed=2))),
     "row_sum_max_nan": (lambda x: (x.sum(axis=1), x.max(axis=1), x.min(axis=-1)), (with_nan(rows((4, 5))),)),
+    "short_rows_across": (lambda x: (np.log(np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1)), x.mean(axis=1)),
+                          (with_nan(rows((20, 7))),)),
     "long_rows": (lambda x: (x.sum(axis=1), np.exp(x - x.max(axis=1, keepdims=True))), (rows((2, 300)),)),
     "column_mean": (lambda x: x.mean(axis=0), (rows((4, 8)),)),
     "whole_sum": (lambda x: x.sum(), (rows((4, 8)),)),

@@ -26,7 +26,8 @@ warp shuffles (``fj.shfl_xor``) then combine each warp's, one shared slot per wa
 ``MAX_THREADS`` in the module bounds the block (its shared arrays), ``ROW_THREADS`` sets it
 for a row in registers.  Values a later pass needs are computed again from the inputs (no
 per-row scratch).  Any set of reduced axes renders this way, so the ``columns`` strategy is
-correct here but not fast (a column is read with a stride).
+correct here but not fast (a column is read with a stride), and so is ``across`` (short rows,
+a block each: a thread per row would suit them).
 
 A reduction of the whole domain in one pass (``in_parts``) runs in parts instead, a block each:
 each block reduces its stretch into partials (buffers its launcher passes after the outputs,

@@ -9,6 +9,8 @@
   reduce_parts.py).
 - Outer axes (the innermost axis kept): blocks of adjacent outputs, adding contiguous row
   stretches into them (``write_columns``).
+- A matrix's short rows: blocks of rows reduced across them (``write_across``, in
+  reduce_across.py).
 Several trailing reduced axes reach here merged into one (collapse.py).
 """
 
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from flowjit.compiler.codegen.reduce_across import AcrossWriter
 from flowjit.compiler.codegen.reduce_parts import PART_MIN, PARTS, PartsWriter  # noqa: F401  (tests read them here)
 from flowjit.compiler.codegen.scalar import CodegenError
 from flowjit.compiler.codegen.writer import Block, KernelWriter, _identifier, _identity, split_index
@@ -61,10 +64,11 @@ class Rows:
     scratch_name: dict[Value, str]
     order: dict[Value, int]
     outer: int = 1                                     # the depth of the per-row code
+    position: str = "t"                                # a row position's index into scratch
     computed_outer: set[Value] = field(default_factory=set)
 
 
-class ReduceWriter(PartsWriter, KernelWriter):
+class ReduceWriter(AcrossWriter, PartsWriter, KernelWriter):
     def write_body(self, outputs: list[Value]) -> list[str]:
         return self.write_reduce(outputs)
 
@@ -86,6 +90,8 @@ class ReduceWriter(PartsWriter, KernelWriter):
         rows = self.resolve_rows()
         if self.plan.strategy is ReduceStrategy.COLUMNS:
             return self.write_columns(outputs, rows.reduced, rows.kept, rows.members, rows.level)
+        if self.plan.strategy is ReduceStrategy.ACROSS:
+            return self.write_across(outputs, rows)
         self.open_rows(rows)
         self.compute_outer(rows, 0)
         for current in range(len(self.plan.passes)):
@@ -111,7 +117,8 @@ class ReduceWriter(PartsWriter, KernelWriter):
             direct={named[name] for name in plan.direct}, parts=plan.strategy is ReduceStrategy.PARTS,
             scratch=scratch, first={named[name]: at for name, at in plan.scratch.items()},
             scratch_name={value: "s_" + _identifier(value) for value in scratch},
-            order={node.output: index for index, node in enumerate(self.body.nodes)})
+            order={node.output: index for index, node in enumerate(self.body.nodes)},
+            position="low + t" if plan.strategy is ReduceStrategy.PARTS else "t")   # (parts: t counts from the part's start)
 
     def open_rows(self, rows: "Rows") -> None:
         """Constants, the row length, scratch rows, and the loops over the kept axes: rows in
@@ -234,7 +241,7 @@ class ReduceWriter(PartsWriter, KernelWriter):
         """A pass's elementwise work at row position ``t`` (``i<axis>`` for one axis)."""
         if (len(rows.reduced) == 1 or rows.parts) and todo:
             self.emit(depth, f"i{rows.reduced[-1]} = t")
-        at = "low + t" if rows.parts else "t"      # (in parts: t counts from the part's start)
+        at = rows.position
         for value in todo:
             if value in available:
                 self.emit(depth, f"{self.var(value)} = {rows.scratch_name[value]}[{at}]")

@@ -16,8 +16,10 @@ Fusion decides; backends render.  A fused node's ``plan`` attribute says
 Reduce kernels also carry how a row is read, decided by the ``plan-reductions`` pass:
 
 - ``strategy``: ``rows`` (loops over the kept axes, one loop over each row per pass),
-  ``parts`` (the whole domain is one row, reduced in parallel parts) or ``columns`` (the
-  innermost axis is kept: blocks of adjacent outputs, adding contiguous row stretches);
+  ``parts`` (the whole domain is one row, reduced in parallel parts), ``columns`` (the
+  innermost axis is kept: blocks of adjacent outputs, adding contiguous row stretches) or
+  ``across`` (short rows: blocks of rows, each pass one loop over the row position outside
+  one across the block's rows, an accumulator per row);
 - ``passes``: the ordered passes over a row: the reductions each does, those of them it
   folds into its elementwise loop (the others reduce a row after it), and the full-shaped
   outputs it stores;
@@ -58,6 +60,7 @@ class ReduceStrategy(enum.Enum):
     ROWS = "rows"
     PARTS = "parts"
     COLUMNS = "columns"
+    ACROSS = "across"
 
     def __str__(self) -> str:
         return self.value

@@ -27,7 +27,9 @@ For every fused reduce kernel whose plan has no strategy yet:
   every pass on one thread), or when one pass reduces the
   whole domain over several axes no reshape merged (a stencil's strided interior: parallel
   parts of whole rows of the last axis, which may also store full-shaped values, every row
-  being one part's; all its reductions fold, so no argmax/argmin); else ``rows``.
+  being one part's; all its reductions fold, so no argmax/argmin); ``across`` for a
+  matrix's short rows (``ACROSS_ROW``; across_rows): blocks of rows, every reduction folded
+  into an accumulator per row, scratch only what a later pass reads again; else ``rows``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from flowjit.compiler.ir.ops.base import OpKind, inlines_math
 from flowjit.compiler.ir.ops.reduction import ARG_REDUCTIONS, lane_dtype
 from flowjit.compiler.ir.plan import KernelKind, KernelPlan, ReduceStrategy, RowPass
 from flowjit.compiler.ir.reduce_rows import full_values, levels
-from flowjit.compiler.ir.types import compute_dtype
+from flowjit.compiler.ir.types import DYNAMIC, compute_dtype
 from flowjit.compiler.passes.base import Pass
 
 # Rows shorter than this had one accumulator per reduction, not lanes (reduce.py's WIDE_ROW;
@@ -50,6 +52,14 @@ from flowjit.compiler.passes.base import Pass
 # 2-core machine: float64 bond prices (``(1 + y[:, None]) ** -t`` summed over 30 periods)
 # 92 -> 51 ms, a float32 softmax over rows of 10 30 -> 19 ms, its log-sum-exp 28 -> 18 ms.
 SHORT_ROW = 128
+
+# Rows shorter than this reduce across a block of rows (the ``across`` strategy) where
+# across_rows allows: each pass is a loop over the row position outside one over the block's
+# rows, which vectorises across the rows, accumulators and the math after the loop included
+# (a Gaussian mixture's log-sum-exp over 16 components: a scalar log per row, and per row a
+# lane setup and fold, before).
+ACROSS_ROW = 64
+ACROSS_MIN_ROWS = 16
 
 
 def plan_rows(body: Graph, plan: KernelPlan) -> KernelPlan:
@@ -68,6 +78,13 @@ def plan_rows(body: Graph, plan: KernelPlan) -> KernelPlan:
         return plan.replace(strategy=ReduceStrategy.COLUMNS,
                             passes=(RowPass(reduce=[n.output.name for n in reductions],
                                             store=[v.name for v in full_outputs]),))
+    if across_rows(plan, reductions, full_outputs):
+        scratch: set[Value] = set()
+        first = first_passes(count, reductions, pass_of, full_outputs, level, full, scratch)
+        done = [[n.output.name for n in reductions if pass_of[n] == p] for p in range(count)]
+        return plan.replace(strategy=ReduceStrategy.ACROSS, passes=tuple(RowPass(reduce=names, fold=names)
+                                                                         for names in done),
+                            scratch={v.name: first[v] for v in ordered_values(body) if v in scratch})
     single = len(reduced) == 1
     short = single and plan.domain[reduced[0]] < SHORT_ROW
     foldable = {n for n in reductions if n.op not in ARG_REDUCTIONS
@@ -88,10 +105,24 @@ def plan_rows(body: Graph, plan: KernelPlan) -> KernelPlan:
     passes = [RowPass(reduce=[n.output.name for n in reductions if pass_of[n] == p],
                       fold=[n.output.name for n in reductions if pass_of[n] == p and n in folded],
                       store=[v.name for v in full_outputs if level[v] == p]) for p in range(count)]
-    ordered = list(body.inputs) + [v for n in body.nodes for v in n.outputs]
     return plan.replace(strategy=ReduceStrategy.PARTS if parts else ReduceStrategy.ROWS, passes=tuple(passes),
-                        scratch={v.name: first[v] for v in ordered if v in scratch},
+                        scratch={v.name: first[v] for v in ordered_values(body) if v in scratch},
                         direct=tuple(v.name for v in body.inputs if v in direct))
+
+
+def across_rows(plan: KernelPlan, reductions: list, full_outputs: list) -> bool:
+    """Whether a kernel reduces short rows across them (``ACROSS_ROW``): rows of the last axis,
+    of a length the traced shapes give, at least ``ACROSS_MIN_ROWS`` of them along the last kept
+    axis (a block's rows run along it); nothing full-shaped stored (a block would store it down
+    its columns); no argmax/argmin (a first position)."""
+    domain = plan.domain
+    return (len(domain) >= 2 and set(plan.reduced) == {len(domain) - 1} and 1 < domain[-1] < ACROSS_ROW
+            and DYNAMIC not in domain and domain[-2] >= ACROSS_MIN_ROWS and not full_outputs
+            and not any(n.op in ARG_REDUCTIONS for n in reductions))
+
+
+def ordered_values(body: Graph) -> list[Value]:
+    return list(body.inputs) + [v for n in body.nodes for v in n.outputs]
 
 
 def reads_inlined_math(value: Value, full: set[Value]) -> bool:

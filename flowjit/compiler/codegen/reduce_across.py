@@ -1,0 +1,116 @@
+"""Reductions of short rows across them: the part of reduce.ReduceWriter that renders the
+``across`` strategy (passes/plan_reductions.py decides it: rows of the last axis shorter than
+``ACROSS_ROW``, nothing full-shaped stored, no argmax/argmin).
+
+A row of 16 reduced in vector lanes is two blocks of lanes and a fold, and whatever the row's
+results feed (a log after a log-sum-exp) is scalar code once per row.  Across rows, a block of
+``BLOCK`` rows is reduced at once: each pass is a loop over the row position ``t`` outside a
+loop over the block's rows ``r`` (consecutive along the last kept axis), which carries no dependency from one row to the next and so
+vectorises, each row adding into its own accumulator in a stack array (in row order, at the
+accumulator's dtype: the row's elements one after another, as a scalar loop adds them).  What
+follows from a pass's totals is one loop over the block's rows after it, vectorised the same
+way; per-row values live in stack arrays of ``BLOCK`` (``p_<name>``) between those loops, and
+values a later pass reads again in scratch laid out position-major (``s_<name>[t * BLOCK + r]``),
+so every loop reads and writes them contiguously.  Blocks run in parallel.
+"""
+
+from __future__ import annotations
+
+from flowjit.compiler.codegen.writer import _identifier, _identity, split_index
+from flowjit.compiler.ir.graph import Node, Value
+from flowjit.compiler.ir.ops.base import OpKind
+from flowjit.compiler.ir.ops.lowering import cast, constructor
+
+BLOCK = 64          # rows reduced together (a power of two: scratch positions are t * BLOCK + r)
+
+
+class AcrossWriter:
+    """Methods of reduce.ReduceWriter (a KernelWriter): pass_values, pass_body, reduction_rule
+    and reduction_result come from it."""
+
+    def write_across(self, outputs: list[Value], rows) -> list[str]:
+        start = len(self.lines)
+        (axis,), last = rows.reduced, rows.kept[-1]
+        rows.position = f"t * {BLOCK} + r"
+        self.constants(1)
+        self.emit(1, f"ninner = n{axis}")
+        depth = 2
+        if len(rows.kept) == 1:
+            self.emit(1, self.for_loop("chunk", f"(n{last} + {BLOCK - 1}) // {BLOCK}", outer=True))
+        else:
+            # The blocks of every row of the last kept axis, one parallel loop over them all.
+            self.emit(1, f"nchunks = (n{last} + {BLOCK - 1}) // {BLOCK}")
+            self.emit(1, self.for_loop("task", " * ".join([f"n{k}" for k in rows.kept[:-1]] + ["nchunks"]),
+                                       outer=True))
+            self.emit(depth, "chunk = task % nchunks")
+            self.lines.extend(split_index(depth, "task // nchunks", rows.kept[:-1]))
+        self.emit(depth, f"low = chunk * {BLOCK}")
+        self.emit(depth, f"count = min(n{last}, low + {BLOCK}) - low")
+        for value in sorted(rows.scratch, key=lambda v: rows.scratch_name[v]):
+            self.emit(depth, f"{rows.scratch_name[value]} = fj.heap_array({constructor(value.dtype)}, "
+                             f"ninner * {BLOCK})")
+        per_row = [n.output for n in rows.members if n.output not in rows.full]
+        for value in per_row:
+            self.emit(depth, f"p_{_identifier(value)} = fj.stack_array({constructor(value.dtype)}, {BLOCK})")
+        known: list[Value] = []
+        self.across_per_row(depth, rows, known, upto=0, finished=[], outputs=[])
+        for current in range(len(self.plan.passes)):
+            self.across_pass(depth, rows, known, current)
+            last = current == len(self.plan.passes) - 1
+            self.across_per_row(depth, rows, known, upto=current + 1, finished=rows.reductions_in[current],
+                                outputs=outputs if last else [])
+        return self.lines[start:]
+
+    def across_rows_loop(self, depth: int, rows, known: list[Value]) -> int:
+        """``for r``, the row's kept index, and the per-row values known so far; the depth inside."""
+        self.emit(depth, "for r in range(count):")
+        self.emit(depth + 1, f"i{rows.kept[-1]} = low + r")
+        for value in known:
+            self.emit(depth + 1, f"{self.var(value)} = p_{_identifier(value)}[r]")
+        return depth + 1
+
+    def across_per_row(self, depth: int, rows, known: list[Value], upto: int, finished: list[Node],
+                       outputs: list[Value]) -> None:
+        """One loop over the block's rows: the totals of the ``finished`` reductions, the per-row
+        values known after pass ``upto - 1``, and (the last) the kernel's outputs stored."""
+        done = set(known)
+        new = [n for n in rows.members if n.output not in rows.full and n.output not in done
+               and (n in finished if n.op.kind is OpKind.REDUCTION else rows.level[n.output] <= upto)]
+        if not new and not outputs:
+            return
+        inner = self.across_rows_loop(depth, rows, known)
+        for node in new:
+            if node.op.kind is OpKind.REDUCTION:
+                total = f"acc_{_identifier(node.output)}[r]"
+                self.emit(inner, f"{self.var(node.output)} = {self.reduction_result(node, total)}")
+            else:
+                self.compute(inner, node)
+            self.emit(inner, f"p_{_identifier(node.output)}[r] = {self.var(node.output)}")
+            known.append(node.output)
+        for value in outputs:
+            self.store(inner, value)
+
+    def across_pass(self, depth: int, rows, known: list[Value], current: int) -> None:
+        """Pass ``current``: each reduction's accumulators, then the row position outside the
+        block's rows, the pass's elementwise work and its accumulations inside."""
+        reductions = rows.reductions_in[current]
+        wanted, available, todo = self.pass_values(rows, current)
+        rules = {node: self.reduction_rule(node) for node in reductions}
+        for node, (dtype, start, _) in rules.items():
+            self.comment(depth, node)
+            self.emit(depth, f"acc_{_identifier(node.output)} = fj.stack_array({constructor(dtype)}, {BLOCK})")
+        self.emit(depth, "for r in range(count):")
+        for node, (_, start, _) in rules.items():
+            self.emit(depth + 1, f"acc_{_identifier(node.output)}[r] = {start}")
+        self.emit(depth, "for t in range(ninner):")
+        inner = self.across_rows_loop(depth + 1, rows, known)
+        self.pass_body(rows, sorted(todo, key=rows.order.__getitem__), wanted, available, [], inner)
+        if not todo:
+            self.emit(inner, f"i{rows.reduced[0]} = t")
+        for node, (dtype, _, combine) in rules.items():
+            source = node.inputs[0]
+            element = self.names.get(source) or self.load(source, _identity(source.shape))
+            self.emit(inner, f"x = {cast(element, source.dtype, dtype)}")
+            target = f"acc_{_identifier(node.output)}[r]"
+            self.emit(inner, f"{target} = {combine(target, 'x')}")
+        self.names = {k: v for k, v in self.names.items() if k not in rows.full}

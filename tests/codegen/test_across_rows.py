@@ -1,0 +1,137 @@
+"""Short rows reduced across a block of rows (the ``across`` strategy): each pass is a loop over
+the row position outside one over the block's rows, an accumulator per row, so what a row's
+totals feed (the log of a log-sum-exp) runs in vector lanes across rows too."""
+
+import numpy as np
+import pytest
+
+import flowjit
+from flowjit.compiler.codegen.reduce_across import BLOCK
+from flowjit.compiler.ir.plan import ReduceStrategy
+from flowjit.compiler.passes.plan_reductions import ACROSS_MIN_ROWS, ACROSS_ROW
+from helpers import check_against_interpreter, kernel_twins, packed
+
+rng = np.random.default_rng(11)
+
+
+def logsumexp(x):
+    m = x.max(axis=-1)
+    return m + np.log(np.exp(x - m[..., None]).sum(axis=-1))
+
+
+def gmm(x, means, sigmas, weights):
+    log_prob = (np.log(weights) - np.log(sigmas) - 0.5 * np.log(2 * np.pi)
+                - 0.5 * ((x[:, None] - means) / sigmas) ** 2)
+    m = log_prob.max(axis=1, keepdims=True)
+    return (m[:, 0] + np.log(np.exp(log_prob - m).sum(axis=1))).sum()
+
+
+def statistics(x, y):
+    # a per-row value known before any pass (y * 2), a two-pass variance, a product, a minimum
+    return y * 2 + x.mean(axis=1), x.var(axis=1), np.prod(x * 0.5 + 1, axis=1), x.min(axis=1), \
+        np.abs(x).max(axis=1) / (x.std(axis=1) + 1)
+
+
+def norms(x):
+    return np.sqrt((x * x).sum(axis=1)), np.linalg.norm(x, axis=1, ord=1)
+
+
+def integers(i):
+    return i.sum(axis=1), (i % 7).max(axis=1), (i > 0).any(axis=1), (i > -50).all(axis=1), i.min(axis=1)
+
+
+def complex_rows(z):
+    return (z * z).sum(axis=1), np.abs(z).mean(axis=1)
+
+
+def with_specials(x):
+    x = x.copy()
+    x[1, 2] = np.nan                  # NaN wins the max and the sum
+    x[3] = -np.inf                    # a row of -inf: x - max is NaN, as numpy's
+    x[4, 0] = np.inf
+    return x
+
+
+def _mixture(n, k=16):
+    weights = rng.random(k)
+    return (rng.standard_normal(n) * 3, np.linspace(-4, 4, k), rng.uniform(0.5, 2, k), weights / weights.sum())
+
+
+CASES = [
+    pytest.param(logsumexp, (rng.standard_normal((16, 2)),), id="logsumexp-f64-16x2"),
+    pytest.param(logsumexp, (with_specials(rng.standard_normal((70, 7)) * 30).astype(np.float32),),
+                 id="logsumexp-f32-70x7-specials"),
+    pytest.param(logsumexp, (rng.standard_normal((3, 20, 7)),), id="logsumexp-f64-3x20x7"),
+    pytest.param(logsumexp, (rng.standard_normal((2, 65, 5)).astype(np.float32),), id="logsumexp-f32-2x65x5"),
+    pytest.param(gmm, _mixture(131), id="gmm-131x16"),
+    pytest.param(gmm, _mixture(2 * BLOCK), id="gmm-two-whole-blocks"),
+    pytest.param(statistics, (rng.standard_normal((65, 33)), rng.standard_normal(65)), id="statistics-f64-65x33"),
+    pytest.param(statistics, (rng.standard_normal((17, ACROSS_ROW - 1)).astype(np.float32),
+                              rng.standard_normal(17).astype(np.float32)), id="statistics-f32-17x63"),
+    pytest.param(norms, (rng.standard_normal((100, 3)).astype(np.float32),), id="norms-f32-100x3"),
+    pytest.param(integers, (rng.integers(-100, 100, (90, 9)).astype(np.int32),), id="integers-i32-90x9"),
+    pytest.param(integers, (rng.integers(-100, 100, (40, 12)),), id="integers-i64-40x12"),
+    pytest.param(complex_rows, (rng.standard_normal((33, 6)) + 1j * rng.standard_normal((33, 6)),),
+                 id="complex-33x6"),
+]
+
+
+def _reduce_plans(jitted, *args):
+    return [n.attrs["plan"] for n in jitted.lower(*args).fused.nodes
+            if n.op.name == "fused" and n.attrs["plan"].strategy is not None]
+
+
+@pytest.mark.parametrize("program, args", CASES)
+def test_short_rows_reduce_across_rows_and_match_the_interpreter(program, args):
+    """Rows of 2 to 63 elements, 16 to 131 of them (a partial last block, several kept axes),
+    float, integer, boolean and complex reductions, one to three passes: the kernel that
+    reduces the rows runs across them, and every result is the interpreter's."""
+    jitted = flowjit.jit(program)
+    plans = _reduce_plans(jitted, *args)
+    assert any(p.strategy is ReduceStrategy.ACROSS for p in plans), plans
+    for plan in plans:
+        if plan.strategy is ReduceStrategy.ACROSS:
+            assert all(set(row.fold) == set(row.reduce) and not row.store for row in plan.passes), plan
+    check_against_interpreter(jitted, args)
+
+
+@pytest.mark.parametrize("program, shape", [
+    pytest.param(lambda x: np.argmax(x, axis=1), (70, 7), id="argmax"),
+    pytest.param(lambda x: np.exp(x - x.max(axis=1, keepdims=True)), (70, 7), id="full-shaped-output"),
+    pytest.param(logsumexp, (70, ACROSS_ROW), id="rows-as-long-as-ACROSS_ROW"),
+    pytest.param(logsumexp, (ACROSS_MIN_ROWS - 1, 7), id="too-few-rows"),
+    pytest.param(logsumexp, (40, 3, 7), id="short-last-kept-axis"),
+])
+def test_other_rows_keep_their_strategy(program, shape):
+    """An argmax (a first position), a full-shaped output (a block would store it down its
+    columns), rows of ACROSS_ROW or more, fewer than ACROSS_MIN_ROWS rows along the last kept
+    axis: the rows strategy, results the interpreter's."""
+    x = rng.standard_normal(shape)
+    jitted = flowjit.jit(program)
+    plans = _reduce_plans(jitted, x)
+    assert plans and all(p.strategy is ReduceStrategy.ROWS for p in plans), plans
+    check_against_interpreter(jitted, (x,))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_across_kernel_is_packed_and_its_parallel_twin_has_its_bits(dtype):
+    """Compiled with flowjit's flags, the kernel computes in packed lanes (as rows, a row of 16
+    was two blocks of lanes and a scalar log); under prange, blocks in parallel, the same bits."""
+    x = (rng.standard_normal((1000, 16)) * 5).astype(dtype)
+    jitted = flowjit.jit(logsumexp)
+    lowered = jitted.lower(x)
+    (node,) = [n for n in lowered.fused.nodes
+               if n.op.name == "fused" and n.attrs["plan"].strategy is ReduceStrategy.ACROSS]
+    assert len(node.inputs) == 1, node
+    source = lowered.kernel_sources()[node.name]
+    serial, parallel = kernel_twins(source, node.name)
+    results = []
+    for kernel in (serial, parallel):
+        outputs = [np.empty(v.shape, v.dtype) for v in node.outputs]
+        kernel(x, *outputs)
+        results.append(outputs)
+    for got, want in zip(*results):
+        np.testing.assert_array_equal(got, want, strict=True)
+    np.testing.assert_allclose(jitted(x), logsumexp(x), rtol=1e-6 if dtype == np.float32 else 1e-13)
+    assembly = "".join(serial.inspect_asm().values())
+    assert packed(assembly, "arith", dtype), source

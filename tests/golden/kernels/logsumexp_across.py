@@ -1,0 +1,124 @@
+# k0_max_sub_exp_sum_log: reduce kernel, domain [20,7]
+def kernel(in0_x, out0, out1):
+    fj.vector_width(512)
+    n0 = in0_x.shape[0]
+    n1 = in0_x.shape[1]
+    ninner = n1
+    for chunk in range((n0 + 63) // 64):
+        low = chunk * 64
+        count = min(n0, low + 64) - low
+        p_max = fj.stack_array(np.float32, 64)
+        p_sum = fj.stack_array(np.float32, 64)
+        p_log = fj.stack_array(np.float32, 64)
+        # %max = max %x {axes=[1], keepdims=true} : f32[20,1] loc(...)
+        acc_max = fj.stack_array(np.float32, 64)
+        for r in range(count):
+            acc_max[r] = np.float32(-np.inf)
+        for t in range(ninner):
+            for r in range(count):
+                i0 = low + r
+                i1 = t
+                x = in0_x[i0, i1]
+                acc_max[r] = (x if (x > acc_max[r]) | (x != x) else acc_max[r])
+        for r in range(count):
+            i0 = low + r
+            v_max = acc_max[r]
+            p_max[r] = v_max
+        # %sum = sum %exp {axes=[1]} : f32[20] loc(...)
+        acc_sum = fj.stack_array(np.float64, 64)
+        for r in range(count):
+            acc_sum[r] = np.float64(0.0)
+        for t in range(ninner):
+            for r in range(count):
+                i0 = low + r
+                v_max = p_max[r]
+                i1 = t
+                # %sub = sub %x, %max : f32[20,7] loc(...)
+                v_sub = np.float32((in0_x[i0, i1] - v_max))
+                # %exp = exp %sub : f32[20,7] loc(...)
+                v_exp = np.float32(fj.exp_f32(v_sub))
+                x = np.float64(v_exp)
+                acc_sum[r] = (acc_sum[r] + x)
+        for r in range(count):
+            i0 = low + r
+            v_max = p_max[r]
+            v_sum = np.float32(acc_sum[r])
+            p_sum[r] = v_sum
+            # %log = log %sum : f32[20] loc(...)
+            v_log = np.float32(fj.log_f32(v_sum))
+            p_log[r] = v_log
+            out0[i0, 0] = v_max
+            out1[i0] = v_log
+
+
+def kernel_parallel(in0_x, out0, out1):
+    fj.vector_width(512)
+    n0 = in0_x.shape[0]
+    n1 = in0_x.shape[1]
+    ninner = n1
+    for chunk in prange((n0 + 63) // 64):
+        fj.vector_width(512)
+        low = chunk * 64
+        count = min(n0, low + 64) - low
+        p_max = fj.stack_array(np.float32, 64)
+        p_sum = fj.stack_array(np.float32, 64)
+        p_log = fj.stack_array(np.float32, 64)
+        # %max = max %x {axes=[1], keepdims=true} : f32[20,1] loc(...)
+        acc_max = fj.stack_array(np.float32, 64)
+        for r in range(count):
+            acc_max[r] = np.float32(-np.inf)
+        for t in range(ninner):
+            for r in range(count):
+                i0 = low + r
+                i1 = t
+                x = in0_x[i0, i1]
+                acc_max[r] = (x if (x > acc_max[r]) | (x != x) else acc_max[r])
+        for r in range(count):
+            i0 = low + r
+            v_max = acc_max[r]
+            p_max[r] = v_max
+        # %sum = sum %exp {axes=[1]} : f32[20] loc(...)
+        acc_sum = fj.stack_array(np.float64, 64)
+        for r in range(count):
+            acc_sum[r] = np.float64(0.0)
+        for t in range(ninner):
+            for r in range(count):
+                i0 = low + r
+                v_max = p_max[r]
+                i1 = t
+                # %sub = sub %x, %max : f32[20,7] loc(...)
+                v_sub = np.float32((in0_x[i0, i1] - v_max))
+                # %exp = exp %sub : f32[20,7] loc(...)
+                v_exp = np.float32(fj.exp_f32(v_sub))
+                x = np.float64(v_exp)
+                acc_sum[r] = (acc_sum[r] + x)
+        for r in range(count):
+            i0 = low + r
+            v_max = p_max[r]
+            v_sum = np.float32(acc_sum[r])
+            p_sum[r] = v_sum
+            # %log = log %sum : f32[20] loc(...)
+            v_log = np.float32(fj.log_f32(v_sum))
+            p_log[r] = v_log
+            out0[i0, 0] = v_max
+            out1[i0] = v_log
+
+
+# k1_add: loop kernel, domain [20]
+def kernel(in0_log, in1_reshape, out0):
+    fj.vector_width(512)
+    n0 = in0_log.shape[0]
+    for i0 in range(n0):
+        # %add = add %log, %reshape : f32[20] loc(...)
+        v_add = np.float32((in0_log[i0] + in1_reshape[i0]))
+        out0[i0] = v_add
+
+
+def kernel_parallel(in0_log, in1_reshape, out0):
+    fj.vector_width(512)
+    n0 = in0_log.shape[0]
+    parts = fj.parallel_parts(n0)
+    for part in prange(parts):
+        fj.vector_width(512)
+        low, high = fj.part_bounds(part, parts, n0)
+        kernel(in0_log[low:high], in1_reshape[low:high], out0[low:high])
