@@ -44,6 +44,16 @@ def complex_rows(z):
     return (z * z).sum(axis=1), np.abs(z).mean(axis=1)
 
 
+def pools(img):
+    h, w = img.shape
+    windows = img.reshape(h // 2, 2, w // 2, 2)
+    return windows.mean(axis=(1, 3)), windows.max(axis=(1, 3))
+
+
+def outer_and_inner(x):
+    return x.sum(axis=(0, 2)), (x * x).max(axis=(0, 2)), x.mean(axis=(0, 2)) - x.min(axis=(0, 2))
+
+
 def with_specials(x):
     x = x.copy()
     x[1, 2] = np.nan                  # NaN wins the max and the sum
@@ -71,6 +81,8 @@ CASES = [
     pytest.param(norms, (rng.standard_normal((100, 3)).astype(np.float32),), id="norms-f32-100x3"),
     pytest.param(integers, (rng.integers(-100, 100, (90, 9)).astype(np.int32),), id="integers-i32-90x9"),
     pytest.param(integers, (rng.integers(-100, 100, (40, 12)),), id="integers-i64-40x12"),
+    pytest.param(pools, (with_specials(rng.standard_normal((16, 80))).astype(np.float32),), id="pools-2x2-windows"),
+    pytest.param(outer_and_inner, (rng.standard_normal((5, 40, 3)).astype(np.float32),), id="axes-0-and-2-5x40x3"),
     pytest.param(complex_rows, (rng.standard_normal((33, 6)) + 1j * rng.standard_normal((33, 6)),),
                  id="complex-33x6"),
 ]
@@ -83,9 +95,10 @@ def _reduce_plans(jitted, *args):
 
 @pytest.mark.parametrize("program, args", CASES)
 def test_short_rows_reduce_across_rows_and_match_the_interpreter(program, args):
-    """Rows of 2 to 63 elements, 16 to 131 of them (a partial last block, several kept axes),
-    float, integer, boolean and complex reductions, one to three passes: the kernel that
-    reduces the rows runs across them, and every result is the interpreter's."""
+    """Rows of 2 to 63 elements, 16 to 131 of them (a partial last block, several kept axes,
+    windows of several axes), float, integer, boolean and complex
+    reductions, one to three passes: the kernel that reduces the rows runs across them, and
+    every result is the interpreter's."""
     jitted = flowjit.jit(program)
     plans = _reduce_plans(jitted, *args)
     assert any(p.strategy is ReduceStrategy.ACROSS for p in plans), plans

@@ -1,10 +1,11 @@
 """Reductions of short rows across them: the part of reduce.ReduceWriter that renders the
-``across`` strategy (passes/plan_reductions.py decides it: rows of the last axis shorter than
-``ACROSS_ROW``, nothing full-shaped stored, no argmax/argmin).
+``across`` strategy (passes/plan_reductions.py decides it: rows -- the reduced axes, one or a
+window of several -- shorter than ``ACROSS_ROW``, nothing full-shaped stored, no argmax/argmin).
 
 A row of 16 reduced in vector lanes is two blocks of lanes and a fold, and whatever the row's
 results feed (a log after a log-sum-exp) is scalar code once per row.  Across rows, a block of
-``BLOCK`` rows is reduced at once: each pass is a loop over the row position ``t`` outside a
+``BLOCK`` rows is reduced at once: each pass is a loop over the row position ``t`` (a loop per
+reduced axis, for a window) outside a
 loop over the block's rows ``r`` (consecutive along the last kept axis), which carries no dependency from one row to the next and so
 vectorises, each row adding into its own accumulator in a stack array (in row order, at the
 accumulator's dtype: the row's elements one after another, as a scalar loop adds them).  What
@@ -30,10 +31,10 @@ class AcrossWriter:
 
     def write_across(self, outputs: list[Value], rows) -> list[str]:
         start = len(self.lines)
-        (axis,), last = rows.reduced, rows.kept[-1]
+        last = rows.kept[-1]
         rows.position = f"t * {BLOCK} + r"
         self.constants(1)
-        self.emit(1, f"ninner = n{axis}")
+        self.emit(1, f"ninner = {' * '.join(f'n{axis}' for axis in rows.reduced)}")
         depth = 2
         if len(rows.kept) == 1:
             self.emit(1, self.for_loop("chunk", f"(n{last} + {BLOCK - 1}) // {BLOCK}", outer=True))
@@ -102,11 +103,21 @@ class AcrossWriter:
         self.emit(depth, "for r in range(count):")
         for node, (_, start, _) in rules.items():
             self.emit(depth + 1, f"acc_{_identifier(node.output)}[r] = {start}")
-        self.emit(depth, "for t in range(ninner):")
-        inner = self.across_rows_loop(depth + 1, rows, known)
+        if len(rows.reduced) == 1:
+            self.emit(depth, "for t in range(ninner):")
+            inner = self.across_rows_loop(depth + 1, rows, known)
+            if not todo:                    # (pass_body sets it where there is work)
+                self.emit(inner, f"i{rows.reduced[0]} = t")
+        else:
+            # (a window of several axes: a loop over each, the row position t counted in C order)
+            for level, axis in enumerate(rows.reduced):
+                self.emit(depth + level, f"for i{axis} in range(n{axis}):")
+            position = f"i{rows.reduced[0]}"
+            for axis in rows.reduced[1:]:
+                position = f"({position}) * n{axis} + i{axis}"
+            self.emit(depth + len(rows.reduced), f"t = {position}")
+            inner = self.across_rows_loop(depth + len(rows.reduced), rows, known)
         self.pass_body(rows, sorted(todo, key=rows.order.__getitem__), wanted, available, [], inner)
-        if not todo:
-            self.emit(inner, f"i{rows.reduced[0]} = t")
         for node, (dtype, _, combine) in rules.items():
             source = node.inputs[0]
             element = self.names.get(source) or self.load(source, _identity(source.shape))
