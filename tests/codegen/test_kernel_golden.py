@@ -67,6 +67,11 @@ CPU_CASES = {
     **CASES,
     "complex_spectrum": (lambda x: (np.abs(np.fft.rfft(x * np.hanning(8), axis=1)) ** 2,
                                     np.exp(1j * x) / (x + 2j)), (rows((4, 8), np.float64),)),
+    # ops the program corpus brought (issue 19): a scan kernel, and what the array ops compile to
+    "scan_cumsum": (lambda x: np.cumsum(x * 2.0, axis=1) + 1.0, (rows((4, 8)),)),
+    "array_ops": (lambda x, i: (np.diff(np.pad(np.roll(x, 2, axis=1), 1), axis=0), np.tril(np.outer(x[0], x[1])),
+                                np.take(x, i, axis=1) * 2.0, np.einsum("ij,kj->ik", x, x) + 1.0),
+                  (rows((4, 8)), np.array([0, 3, 7, 3]))),
 }
 
 
