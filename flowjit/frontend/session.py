@@ -7,8 +7,8 @@ intermediates replace their producers, and everything the fetches do not need is
 (``passes/prune.py``).  Each plan compiles once per fed shape and dtype through the jit
 path's compiler (``compiler/lowered.py``: passes, placement, partitioning, fusion,
 kernels); ``?`` dimensions are specialized to the fed sizes first, and since kernels read
-their sizes at run time a new size costs a driver, not a kernel compile (unless it takes a
-reduced row across a block of lanes, which changes the kernel's source).
+their sizes at run time a new size costs a driver, not a kernel compile (unless it changes
+a reduce kernel's row length or its number of rows, which its source is written for).
 
 State.  A graph built under ``as_default()`` may read and assign ``flowjit.Variable``s as a
 jitted function does; their values live in the variables themselves (shared with jitted

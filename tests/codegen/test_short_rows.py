@@ -45,6 +45,7 @@ CASES = [
     pytest.param(logsumexp, (rng.normal(size=(7, 30)) * 30,), ["sum"], id="logsumexp-f64-few-rows"),
     pytest.param(discounted, (rng.uniform(0, 0.1, 65), rng.uniform(0, 5, (65, 30))), ["sum"], id="pow-f64-30"),
     pytest.param(mixed, (rng.normal(size=(67, 90)).astype(np.float32),), ["mean"], id="mixed-f32-90"),
+    pytest.param(mixed, (rng.normal(size=(7, 5)).astype(np.float32),), ["mean"], id="mixed-f32-few-rows-5"),
 ]
 # (Rows shorter than ACROSS_ROW, at least ACROSS_MIN_ROWS of them, that store nothing
 # full-shaped run across rows instead: test_across_rows.py.)
@@ -106,9 +107,9 @@ def test_rows_shorter_than_wide_ones_reduce_in_short_lanes(columns, dtype):
         jitted = flowjit.jit(program)
         sources = "".join(jitted.lower(x).kernel_sources().values())
         count = SHORT_LANES if columns >= 2 * SHORT_LANES else SHORT_LANES // 2
-        if _plan(jitted, x).strategy is ReduceStrategy.ACROSS:     # (nothing full-shaped, no argmax)
-            assert columns < ACROSS_ROW and program in (logsumexp, mixed), sources
-        else:
+        across = columns < ACROSS_ROW and program in (logsumexp, mixed)      # (nothing full-shaped, no argmax)
+        assert (_plan(jitted, x).strategy is ReduceStrategy.ACROSS) == across, sources
+        if not across:
             assert (f"fj.stack_array(np.{np.dtype(dtype).name}, {count})" in sources) == (columns >= SHORT_LANES), \
                 sources
         with np.errstate(all="ignore"):

@@ -1,9 +1,10 @@
 """One fused node -> the Python source of a Numba kernel, readable, each line under its IR.
 
 A kernel takes its input arrays then its output arrays and returns nothing.  Sizes come
-from the arrays at run time; ranks, dtypes, which dimensions broadcast and whether a
-reduced row is as long as a block of lanes (reduce.py) are baked in, so one source serves
-every size on the same side of those bounds (``Lowered.compile`` checks the arrays' types).
+from the arrays at run time; ranks, dtypes and which dimensions broadcast are baked in, and
+so, for reduce kernels, are the strategy and lanes the traced row length and row count
+chose (plan_reductions.py, reduce.py), so a loop kernel's source serves every size and a
+reduce kernel's the shapes it was written for (``Lowered.compile`` checks the arrays).
 0-d arrays are passed as shape (1,).
 
 - loop kernels: one loop per domain axis, the body computes every node and stores the
@@ -11,7 +12,9 @@ every size on the same side of those bounds (``Lowered.compile`` checks the arra
 - reduce kernels: loops over the kept axes outside; inside, one pass over the reduced
   axes per dependent reduction (softmax: max, then sum, then the division), with the
   per-row scalars between passes; full-shaped outputs stored in the first pass that can
-  compute them, and read back rather than recomputed by later passes.
+  compute them, and read back rather than recomputed by later passes.  Short rows go the
+  other way round (``across``, reduce_across.py): blocks of 64 rows, each pass a loop over
+  the row position outside one over the block's rows.
 - matmul kernels: the runtime calls BLAS; the kernel is the elementwise epilogue over
   its result.
 

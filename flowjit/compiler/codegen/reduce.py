@@ -11,7 +11,8 @@
   stretches into them (``write_columns``).
 - A matrix's short rows: blocks of rows reduced across them (``write_across``, in
   reduce_across.py).
-Several trailing reduced axes reach here merged into one (collapse.py).
+Several trailing reduced axes reach here merged into one (collapse.py); a window across rows
+(reduce_across.py) loops over each of its axes.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class Rows:
     order: dict[Value, int]
     outer: int = 1                                     # the depth of the per-row code
     position: str = "t"                                # a row position's index into scratch
+    carried: set[Value] = field(default_factory=set)   # (across rows: per-row values a later loop reads)
     computed_outer: set[Value] = field(default_factory=set)
 
 

@@ -22,7 +22,7 @@ from flowjit.compiler.ir.graph import Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.compiler.ir.ops.lowering import cast, constructor
 
-BLOCK = 64          # rows reduced together (a power of two: scratch positions are t * BLOCK + r)
+BLOCK = 64          # rows reduced together: a block's accumulators and per-row values are stack arrays of it
 
 
 class AcrossWriter:
@@ -50,24 +50,39 @@ class AcrossWriter:
         for value in sorted(rows.scratch, key=lambda v: rows.scratch_name[v]):
             self.emit(depth, f"{rows.scratch_name[value]} = fj.heap_array({constructor(value.dtype)}, "
                              f"ninner * {BLOCK})")
-        per_row = [n.output for n in rows.members if n.output not in rows.full]
-        for value in per_row:
+        rows.carried = self.carried(rows, outputs)
+        for value in sorted(rows.carried, key=rows.order.__getitem__):
             self.emit(depth, f"p_{_identifier(value)} = fj.stack_array({constructor(value.dtype)}, {BLOCK})")
         known: list[Value] = []
         self.across_per_row(depth, rows, known, upto=0, finished=[], outputs=[])
-        for current in range(len(self.plan.passes)):
+        passes = len(self.plan.passes)
+        for current in range(passes):
             self.across_pass(depth, rows, known, current)
-            last = current == len(self.plan.passes) - 1
             self.across_per_row(depth, rows, known, upto=current + 1, finished=rows.reductions_in[current],
-                                outputs=outputs if last else [])
+                                outputs=outputs if current == passes - 1 else [])
         return self.lines[start:]
 
+    def carried(self, rows, outputs: list[Value]) -> set[Value]:
+        """Per-row values a later loop reads: those a pass's elementwise work reads, those a later
+        per-row loop computes from, and outputs known before the last loop.  A per-row value
+        is computed in the loop after pass ``level - 1`` (its level: reductions' included)."""
+        last = len(self.plan.passes)
+        per_row = {n.output for n in rows.members if n.output not in rows.full}
+        carried = {v for v in per_row if v in outputs and rows.level[v] < last}
+        for node in rows.members:
+            for value in node.inputs:
+                if value in per_row and (node.output in rows.full or rows.level[node.output] > rows.level[value]):
+                    carried.add(value)
+        return carried
+
     def across_rows_loop(self, depth: int, rows, known: list[Value]) -> int:
-        """``for r``, the row's kept index, and the per-row values known so far; the depth inside."""
+        """``for r``, the row's kept index, and the per-row values known so far that later loops
+        read; the depth inside."""
         self.emit(depth, "for r in range(count):")
         self.emit(depth + 1, f"i{rows.kept[-1]} = low + r")
         for value in known:
-            self.emit(depth + 1, f"{self.var(value)} = p_{_identifier(value)}[r]")
+            if value in rows.carried:
+                self.emit(depth + 1, f"{self.var(value)} = p_{_identifier(value)}[r]")
         return depth + 1
 
     def across_per_row(self, depth: int, rows, known: list[Value], upto: int, finished: list[Node],
@@ -86,7 +101,8 @@ class AcrossWriter:
                 self.emit(inner, f"{self.var(node.output)} = {self.reduction_result(node, total)}")
             else:
                 self.compute(inner, node)
-            self.emit(inner, f"p_{_identifier(node.output)}[r] = {self.var(node.output)}")
+            if node.output in rows.carried:
+                self.emit(inner, f"p_{_identifier(node.output)}[r] = {self.var(node.output)}")
             known.append(node.output)
         for value in outputs:
             self.store(inner, value)

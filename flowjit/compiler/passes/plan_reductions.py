@@ -6,8 +6,9 @@ For every fused reduce kernel whose plan has no strategy yet:
   x minus the max) needs a later pass over the row; each reduction goes to the first pass
   after everything it reads, and each full-shaped output to the first pass that can compute
   it;
-- **fold**: with one reduced axis, a pass's elementwise loop also accumulates the
-  reductions whose lanes are no wider than their input (float32 sums keep float32 lanes,
+- **fold** (rows and parts; across rows every reduction folds): with one reduced axis, a
+  pass's elementwise loop also accumulates the reductions whose lanes are no wider than
+  their input (float32 sums keep float32 lanes,
   ``lane_dtype``): wider lanes would make LLVM vectorise the whole loop at their width,
   half the lanes for float32 work (softmax's exp loop ran 0.43 -> 0.71 ns per element with
   float64 lanes).  Except along short rows (fewer than ``SHORT_ROW`` elements, which get
@@ -17,7 +18,8 @@ For every fused reduce kernel whose plan has no strategy yet:
   argmax/argmin, reductions over several axes, those -- read a row after the loop;
 - **direct**: with one reduced axis, a reduction of a kernel input reads its row in place;
 - **scratch**: what such a later read needs, and what a later pass needs from an earlier
-  one, is written to a per-row scratch array by the pass that first computes it;
+  one, is written to a per-row scratch array by the pass that first computes it (across
+  rows: a block's, position-major);
 - **strategy**: ``columns`` when the innermost axis is kept and one pass of plain
   reductions does it all (blocks of adjacent outputs; a full-shaped output, such as the
   centred ``x - x.mean(axis=0)`` a variance reduces and z-scores divide, is stored by that

@@ -8,8 +8,6 @@ def kernel(in0_x, out0, out1):
         low = chunk * 64
         count = min(n0, low + 64) - low
         p_max = fj.stack_array(np.float32, 64)
-        p_sum = fj.stack_array(np.float32, 64)
-        p_log = fj.stack_array(np.float32, 64)
         # %max = max %x {axes=[1], keepdims=true} : f32[20,1] loc(...)
         acc_max = fj.stack_array(np.float32, 64)
         for r in range(count):
@@ -43,10 +41,8 @@ def kernel(in0_x, out0, out1):
             i0 = low + r
             v_max = p_max[r]
             v_sum = np.float32(acc_sum[r])
-            p_sum[r] = v_sum
             # %log = log %sum : f32[20] loc(...)
             v_log = np.float32(fj.log_f32(v_sum))
-            p_log[r] = v_log
             out0[i0, 0] = v_max
             out1[i0] = v_log
 
@@ -61,8 +57,6 @@ def kernel_parallel(in0_x, out0, out1):
         low = chunk * 64
         count = min(n0, low + 64) - low
         p_max = fj.stack_array(np.float32, 64)
-        p_sum = fj.stack_array(np.float32, 64)
-        p_log = fj.stack_array(np.float32, 64)
         # %max = max %x {axes=[1], keepdims=true} : f32[20,1] loc(...)
         acc_max = fj.stack_array(np.float32, 64)
         for r in range(count):
@@ -96,10 +90,8 @@ def kernel_parallel(in0_x, out0, out1):
             i0 = low + r
             v_max = p_max[r]
             v_sum = np.float32(acc_sum[r])
-            p_sum[r] = v_sum
             # %log = log %sum : f32[20] loc(...)
             v_log = np.float32(fj.log_f32(v_sum))
-            p_log[r] = v_log
             out0[i0, 0] = v_max
             out1[i0] = v_log
 

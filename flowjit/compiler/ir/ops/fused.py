@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from flowjit.compiler.ir.evaluate import evaluate
 from flowjit.compiler.ir.ops.base import AttrKind, Op, OpKind, register, required
-from flowjit.compiler.ir.plan import KernelKind, KernelPlan
+from flowjit.compiler.ir.plan import KernelKind, KernelPlan, ReduceStrategy
 from flowjit.errors import OpTypeError
 
 
@@ -80,6 +80,27 @@ def check_rows(plan: KernelPlan, body) -> None:
     if set(plan.direct) - inputs:
         raise OpTypeError(f"plan reads %{sorted(set(plan.direct) - inputs)[0]} directly, which is not an "
                           f"input of the kernel")
+    if plan.strategy is ReduceStrategy.ACROSS:
+        check_across(plan, body)
+
+
+def check_across(plan: KernelPlan, body) -> None:
+    """What reducing across rows asks (plan_reductions.across_rows decides it, and a backend
+    renders it as given): a kept axis to run the blocks along, every reduction folded into
+    its row's accumulator, nothing full-shaped stored, no argmax/argmin, no direct reads."""
+    if set(plan.reduced) >= set(range(len(plan.domain))):
+        raise OpTypeError(f"plan reduces across rows but keeps no axis of the domain {list(plan.domain)}")
+    for index, row in enumerate(plan.passes):
+        if set(row.fold) != set(row.reduce) or row.store:
+            raise OpTypeError(f"plan reduces across rows, so pass {index} must fold every reduction it does "
+                              f"and store nothing full-shaped: {row.format()}")
+    for node in body.nodes:
+        if node.op.name in ("argmax", "argmin"):
+            raise OpTypeError(f"plan reduces across rows, which finds no first position: %{node.output.name} "
+                              f"is an {node.op.name}")
+    if plan.direct:
+        raise OpTypeError(f"plan reduces across rows and reads %{plan.direct[0]} directly: across rows, "
+                          f"inputs are read where they are used")
 
 
 def _fused_reference(arrays, attrs):
