@@ -168,6 +168,8 @@ class Device:
     executable: bool = True
     remote_bandwidth: float | None = None  # to devices of other processes (a cluster's tasks; None: link_*)
     remote_latency: float | None = None
+    node: str | None = None               # the machine its process runs on (a cluster's tasks; None: unknown)
+    node_link: tuple[float, float] | None = None   # (latency, bandwidth) to other processes of its node
 
     @property
     def spec(self) -> DeviceSpec:
@@ -178,6 +180,15 @@ class Device:
         """(latency, bandwidth) of its link to devices of other processes."""
         return (self.link_latency if self.remote_latency is None else self.remote_latency,
                 self.link_bandwidth if self.remote_bandwidth is None else self.remote_bandwidth)
+
+    def link_to(self, other: "Device") -> tuple[float, float]:
+        """(latency, bandwidth) from this device to a device of another process: the link of
+        their node where both are known to share one, else the slower of their remote links."""
+        if self.node is not None and self.node == other.node and self.node_link and other.node_link:
+            (out_latency, out_bandwidth), (in_latency, in_bandwidth) = self.node_link, other.node_link
+        else:
+            (out_latency, out_bandwidth), (in_latency, in_bandwidth) = self.remote_link, other.remote_link
+        return max(out_latency, in_latency), min(out_bandwidth, in_bandwidth)
 
     @property
     def type(self) -> str:

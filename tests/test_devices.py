@@ -346,3 +346,25 @@ def test_transfers_take_the_links_within_a_process_and_the_task_link_between_tas
     assert costs.transfer(value, *local) == pytest.approx(5e-6)            # (one memory: the latency alone)
     first, second = task_devices("/job:worker/task:1", cpu_devices=2)     # (so do a task's: one process)
     assert costs.transfer(value, first, second) == pytest.approx(5e-6)
+
+
+def test_tasks_sharing_a_node_are_priced_by_its_link_whatever_their_measured_ones():
+    """Two tasks on a node the first task does not share (their links measured over the
+    network) reach each other over their node's local link; either reaches a task of another
+    node over the slower of their links; a device whose node is unknown (a planned cluster) by
+    its remote link, as before nodes were known."""
+    from flowjit.compiler.ir.graph import Graph
+    from flowjit.compiler.ir.types import TensorType
+    from flowjit.runtime.cluster_spec import LINK_BANDWIDTH, LINK_LATENCY, task_devices
+    value = Graph("g").add_input("x", TensorType((1000,), np.float32))
+    network = (1e-3, 1e8)
+    (home,) = task_devices("/job:ps/task:0", node="a")
+    (one,), (two,) = (task_devices(f"/job:worker/task:{i}", link=network, node="b") for i in (0, 1))
+    (elsewhere,) = task_devices("/job:worker/task:2", link=(2e-3, 5e7), node="c")
+    (unknown,), (unknown_too,) = (task_devices(f"/job:worker/task:{i}", link=network) for i in (3, 4))
+    costs = CostModel(machine=STATIC)
+    assert costs.transfer(value, one, two) == pytest.approx(LINK_LATENCY + 4000 / LINK_BANDWIDTH)
+    assert costs.transfer(value, home, one) == pytest.approx(1e-3 + 4000 / 1e8)
+    assert costs.transfer(value, one, elsewhere) == pytest.approx(2e-3 + 4000 / 5e7)
+    assert costs.transfer(value, unknown, unknown_too) == pytest.approx(1e-3 + 4000 / 1e8)
+    assert one.link_to(two) == two.link_to(one) == (LINK_LATENCY, LINK_BANDWIDTH)

@@ -100,7 +100,8 @@ class CostModel:
     def transfer(self, value: Value, source: Device, destination: Device) -> float:
         """Seconds to make ``value``, produced on ``source``, available on ``destination``: over
         the devices' own links within a process (between two CPU devices, the latency alone: they
-        share its memory), over their remote links between a cluster's tasks."""
+        share its memory), between a cluster's tasks over their node's link where they share a
+        machine, else over their remote links (``Device.link_to``)."""
         if source.name == destination.name:
             return 0.0
         here, there = source.spec, destination.spec
@@ -109,8 +110,8 @@ class CostModel:
             if here.type == there.type == "cpu":
                 return latency
             return latency + nbytes(value) / min(source.link_bandwidth, destination.link_bandwidth)
-        (out_latency, out_bandwidth), (in_latency, in_bandwidth) = source.remote_link, destination.remote_link
-        return max(out_latency, in_latency) + nbytes(value) / min(out_bandwidth, in_bandwidth)
+        latency, bandwidth = source.link_to(destination)
+        return latency + nbytes(value) / bandwidth
 
     def record(self, node: Node, device: Device, seconds: float) -> None:
         """A measured run time; a later placement uses it instead of the estimate."""

@@ -186,7 +186,9 @@ class Cluster:
 
     # -- tasks -------------------------------------------------------------------------
     def devices_of(self, task: str) -> list[Device]:
-        return task_devices(task, self.cpu_devices, self.threads, self.link_figures.get(task), self.gpus[task])
+        info = self._info.get(task)
+        return task_devices(task, self.cpu_devices, self.threads, self.link_figures.get(task), self.gpus[task],
+                            node=info.node_id if info is not None else None)
 
     def _measure_links(self, timeout: float = START_TIMEOUT) -> dict[str, tuple[float, float]]:
         """When the cluster starts (its ``device_set`` is made from these figures once): measure
@@ -194,10 +196,11 @@ class Cluster:
         one of ``PROBE_BYTES``, ``PROBE_ROUNDS`` times each, one task at a time, all within
         ``timeout``), which the cost model then gives that task's devices: a network is not the
         local link it assumes.  Tasks on the first task's node keep the assumed figures, so
-        placement on one machine does not depend on a noisy measurement.  A device's figures
-        price every transfer it takes part in, so two tasks that share a remote node are priced
-        between each other as over the network too (the cost model knows no links by pair).  A
-        restarted task keeps its figures.  Returns them."""
+        placement on one machine does not depend on a noisy measurement.  Two tasks that share a
+        node are priced between each other by the assumed local link whatever their figures
+        (their devices name the node: ``Device.link_to``); a task and one on another node by
+        the slower of their figures.  A restarted task keeps its figures and node as at the
+        start.  Returns them."""
         first = self.tasks[0]
         home = self._info[first].node_id
         actor = self.actors()[first]

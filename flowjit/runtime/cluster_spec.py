@@ -56,12 +56,15 @@ def parse_counts(text: str, what: str, example: str) -> dict[str, int]:
 
 
 def task_devices(task: str, cpu_devices: int = 1, threads: int = 1,
-                 link: tuple[float, float] | None = None, gpus: int = 0) -> list[Device]:
+                 link: tuple[float, float] | None = None, gpus: int = 0, node: str | None = None) -> list[Device]:
     """The devices a task owns (``cpu:0`` ..., then ``gpu:0`` ...), with its link to other tasks'
-    devices (None: the link between tasks of one node the cost model assumes).  Its GPUs are
-    taken to run: its process says whether they do when it starts (``Cluster``)."""
+    devices (None: the link between tasks of one node the cost model assumes), and the node it
+    runs on (None: unknown), whose other tasks it reaches over that assumed link whatever its
+    own.  Its GPUs are taken to run: its process says whether they do when it starts
+    (``Cluster``)."""
     latency, bandwidth = link or (LINK_LATENCY, LINK_BANDWIDTH)
-    remote = dict(remote_latency=latency, remote_bandwidth=bandwidth)
+    remote = dict(remote_latency=latency, remote_bandwidth=bandwidth, node=node,
+                  node_link=(LINK_LATENCY, LINK_BANDWIDTH))
     return ([Device.make(f"{task}/device:cpu:{index}", threads=threads, **remote) for index in range(cpu_devices)]
             + [Device.make(f"{task}/device:gpu:{index}", executable=True, **remote) for index in range(gpus)])
 

@@ -80,6 +80,7 @@ def test_a_link_to_a_task_on_another_node_is_measured_and_given_to_its_devices(c
     assert 0 < one_byte < 5 and 0 < mebibyte < 5
     assert cluster.link_figures == {}                         # (every task of the session is on this node)
     assert all(device.remote_latency == LINK_LATENCY for device in cluster.device_set)
+    assert {device.node for device in cluster.device_set} == {cluster._info[PS].node_id}     # (their node)
     info = cluster._info[WORKER1]
     cluster._info[WORKER1] = dataclasses.replace(info, node_id="elsewhere")
     try:
