@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 import flowjit
 from flowjit.compiler.costmodel import CostModel
 from flowjit.compiler.ir import ops
-from flowjit.compiler.passes.partition import partition
-from flowjit.compiler.passes.place import PlacementError, place
+from flowjit.compiler.passes.place import PlacementError
 from flowjit.devices import Device, DeviceError, DeviceSet, DeviceSpec, canonical
 from flowjit.machine import STATIC
 from flowjit.runtime.executor import ExecutionError

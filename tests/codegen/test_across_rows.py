@@ -171,3 +171,23 @@ def test_the_across_kernel_is_packed_and_its_parallel_twin_has_its_bits(program,
     check_against_interpreter(jitted, (x,))
     assembly = "".join(serial.inspect_asm().values())
     assert packed(assembly, "arith", x.dtype), source
+
+
+def test_inputs_read_along_and_across_rows_are_copied_once_per_block():
+    """An input that runs along the row and every kept axis is copied into the block's buffer,
+    position-major, and the passes read the copy (read in place, consecutive rows were gathers:
+    a log-sum-exp over rows of 16 float32 ran 27.8 ms on one thread, 7.6 from the copy); one
+    the other blocks read alike (a pairwise distance's second operand) and a window's are read
+    in place."""
+    def pairwise(x):
+        return np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(axis=-1))
+
+    cases = [(logsumexp, rng.standard_normal((100, 16)), True), (pairwise, rng.standard_normal((40, 3)), False),
+             (pools, rng.standard_normal((16, 80)), False)]
+    for program, x, staged in cases:
+        jitted = flowjit.jit(program)
+        source = "".join(jitted.lower(x).kernel_sources().values())
+        assert ("st0_in0_" in source) == staged, source
+        if staged:
+            assert "= fj.stack_array(np.float64, 1024)" in source and "x = st0_in0_x[t * 64 + r]" in source, source
+        check_against_interpreter(jitted, (x,))

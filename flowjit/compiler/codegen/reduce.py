@@ -67,6 +67,7 @@ class Rows:
     outer: int = 1                                     # the depth of the per-row code
     position: str = "t"                                # a row position's index into scratch
     carried: set[Value] = field(default_factory=set)   # (across rows: per-row values a later loop reads)
+    indexed: bool = False                              # (across rows: the position loops set i<axis>)
     computed_outer: set[Value] = field(default_factory=set)
 
 
@@ -241,7 +242,7 @@ class ReduceWriter(AcrossWriter, PartsWriter, KernelWriter):
 
     def pass_body(self, rows: "Rows", todo: list, wanted: list, available: set, stores: list, depth: int) -> None:
         """A pass's elementwise work at row position ``t`` (``i<axis>`` for one axis)."""
-        if (len(rows.reduced) == 1 or rows.parts) and todo:
+        if (len(rows.reduced) == 1 or rows.parts) and todo and not rows.indexed:
             self.emit(depth, f"i{rows.reduced[-1]} = t")
         at = rows.position
         for value in todo:

@@ -1,22 +1,28 @@
 # k0_max_sub_exp_sum_log: reduce kernel, domain [20,7]
 def kernel(in0_x, out0, out1):
     fj.vector_width(512)
-    n0 = in0_x.shape[0]
+    n0 = out0.shape[0]
     n1 = in0_x.shape[1]
     ninner = n1
     for chunk in range((n0 + 63) // 64):
         low = chunk * 64
         count = min(n0, low + 64) - low
         p_max = fj.stack_array(np.float32, 64)
+        st0_in0_x = fj.stack_array(np.float32, 448)
+        for r in range(count):
+            i0 = low + r
+            for t in range(ninner):
+                i1 = t
+                st0_in0_x[t * 64 + r] = in0_x[i0, i1]
         # %max = max %x {axes=[1], keepdims=true} : f32[20,1] loc(...)
         acc_max = fj.stack_array(np.float32, 64)
         for r in range(count):
             acc_max[r] = np.float32(-np.inf)
         for t in range(ninner):
+            i1 = t
             for r in range(count):
                 i0 = low + r
-                i1 = t
-                x = in0_x[i0, i1]
+                x = st0_in0_x[t * 64 + r]
                 acc_max[r] = (x if (x > acc_max[r]) | (x != x) else acc_max[r])
         for r in range(count):
             i0 = low + r
@@ -27,12 +33,12 @@ def kernel(in0_x, out0, out1):
         for r in range(count):
             acc_sum[r] = np.float64(0.0)
         for t in range(ninner):
+            i1 = t
             for r in range(count):
                 i0 = low + r
                 v_max = p_max[r]
-                i1 = t
                 # %sub = sub %x, %max : f32[20,7] loc(...)
-                v_sub = np.float32((in0_x[i0, i1] - v_max))
+                v_sub = np.float32((st0_in0_x[t * 64 + r] - v_max))
                 # %exp = exp %sub : f32[20,7] loc(...)
                 v_exp = np.float32(fj.exp_f32(v_sub))
                 x = np.float64(v_exp)
@@ -49,7 +55,7 @@ def kernel(in0_x, out0, out1):
 
 def kernel_parallel(in0_x, out0, out1):
     fj.vector_width(512)
-    n0 = in0_x.shape[0]
+    n0 = out0.shape[0]
     n1 = in0_x.shape[1]
     ninner = n1
     for chunk in prange((n0 + 63) // 64):
@@ -57,15 +63,21 @@ def kernel_parallel(in0_x, out0, out1):
         low = chunk * 64
         count = min(n0, low + 64) - low
         p_max = fj.stack_array(np.float32, 64)
+        st0_in0_x = fj.stack_array(np.float32, 448)
+        for r in range(count):
+            i0 = low + r
+            for t in range(ninner):
+                i1 = t
+                st0_in0_x[t * 64 + r] = in0_x[i0, i1]
         # %max = max %x {axes=[1], keepdims=true} : f32[20,1] loc(...)
         acc_max = fj.stack_array(np.float32, 64)
         for r in range(count):
             acc_max[r] = np.float32(-np.inf)
         for t in range(ninner):
+            i1 = t
             for r in range(count):
                 i0 = low + r
-                i1 = t
-                x = in0_x[i0, i1]
+                x = st0_in0_x[t * 64 + r]
                 acc_max[r] = (x if (x > acc_max[r]) | (x != x) else acc_max[r])
         for r in range(count):
             i0 = low + r
@@ -76,12 +88,12 @@ def kernel_parallel(in0_x, out0, out1):
         for r in range(count):
             acc_sum[r] = np.float64(0.0)
         for t in range(ninner):
+            i1 = t
             for r in range(count):
                 i0 = low + r
                 v_max = p_max[r]
-                i1 = t
                 # %sub = sub %x, %max : f32[20,7] loc(...)
-                v_sub = np.float32((in0_x[i0, i1] - v_max))
+                v_sub = np.float32((st0_in0_x[t * 64 + r] - v_max))
                 # %exp = exp %sub : f32[20,7] loc(...)
                 v_exp = np.float32(fj.exp_f32(v_sub))
                 x = np.float64(v_exp)
