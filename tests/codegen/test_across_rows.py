@@ -191,3 +191,32 @@ def test_inputs_read_along_and_across_rows_are_copied_once_per_block():
         if staged:
             assert "= fj.stack_array(np.float64, 1024)" in source and "x = st0_in0_x[t * 64 + r]" in source, source
         check_against_interpreter(jitted, (x,))
+
+
+def test_copies_stay_within_the_stack_budget():
+    """Each input read along and across rows gets a copy (a transposed view too, its own), bool
+    inputs a copy of bools; past STAGE_BYTES of copies in a block (two rows of 40 float64
+    make 40 KB; complex128 rows of 63 one of 64 KB) the rest is read in place."""
+    from flowjit.compiler.codegen.reduce_across import STAGE_BYTES
+
+    def two_ways(x):
+        return (x + x.T).sum(axis=1), x.max(axis=1)
+
+    def counts(b):
+        return b.sum(axis=1), b.any(axis=1)
+
+    def wide(z):
+        return (z * z).sum(axis=1), np.abs(z).max(axis=1)
+
+    cases = [(two_ways, rng.standard_normal((20, 20)), 2), (two_ways, rng.standard_normal((40, 40)), 1),
+             (counts, rng.standard_normal((100, 16)) > 0, 1),
+             (wide, rng.standard_normal((70, 63)) + 1j * rng.standard_normal((70, 63)), 0)]
+    assert 2 * 40 * 64 * 8 > STAGE_BYTES >= 40 * 64 * 8 and 63 * 64 * 16 > STAGE_BYTES
+    for program, x, copies in cases:
+        jitted = flowjit.jit(program)
+        assert any(p.strategy is ReduceStrategy.ACROSS for p in _reduce_plans(jitted, x))
+        source = "".join(jitted.lower(x).kernel_sources().values())
+        staged = {line.split("=")[0].strip() for line in source.splitlines() if "= fj.stack_array(" in line
+                  and line.strip().startswith("st")}
+        assert len(staged) == copies, (copies, source)
+        check_against_interpreter(jitted, (x,))

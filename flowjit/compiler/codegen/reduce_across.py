@@ -26,6 +26,7 @@ from flowjit.compiler.ir.ops.lowering import cast, constructor
 from flowjit.compiler.ir.types import compute_dtype
 
 BLOCK = 64          # rows reduced together: a block's accumulators and per-row values are stack arrays of it
+STAGE_BYTES = 32 << 10          # at most this much of a block's stack for copies of its inputs (stage_inputs)
 
 
 class AcrossWriter:
@@ -62,7 +63,7 @@ class AcrossWriter:
         if len(rows.reduced) == 1:
             # (an input that does not run along every kept axis is read alike by other blocks, a
             # window's rows too short for a copy to pay: copying them cost more than it saved)
-            self.staging = {"axes": rows.kept + rows.reduced, "copies": {}}
+            self.staging = {"axes": rows.kept + rows.reduced, "copies": {}, "bytes": 0}
         passes = len(self.plan.passes)
         for current in range(passes):
             self.across_pass(depth, rows, known, current)
@@ -103,13 +104,25 @@ class AcrossWriter:
         """An input read along a row and across the block's rows reads the block's staged copy
         (stage_inputs); anything else as KernelWriter reads it."""
         staging = getattr(self, "staging", None)
-        if (staging is None or value not in self.outer_of or uniform_view(self.outer_of[value])
-                or not set(staging["axes"]) <= set(embedding)):
-            return super().load(value, embedding)
         key = (value, embedding)
+        if staging is None or key not in staging["copies"] and not self.copies_input(staging, value, embedding):
+            return super().load(value, embedding)
         if key not in staging["copies"]:
             staging["copies"][key] = f"st{len(staging['copies'])}_{self.argument[value]}"
+            staging["bytes"] += self.copy_bytes(value)
         return f"{staging['copies'][key]}[t * {BLOCK} + r]"
+
+    def copies_input(self, staging: dict, value: Value, embedding: tuple) -> bool:
+        """Whether to read this load of an input from a block copy: the input runs along every
+        kept axis (other blocks do not read it alike) and along the row innermost (read in
+        place, the block's rows are a row apart; with the row outside, they are adjacent
+        already), and the block's copies stay within ``STAGE_BYTES`` of stack."""
+        return (value in self.outer_of and not uniform_view(self.outer_of[value])
+                and set(staging["axes"]) <= set(embedding) and embedding[-1] == staging["axes"][-1]
+                and staging["bytes"] + self.copy_bytes(value) <= STAGE_BYTES)
+
+    def copy_bytes(self, value: Value) -> int:
+        return self.row_length() * BLOCK * compute_dtype(value.dtype).itemsize
 
     def stage_inputs(self, at: int, depth: int, rows) -> None:
         """At line ``at`` (the block's start): copy each input read along rows and across them
