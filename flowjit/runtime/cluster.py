@@ -249,12 +249,16 @@ class Cluster:
                                    task=short[0], kind="unavailable", cluster=self)
             self._set_peers(max(0.1, deadline - time.monotonic()))
         except BaseException:
-            for actor in started.values():
-                try:
-                    self._ray.kill(actor, no_restart=True)
-                except Exception:                          # noqa: BLE001  (an actor already gone)
-                    pass
+            self._kill(started.values())
             raise
+
+    def _kill(self, actors) -> None:
+        """Kill ``actors`` (no restart), passing over those already gone."""
+        for actor in actors:
+            try:
+                self._ray.kill(actor, no_restart=True)
+            except Exception:                              # noqa: BLE001  (an actor already gone)
+                pass
 
     def _check_gpus(self, tasks: list[str], deadline: float) -> None:
         """A clear error where no node of the Ray cluster has as many GPUs as a task asks for,
@@ -531,11 +535,7 @@ class Cluster:
             self._senders.shutdown(wait=False)
         with self._lock:
             actors, self._actors = dict(self._actors), {}
-        for actor in actors.values():
-            try:
-                self._ray.kill(actor, no_restart=True)
-            except Exception:                              # noqa: BLE001  (an actor already gone)
-                pass
+        self._kill(actors.values())
         deadline = time.monotonic() + timeout
         for info in self._info.values():
             while info.hostname == socket.gethostname() and _process_exists(info.pid) and time.monotonic() < deadline:

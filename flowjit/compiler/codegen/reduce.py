@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from flowjit.compiler.codegen.reduce_across import AcrossWriter
+from flowjit.compiler.codegen.reduce_across import BLOCK, AcrossWriter
 from flowjit.compiler.codegen.reduce_parts import PART_MIN, PARTS, PartsWriter  # noqa: F401  (tests read them here)
 from flowjit.compiler.codegen.scalar import CodegenError
 from flowjit.compiler.codegen.writer import Block, KernelWriter, _identifier, _identity, split_index
@@ -44,6 +44,9 @@ FOLDED = 16                     # lanes left after the vector fold (a divisor of
 SHORT_LANES = FOLDED            # rows the traced shapes make shorter than WIDE_ROW: this many lanes (half under 32)
 FLUSH_BLOCKS = 16               # float32 sum lanes pass into float64 ones after this many blocks
 COLUMN_BLOCK = 1024             # adjacent outputs per task when reducing over outer axes
+# A row position's index into scratch: in parts t counts from the part's start; across rows a
+# block's scratch is position-major.
+SCRATCH_POSITION = {ReduceStrategy.PARTS: "low + t", ReduceStrategy.ACROSS: f"t * {BLOCK} + r"}
 
 
 @dataclass
@@ -67,7 +70,6 @@ class Rows:
     outer: int = 1                                     # the depth of the per-row code
     position: str = "t"                                # a row position's index into scratch
     carried: set[Value] = field(default_factory=set)   # (across rows: per-row values a later loop reads)
-    indexed: bool = False                              # (across rows: the position loops set i<axis>)
     computed_outer: set[Value] = field(default_factory=set)
 
 
@@ -121,7 +123,7 @@ class ReduceWriter(AcrossWriter, PartsWriter, KernelWriter):
             scratch=scratch, first={named[name]: at for name, at in plan.scratch.items()},
             scratch_name={value: "s_" + _identifier(value) for value in scratch},
             order={node.output: index for index, node in enumerate(self.body.nodes)},
-            position="low + t" if plan.strategy is ReduceStrategy.PARTS else "t")   # (parts: t counts from the part's start)
+            position=SCRATCH_POSITION.get(plan.strategy, "t"))
 
     def open_rows(self, rows: "Rows") -> None:
         """Constants, the row length, scratch rows, and the loops over the kept axes: rows in
@@ -242,7 +244,8 @@ class ReduceWriter(AcrossWriter, PartsWriter, KernelWriter):
 
     def pass_body(self, rows: "Rows", todo: list, wanted: list, available: set, stores: list, depth: int) -> None:
         """A pass's elementwise work at row position ``t`` (``i<axis>`` for one axis)."""
-        if (len(rows.reduced) == 1 or rows.parts) and todo and not rows.indexed:
+        # (across rows, the position loops set the reduced axes' indices)
+        if (len(rows.reduced) == 1 or rows.parts) and todo and self.plan.strategy is not ReduceStrategy.ACROSS:
             self.emit(depth, f"i{rows.reduced[-1]} = t")
         at = rows.position
         for value in todo:

@@ -36,7 +36,6 @@ class AcrossWriter:
     def write_across(self, outputs: list[Value], rows) -> list[str]:
         start = len(self.lines)
         last = rows.kept[-1]
-        rows.position, rows.indexed = f"t * {BLOCK} + r", True
         self.constants(1)
         self.emit(1, f"ninner = {' * '.join(f'n{axis}' for axis in rows.reduced)}")
         depth = 2

@@ -81,12 +81,13 @@ def plan_rows(body: Graph, plan: KernelPlan) -> KernelPlan:
         return plan.replace(strategy=ReduceStrategy.COLUMNS,
                             passes=(RowPass(reduce=[n.output.name for n in reductions],
                                             store=[v.name for v in full_outputs]),))
+    done = [[n for n in reductions if pass_of[n] == p] for p in range(count)]       # (each pass's)
     if across_rows(plan, reductions, full_outputs):
         scratch: set[Value] = set()
         first = first_passes(count, reductions, pass_of, full_outputs, level, full, scratch)
-        done = [[n.output.name for n in reductions if pass_of[n] == p] for p in range(count)]
-        return plan.replace(strategy=ReduceStrategy.ACROSS, passes=tuple(RowPass(reduce=names, fold=names)
-                                                                         for names in done),
+        names = [[n.output.name for n in nodes] for nodes in done]
+        return plan.replace(strategy=ReduceStrategy.ACROSS,
+                            passes=tuple(RowPass(reduce=each, fold=each) for each in names),
                             scratch={v.name: first[v] for v in ordered_values(body) if v in scratch})
     single = len(reduced) == 1
     short = single and plan.domain[reduced[0]] < SHORT_ROW
@@ -105,8 +106,7 @@ def plan_rows(body: Graph, plan: KernelPlan) -> KernelPlan:
     parts = (not kept and single and all(n in folded or n.op in ARG_REDUCTIONS for n in reductions)) or whole_rows
     scratch = {n.inputs[0] for n in reductions if n not in folded and not parts} - direct
     first = first_passes(count, reductions, pass_of, full_outputs, level, full, scratch)
-    passes = [RowPass(reduce=[n.output.name for n in reductions if pass_of[n] == p],
-                      fold=[n.output.name for n in reductions if pass_of[n] == p and n in folded],
+    passes = [RowPass(reduce=[n.output.name for n in done[p]], fold=[n.output.name for n in done[p] if n in folded],
                       store=[v.name for v in full_outputs if level[v] == p]) for p in range(count)]
     return plan.replace(strategy=ReduceStrategy.PARTS if parts else ReduceStrategy.ROWS, passes=tuple(passes),
                         scratch={v.name: first[v] for v in ordered_values(body) if v in scratch},

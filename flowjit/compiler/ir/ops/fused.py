@@ -94,8 +94,9 @@ def check_across(plan: KernelPlan, body) -> None:
         if set(row.fold) != set(row.reduce) or row.store:
             raise OpTypeError(f"plan reduces across rows, so pass {index} must fold every reduction it does "
                               f"and store nothing full-shaped: {row.format()}")
+    from flowjit.compiler.ir.ops.reduction import ARG_REDUCTIONS
     for node in body.nodes:
-        if node.op.name in ("argmax", "argmin"):
+        if node.op in ARG_REDUCTIONS:
             raise OpTypeError(f"plan reduces across rows, which finds no first position: %{node.output.name} "
                               f"is an {node.op.name}")
     if plan.direct:
