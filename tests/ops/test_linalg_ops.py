@@ -163,6 +163,20 @@ def test_matmul_with_a_constant_operand():
     agree(f, F64)
 
 
+def test_a_transposed_operand_reaches_blas_as_a_view():
+    """``q @ k.T`` (attention's scores): the transpose is a view the driver hands to
+    ``np.matmul`` (numpy gives BLAS the transposed layout), no kernel copies it, and the
+    epilogue fuses after the matmul."""
+    def scores(q, k):
+        return np.exp(q @ k.T) * 2.0
+    q, k = RNG.normal(size=(8, 4)), RNG.normal(size=(6, 4))
+    lowered = flowjit.jit(scores).lower(q, k)
+    driver = lowered.executable.driver_source
+    assert "t_transpose = xp.transpose(t_k, (1, 0))" in driver and "np.matmul(t_q, t_transpose, out=" in driver, driver
+    assert list(lowered.kernel_sources()) == ["k0_matmul_exp_mul"], driver
+    agree(scores, q, k)
+
+
 def test_dot_misaligned_shapes_name_the_dims():
     def misaligned(a, b):
         return np.dot(a, b)  # dot
