@@ -343,6 +343,7 @@ class Lowered:
         """The partitioned program on the multi-device executor (also what ``profile`` runs)."""
         from flowjit.compiler.codegen.executable import Executable, single_node_graph
         from flowjit.runtime.cluster import ClusterError
+        from flowjit.runtime.device_queues import queues_for
         from flowjit.runtime.executor import MultiDeviceExecutable
         if self.devices.cluster is not None:
             raise ClusterError(f"@{self.graph.name} is placed on a cluster, whose tasks run it in their own processes; "
@@ -350,11 +351,14 @@ class Lowered:
         partitioned = self.partitioned
         buffers, check = self.variable_buffers, self.options.check_numerics
         aliased = frozenset(uncopied_reads(self.fused_partitions))
+        used = {graph.attrs["device"] for graph in self.fused_partitions}
+        queues = queues_for([device for device in self.devices if device.name in used])
         return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs, self.devices,
                                      lambda node: Executable(single_node_graph(node), self.backend_for(node.device),
                                                              buffers, check, aliased & {node.name},
-                                                             self.devices[node.device].threads),
-                                     step_timeout_s=self.options.step_timeout_s)
+                                                             self.devices[node.device].threads,
+                                                             on_device=node.device in queues),
+                                     step_timeout_s=self.options.step_timeout_s, queues=queues)
 
     @cached_property
     def variable_guard(self):
@@ -426,11 +430,12 @@ class NodeCompiler:
     fma: bool
     check_numerics: bool
 
-    def __call__(self, node, variables=None, threads: int | None = None):
+    def __call__(self, node, variables=None, threads: int | None = None, on_device: bool = False):
         """``variables``: name -> the buffer of each variable that lives on the task;
         ``threads``: the thread budget of the node's device (one: only serial kernels).  A node
-        on a GPU gets the CUDA backend, which takes host arrays there and gives host arrays back
-        (``CudaBackend.accept``/``deliver``), as on the multi-device executor in one process."""
+        on a GPU gets the CUDA backend, which takes host arrays there (``CudaBackend.accept``)
+        and, with ``on_device`` (the task's executor drives that GPU's stream), leaves its
+        results there, as on the multi-device executor in one process."""
         from flowjit.compiler.codegen.executable import Executable, single_node_graph
         from flowjit.devices import DeviceSpec
         if DeviceSpec.parse(node.device).type == "gpu":               # (as Lowered.backend_for chooses)
@@ -438,7 +443,8 @@ class NodeCompiler:
             backend = cuda_backend(self.cache_dir)
         else:
             backend = _cpu_backend(self.cache_dir, self.fma)
-        return Executable(single_node_graph(node), backend, variables or {}, self.check_numerics, threads=threads)
+        return Executable(single_node_graph(node), backend, variables or {}, self.check_numerics, threads=threads,
+                          on_device=on_device)
 
 
 @functools.lru_cache(maxsize=None)

@@ -26,6 +26,12 @@ Sends whose destination is a device of another process (a task of a cluster) go 
 wait on it with its own deadline.
 With ``profile=True`` each call records a span per step and a flow per send -> recv,
 which ``chrome_trace`` writes as Chrome-trace JSON (Perfetto, chrome://tracing).
+
+A GPU device that runs kernels has a queue (``device_queues``: a CUDA stream): its worker
+issues the device's kernels on it without waiting for them, values between them stay in
+its memory, and a send that crosses devices is a copy issued at the send (to the host: a
+``Pending`` whose event the host side waits on when it first needs the array).  A call
+synchronises its queues before it returns; its GPU spans are timed by events on them.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node
 from flowjit.errors import FlowjitError, NumericsError
 from flowjit.devices import Device, DeviceError, DeviceSet
+from flowjit.gpu import is_device_array
+from flowjit.runtime.device_queues import settled
 
 
 class ExecutionError(FlowjitError):
@@ -65,15 +73,16 @@ class Step:
     run: object = None                   # kernel: callable(*arrays) -> list of arrays
     key: str = ""                        # send/recv: the rendezvous key
     remote: bool = False                 # send: the destination is a device of another process
+    carry: tuple | None = None           # send: (source queue, destination queue) where one is a GPU's
     successors: list[int] = field(default_factory=list)
     pending: int = 0                     # unfinished inputs at the start of a call
 
 
 class _Worker:
-    """One device's thread and ready queue."""
+    """One device's thread and ready queue (and, for a GPU, the stream it issues on)."""
 
-    def __init__(self, device: Device):
-        self.device = device
+    def __init__(self, device: Device, stream=None):
+        self.device, self.stream = device, stream
         self.queue: collections.deque = collections.deque()
         self.ready = threading.Condition(threading.Lock())
         self.thread = threading.Thread(target=self.loop, name=f"flowjit {device.short}", daemon=True)
@@ -87,6 +96,8 @@ class _Worker:
     def loop(self) -> None:
         import numba
         numba.set_num_threads(max(1, min(self.device.threads, numba.config.NUMBA_NUM_THREADS)))
+        if self.stream is not None:
+            self.stream.enter()
         while True:
             with self.ready:
                 while not self.queue:
@@ -95,17 +106,17 @@ class _Worker:
             call.run(step, self)
 
 
-_WORKERS: dict[tuple[str, int], _Worker] = {}
+_WORKERS: dict[tuple, _Worker] = {}
 _WORKERS_LOCK = threading.Lock()
 
 
-def worker_for(device: Device) -> _Worker:
+def worker_for(device: Device, stream=None) -> _Worker:
     """The process's worker thread for a device (shared by every executable placed on it)."""
-    key = (device.name, device.threads)
+    key = (device.name, device.threads, stream)
     with _WORKERS_LOCK:
         worker = _WORKERS.get(key)
         if worker is None:
-            worker = _WORKERS[key] = _Worker(device)
+            worker = _WORKERS[key] = _Worker(device, stream)
         return worker
 
 
@@ -125,6 +136,9 @@ class _Call:
         self.waiting: dict[str, Step] = {}                   # key -> recv started, tensor not there
         self.profile = profile
         self.spans: list[tuple] = []                         # (device, step, start, end)
+        self.device_spans: list[tuple] = []                  # (device, step, queue, start event, end event)
+        self.keep: list = []                                 # what a GPU copy reads until the queues are synchronised
+        self.on_device = False                               # some input is a GPU array: GPU results stay there
         self.started = 0.0
         self.active: set[int] = set()                        # kernels and sends queued or running
         self.arrays: tuple = ()                              # the program's inputs
@@ -134,23 +148,51 @@ class _Call:
     def run(self, step: Step, worker: _Worker | None) -> None:
         if self.error is not None:
             return
+        executable = self.executable
+        queue = executable.queues[step.device]
         start = time.perf_counter() if self.profile else 0.0
         try:
             values = self.values
             if step.kind == "kernel":
-                results = step.run(*[values[slot] for slot in step.inputs])
+                arrays = [values[slot] for slot in step.inputs]
+                if queue is not None:                        # issued on the GPU's stream, not waited for
+                    begun = queue.mark() if self.profile else None
+                    results = step.run(*arrays)
+                    if self.profile:
+                        self.device_spans.append((step.device, step, queue, begun, queue.mark()))
+                else:
+                    results = step.run(*(map(settled, arrays) if executable.copies else arrays))
                 for slot, result in zip(step.outputs, results):
                     values[slot] = result
             elif step.remote:                                # a send to another process
-                self.executable.transport(self.tag, step.key, values[step.inputs[0]])
+                executable.transport(self.tag, step.key, settled(values[step.inputs[0]]))
+            elif step.carry is not None:                     # a send between a GPU and another device
+                self.deliver(step.key, self.copy(step, values[step.inputs[0]]))
             else:                                            # send
                 self.deliver(step.key, values[step.inputs[0]])
         except BaseException as error:                       # noqa: B036  (re-raised in the caller)
             self.fail(step, error)
             return
-        if self.profile:
+        if self.profile and (queue is None or step.kind != "kernel") and step.carry is None:
             self.spans.append((step.device, step, start, time.perf_counter()))
         self.finish(step)
+
+    def copy(self, step: Step, value):
+        """What a send across devices delivers: issued on the GPU's stream that does the copy
+        (to the host: the source's, a ``Pending``; to a GPU: the destination's), timed by
+        events on it when profiling."""
+        source, destination = step.carry
+        copier = source if destination is None else destination
+        begun = copier.mark() if self.profile else None
+        if destination is None:
+            value = source.to_host(value)
+        elif source is None:
+            value = destination.to_device(settled(value))
+        else:
+            value = destination.from_peer(value, source, self.keep)
+        if self.profile:
+            self.device_spans.append((step.device, step, copier, begun, copier.mark()))
+        return value
 
     def finish(self, step: Step) -> None:
         steps = self.executable.steps
@@ -241,6 +283,8 @@ class _Call:
             self.fail(None, StepTimeoutError(
                 f"the step did not finish within its deadline of {timeout:g} s and was aborted on every "
                 f"device; still pending: " + ("; ".join(report) or "nothing (it finished as it timed out)")))
+        elif self.executable.streams:                        # (a hung call's streams are not waited on)
+            self.drain()
         self.executable.last_call = self
         if self.error is not None:
             step, error = self.error
@@ -252,7 +296,38 @@ class _Call:
                                  f"{type(error).__name__}: {error}; the step was aborted on every device") \
                 from error
         values = self.values
-        return [self.arrays[index] if slot < 0 else values[slot] for slot, index in self.executable.output_slots]
+        outputs = [self.arrays[index] if slot < 0 else values[slot] for slot, index in self.executable.output_slots]
+        if self.executable.copies:
+            outputs = [settled(value) if queue is None or self.on_device else settled(queue.to_host(value))
+                       for value, queue in zip(outputs, self.executable.output_queues)]
+        return outputs
+
+    def drain(self) -> None:
+        """Wait for the work issued on the GPUs' streams (a kernel's fault surfaces here, as the
+        call's error), then put the GPU spans on this process's clock: each event's time is
+        the moment a marker recorded on the idle stream completed, less the time between them."""
+        executable = self.executable
+        for index, queue in executable.streams.items():
+            try:
+                queue.synchronize()
+            except Exception as error:                       # noqa: BLE001  (the call's error)
+                device = executable.devices[index]
+                failure = ExecutionError(f"work issued on {device.short} ({device.name}) failed: "
+                                         f"{type(error).__name__}: {error}")
+                failure.__cause__ = error
+                self.fail(None, failure)
+                return
+        self.keep.clear()
+        if self.device_spans:
+            marks = {}
+            for queue in executable.streams.values():
+                marker = queue.mark()
+                marker.synchronize()
+                marks[id(queue)] = (marker, time.perf_counter())
+            for device, step, queue, begun, ended in self.device_spans:
+                marker, now = marks[id(queue)]
+                self.spans.append((device, step, now - queue.elapsed(begun, marker), now - queue.elapsed(ended, marker)))
+            self.device_spans = []
 
 
 _EMPTY = object()
@@ -319,14 +394,19 @@ class MultiDeviceExecutable:
     def __init__(self, partitions: list[Graph], inputs: list[list[int]], outputs: list[tuple[int, int]],
                  devices: DeviceSet, compile_node: Callable[[Node], Callable], *,
                  step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT,
-                 transport: Callable[[object, str, object], None] | None = None):
+                 transport: Callable[[object, str, object], None] | None = None, queues: dict | None = None):
         """``compile_node`` turns one node of a partition into a callable taking its input
         arrays and returning its outputs (with a ``kernel_sources`` mapping): the compiler
         hands compiled code to the runtime, which never generates any itself.
         ``step_timeout_s``: each call's deadline in seconds (None: none).  ``transport(tag,
         key, tensor)`` carries sends to devices of other processes (``tag``: the call's); without one, every send must
-        have its recv here."""
+        have its recv here.  ``queues``: device name -> the queue (``device_queues``) of each
+        GPU whose kernels run here; ``compile_node`` leaves their results on the GPU."""
         self.devices = [devices[graph.attrs["device"]] for graph in partitions]
+        queues = queues or {}
+        self.queues = [queues.get(device.name) for device in self.devices]
+        self.streams = {index: queue for index, queue in enumerate(self.queues) if queue is not None}
+        self.copies = bool(self.streams)                   # (values may be GPU arrays or Pending copies)
         for device, graph in zip(self.devices, partitions):
             check_runnable(device, graph)
         self.partitions = partitions
@@ -353,7 +433,11 @@ class MultiDeviceExecutable:
                 step = Step(len(self.steps), kind, node, part, [slot_of[v] for v in node.inputs],
                             [slot_of[v] for v in node.outputs], key=node.attrs.get("key", ""))
                 if kind == "send":
-                    step.remote = _key_devices(step.key)[1] not in here
+                    destination = _key_devices(step.key)[1]
+                    step.remote = destination not in here
+                    ends = (self.queues[part], queues.get(destination))
+                    if not step.remote and ends != (None, None):
+                        step.carry = ends
                 if kind == "kernel":
                     if node.op is ops.constant:
                         constant = node.attrs["value"]
@@ -372,6 +456,7 @@ class MultiDeviceExecutable:
         check_rendezvous(self.steps, self.devices, transport is not None)
         self.output_slots = [(-1, index) if part < 0 else (slot_of[partitions[part].outputs[index]], -1)
                              for part, index in outputs]
+        self.output_queues = [None if part < 0 else self.queues[part] for part, _ in outputs]
         self.roots = [step for step in self.steps if step.pending == 0]
         self._workers: list[_Worker] | None = None
         self.last_call: _Call | None = None
@@ -379,7 +464,7 @@ class MultiDeviceExecutable:
     @property
     def workers(self) -> list[_Worker]:
         if self._workers is None:
-            self._workers = [worker_for(device) for device in self.devices]
+            self._workers = [worker_for(device, queue) for device, queue in zip(self.devices, self.queues)]
         return self._workers
 
     @property
@@ -398,6 +483,8 @@ class MultiDeviceExecutable:
         ``launch=False`` nothing runs until ``launch(call)`` (tensors may be delivered before)."""
         call = _Call(self, profile, on_done)
         call.arrays, call.tag = arrays, tag
+        if self.copies:
+            call.on_device = any(is_device_array(array) for array in arrays)
         for slot, index in self.input_slots:
             call.values[slot] = arrays[index]
         for key, tensor in (mailbox or {}).items():
@@ -437,6 +524,8 @@ def chrome_trace(executable: MultiDeviceExecutable, call: _Call) -> dict:
     transfers: dict[str, dict[str, tuple]] = {}          # key -> {"send"/"recv": (device, start)}
     for device, step, start, end in call.spans:
         args = {"op": step.node.op.name, "device": executable.devices[device].name}
+        if step.carry is not None or (step.kind == "kernel" and executable.queues[device] is not None):
+            args["timed"] = "CUDA events"                # (the device's own time, not its issue on the host)
         if step.node.loc:
             args["loc"] = str(step.node.loc)
         if step.key:

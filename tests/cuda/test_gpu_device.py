@@ -151,3 +151,44 @@ def test_a_grid_is_one_wave_of_the_blocks_the_kernel_fits():
         fits = launcher.resident(threads)
         assert 1 <= fits <= 2048 // threads
         assert blocks == multiprocessors() * fits, (blocks, threads, fits)
+
+
+def _split(x, w):
+    with flowjit.device("cpu:0"):
+        shifted = x - x.max(axis=1, keepdims=True)
+    with flowjit.device("gpu:0"):
+        e = np.exp(shifted) * w
+        scaled = e / e.sum(axis=1, keepdims=True)
+        total = (scaled * scaled).sum(axis=1)
+    with flowjit.device("cpu:0"):
+        return scaled, total * 2
+
+
+def test_a_program_split_between_cpu_and_gpu_keeps_gpu_values_on_the_gpu_and_times_its_kernels_by_events():
+    """The executor drives gpu:0 through its stream (runtime/device_queues.py): the GPU's
+    kernels pass each other CuPy arrays, only the sends copy, and the profile's GPU spans are
+    its own times, read from CUDA events."""
+    x, w = rows((64, 256)), rows((256,), seed=1) + 2
+    expected = leaves(interpreter(_split, (x, w)))
+    jitted = flowjit.jit(_split, devices=["cpu:0", "gpu:0"])
+    executable = jitted.lower(x, w).multi_device_executable
+    assert executable.copies and any(step.carry for step in executable.steps)
+    seen = []
+    for (part, name), kernel in executable.kernels.items():
+        if executable.devices[part].type == "gpu":
+            def spy(*arrays, kernel=kernel):
+                results = kernel(*arrays)
+                seen.append([isinstance(result, cupy.ndarray) for result in results])
+                return results
+            next(step for step in executable.steps if step.node.name == name).run = spy
+    for _ in range(3):
+        got = leaves(executable(x, w))
+        for value, want in zip(got, expected):
+            assert type(value) is np.ndarray
+            np.testing.assert_allclose(value, want, rtol=2e-5, atol=1e-6)
+    assert seen and all(all(on_gpu) for on_gpu in seen)          # (no kernel's result went back to the host)
+    _, trace = jitted.profile(x, w)
+    timed = [event for event in trace["traceEvents"] if event["ph"] == "X"
+             and event["args"].get("timed") == "CUDA events"]
+    assert any(event["cat"] == "kernel" for event in timed) and any(event["cat"] == "send" for event in timed)
+    assert all(0 < event["dur"] < 1e6 for event in timed)

@@ -5,7 +5,9 @@ program's arrays (driver.py builds it).
   call that finds the program running in another thread gets a workspace of its own.
 - A backend whose buffers live on a device (``Backend.resident``: CuPy on a GPU) takes the
   arguments there first (``accept``) and gives the results back as the caller expects
-  (``deliver``: numpy for numpy arguments, device arrays for device arguments).
+  (``deliver``: numpy for numpy arguments, device arrays for device arguments; with
+  ``on_device``, device arrays always: a node of a GPU whose stream the multi-device executor
+  drives, which copies what leaves the GPU at its sends).
 - An error raised inside the driver is annotated with the IR node that raised it; a device's
   failure (out of memory, a kernel fault) becomes flowjit's error naming it (device_errors.py).
 """
@@ -36,10 +38,12 @@ def single_node_graph(node: Node) -> Graph:
 class Executable:
     """A compiled program: call it with the graph's input arrays, get its outputs.  ``threads``:
     the thread budget of the device it runs on, where it has one (a multi-device or cluster
-    partition's node); with one thread no kernel runs, or compiles, its parallel twin."""
+    partition's node); with one thread no kernel runs, or compiles, its parallel twin.
+    ``on_device``: results stay where a resident backend computed them."""
 
     def __init__(self, graph: Graph, backend: Backend, variables: Mapping | None = None,
-                 check_numerics: bool = False, aliased_reads: frozenset = frozenset(), threads: int | None = None):
+                 check_numerics: bool = False, aliased_reads: frozenset = frozenset(), threads: int | None = None,
+                 on_device: bool = False):
         builder = DriverBuilder(graph, backend, variables, check_numerics, aliased_reads, threads)
         self.driver, self.driver_source = builder.build()
         self.driver_filename, self.node_lines = builder.filename, builder.node_lines
@@ -49,6 +53,7 @@ class Executable:
         self.ahead: list | None = builder.ahead         # handed to the backend at the first call
         self.backend = backend
         self.resident = backend.resident        # its buffers live on a device: arguments and results move
+        self.on_device = on_device and self.resident
         self.lock = threading.Lock()
         self.workspace: list | None = None
         self.recorded = False
@@ -105,4 +110,4 @@ class Executable:
         if not self.recorded:
             self.recorded = True
             self.backend.ran(self.compiled)
-        return self.backend.deliver(results, on_device) if self.resident else results
+        return self.backend.deliver(results, on_device or self.on_device) if self.resident else results
