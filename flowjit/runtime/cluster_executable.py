@@ -4,10 +4,11 @@ The driver plays the master.  It has placed and partitioned the program by devic
 here the partitions are grouped by task and registered with each task once, as IR text
 with the compiler that turns a node into a kernel (each task compiles from its own
 cache).  A step sends each task, over the link to it (``cluster_links``), only a step id
-and the feeds its partitions read (runs carrying large feeds to several tasks side by side,
-so that the last task's kernels do not wait for the others' feeds), and gets back the
-outputs they produce on the same link; cross-task tensors go task to task under their
-rendezvous keys (``cluster_task``).
+and the feeds its partitions read, and gets back the outputs they produce on the same link;
+cross-task tensors go task to task under their rendezvous keys (``cluster_task``).  Runs
+carrying large feeds to several tasks are copied into their links' shared memory side by
+side, then written one after the other, so that every task begins within microseconds of
+the others (over TCP each is written from a thread of its own).
 A task restarted since the last step is registered with again before the step.
 
 Faults: the step waits on every task with one deadline (``step_timeout_s``; the first step
@@ -214,23 +215,48 @@ class ClusterExecutable:
 
     def _send_runs(self, messages: dict, deadline: float | None) -> dict[str, LinkClosed]:
         """Send each task its run; the tasks whose link failed, with why.  Runs that carry
-        ``HEAVY_RUN`` bytes of arrays or more go out at once, from threads: each is copied
-        into its link's shared memory, or written to its socket, while the others are."""
-        def send(task: str, message) -> LinkClosed | None:
-            remaining = None if deadline is None else deadline - time.monotonic()
+        ``HEAVY_RUN`` bytes of arrays or more are staged at once, from threads: each is copied
+        into its link's shared memory (``Link.prepare``), or written whole to its TCP socket,
+        while the others are.  Then this thread writes every run that is ready, back to back:
+        a task that got its run first would otherwise take a core from the copies still
+        running (measured on 2 cores: the last task began up to 4 ms after the first)."""
+        def remaining() -> float | None:
+            return None if deadline is None else deadline - time.monotonic()
+
+        def stage(task: str, message, heavy: bool):
+            """(link, prepared) for a run to commit, else the send's outcome (an error or None)."""
+            left = remaining()
             try:
-                if remaining is not None and remaining <= 0:
+                if left is not None and left <= 0:
                     raise LinkClosed("the step's deadline passed before its feeds went out", True)
-                link = self.cluster.link(task, CALL_TIMEOUT if remaining is None else min(remaining, CALL_TIMEOUT))
-                link.send_encoded(message, timeout=remaining)
+                link = self.cluster.link(task, CALL_TIMEOUT if left is None else min(left, CALL_TIMEOUT))
+                if heavy and not link.local:
+                    link.send_encoded(message, timeout=left)
+                    return None
+                return link, link.prepare(message)
             except LinkClosed as error:
                 return error
-            return None
         heavy = [task for task, (_, raws) in messages.items() if sum(raw.nbytes for raw in raws) >= HEAVY_RUN]
-        pending = {task: self.cluster.senders().submit(send, task, messages[task]) for task in heavy[1:]}
-        outcomes = {task: send(task, message) for task, message in messages.items() if task not in pending}
-        outcomes.update({task: future.result() for task, future in pending.items()})
-        return {task: outcomes[task] for task in messages if outcomes[task] is not None}
+        pending = {task: self.cluster.senders().submit(stage, task, messages[task], True) for task in heavy[1:]}
+        staged = {task: stage(task, message, task in heavy) for task, message in messages.items() if task not in pending}
+        staged.update({task: future.result() for task, future in pending.items()})
+        outcomes = {}
+        for task in messages:
+            outcome = staged[task]
+            if isinstance(outcome, tuple):
+                link, prepared = outcome
+                left = remaining()
+                if left is not None and left <= 0:
+                    link.abandon(prepared)
+                    outcome = LinkClosed("the step's deadline passed before its feeds went out", True)
+                else:
+                    try:
+                        link.commit(prepared, timeout=left)
+                        outcome = None
+                    except LinkClosed as error:
+                        outcome = error
+            outcomes[task] = outcome
+        return {task: outcome for task, outcome in outcomes.items() if outcome is not None}
 
     def _wait(self, step: int, replies, actors: dict, deadline: float | None, timeout: float | None) -> dict:
         """Each task's outputs for ``step``; the first failure or lost task fails the step."""

@@ -115,6 +115,23 @@ class RemoteError(Exception):
         self.name = name
 
 
+class Prepared:
+    """A message ready to go (``Link.prepare``): its parts, the descriptors of its shared
+    segments, and those of one-off segments, closed once it is sent or abandoned."""
+
+    __slots__ = ("parts", "descriptors", "owned")
+
+    def __init__(self):
+        self.parts: list = []
+        self.descriptors: list[int] = []
+        self.owned: list[int] = []
+
+    def close(self) -> None:
+        owned, self.owned = self.owned, []
+        for fd in owned:
+            os.close(fd)
+
+
 class Link:
     """One connection: ``send`` writes whole messages (one writer at a time), ``receive``
     reads the next one (one reader).  ``local``: a Unix socket to a process on this node,
@@ -145,20 +162,25 @@ class Link:
         """``send`` of what ``encode`` made of a message: a length and the pickled (payload,
         layout), the inline buffers, then (a local link) the shared ones' descriptors.  The
         layout gives each buffer's size, or (size, pooled) for one in shared memory."""
+        self.commit(self.prepare(encoded), timeout)
+
+    def prepare(self, encoded: tuple) -> "Prepared":
+        """The first half of ``send_encoded``: large arrays copied into shared memory (a local
+        link) and the head pickled, nothing written yet.  ``commit`` sends it (or ``abandon``
+        lets it go), so that a driver can copy several tasks' feeds at once and then wake
+        every task within microseconds of the others."""
         payload, raws = encoded
-        deadline = None if timeout is None else time.monotonic() + timeout
-        layout: list = []
-        inline: list = []
-        descriptors: list[int] = []
-        owned: list[int] = []                          # one-off segments' descriptors: closed once sent
+        prepared = Prepared()
         try:
+            layout: list = []
+            inline: list = []
             for raw in raws:
                 segment = self._share(raw)
                 if segment is not None:
                     fd, pooled, once = segment
-                    descriptors.append(fd)
+                    prepared.descriptors.append(fd)
                     if once:
-                        owned.append(fd)
+                        prepared.owned.append(fd)
                     layout.append((raw.nbytes, pooled))
                 else:
                     layout.append(raw.nbytes)
@@ -167,13 +189,24 @@ class Link:
             parts = [_LENGTH.pack(len(head)) + head, *inline]
             if sum(len(part) if isinstance(part, bytes) else part.nbytes for part in parts) <= SMALL:
                 parts = [b"".join(parts)]
+            prepared.parts = parts
+        except BaseException:
+            self.abandon(prepared)
+            raise
+        return prepared
+
+    def commit(self, prepared: "Prepared", timeout: float | None = None) -> None:
+        """Write what ``prepare`` made ready; ``LinkClosed`` as ``send``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
             if not self.lock.acquire(timeout=-1 if timeout is None else timeout):
                 if self.local:
-                    self.pool.release(descriptors)           # (nothing of it went out: free again)
+                    self.pool.release(prepared.descriptors)  # (nothing of it went out: free again)
                 raise LinkClosed(f"sending to {self.peer}: another send held the link past the deadline", True)
             try:
-                for part in parts:
+                for part in prepared.parts:
                     self._write(memoryview(part).cast("B"), deadline)
+                descriptors = prepared.descriptors
                 for first in range(0, len(descriptors), _MAX_FDS):
                     self._write_descriptors(descriptors[first:first + _MAX_FDS], deadline)
             except (OSError, LinkClosed) as error:
@@ -182,8 +215,13 @@ class Link:
             finally:
                 self.lock.release()
         finally:
-            for fd in owned:
-                os.close(fd)
+            prepared.close()
+
+    def abandon(self, prepared: "Prepared") -> None:
+        """A prepared message that will not be sent: its pooled segments are free again."""
+        if self.local:
+            self.pool.release(prepared.descriptors)
+        prepared.close()
 
     def _share(self, raw: memoryview) -> tuple[int, bool, bool] | None:
         """``raw`` copied into a segment (``SegmentPool.put``), or None: it goes inline (a

@@ -219,3 +219,54 @@ def test_an_array_from_a_killed_sender_stays_readable_and_nothing_is_left_in_dev
     assert kind == "big" and np.array_equal(array, np.arange(4 * BIG, dtype=np.float32))   # ...its array is not
     assert _shm() <= before                                        # no file was ever made
     listener.close()
+
+
+def test_a_driver_copies_every_heavy_run_first_then_writes_them_back_to_back():
+    """``ClusterExecutable._send_runs``: the runs carrying large feeds are copied into their
+    links' shared memory side by side, and only then written, one after the other, so that
+    no task begins while another's feeds are still being copied; a run whose deadline passed
+    after its copy is abandoned (its segment free again), not half sent."""
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+    from flowjit.runtime.cluster_executable import HEAVY_RUN, ClusterExecutable
+    from flowjit.runtime.cluster_links import encode
+    servers, links, order = [], {}, []
+    for task in ("a", "b", "c"):
+        served = []
+        listener, _ = _echo_server(served=served)
+        link = connect(listener.endpoint, KEY, "test", "echo")
+        _round_trip(link, "hello")
+        servers.append(listener)
+        links[task] = link
+        for name in ("prepare", "commit"):
+            original = getattr(link, name)
+
+            def spy(*args, original=original, name=name, task=task, **kwargs):
+                order.append((name, task))
+                return original(*args, **kwargs)
+            setattr(link, name, spy)
+    pool = ThreadPoolExecutor(2)
+    driver = SimpleNamespace(cluster=SimpleNamespace(link=lambda task, timeout: links[task], senders=lambda: pool))
+    big = np.arange(HEAVY_RUN // 4 + 1, dtype=np.float32)
+    messages = {"a": encode(("run", big)), "b": encode(("run", big + 1)), "c": encode(("run", 7))}
+    try:
+        assert ClusterExecutable._send_runs(driver, messages, time.monotonic() + 30) == {}
+        commits = [index for index, (name, _) in enumerate(order) if name == "commit"]
+        assert len(commits) == 3 and max(i for i, (name, _) in enumerate(order) if name == "prepare") < min(commits)
+        for task, want in (("a", big), ("b", big + 1)):
+            tag, echoed = links[task].receive(time.monotonic() + 10)
+            assert tag == "run" and mapped_memory(echoed) is not None
+            np.testing.assert_array_equal(echoed, want)
+            del echoed
+        assert links["c"].receive(time.monotonic() + 10) == ("run", 7)
+
+        pool_segments = links["a"].pool.segments
+        failed = ClusterExecutable._send_runs(driver, {"a": encode(("run", big))}, time.monotonic() - 1)
+        assert failed["a"].timed_out and "deadline passed" in str(failed["a"])
+        assert not links["a"].closed and all(segment.free() for segment in pool_segments)
+    finally:
+        pool.shutdown()
+        for link in links.values():
+            link.close()
+        for listener in servers:
+            listener.close()
