@@ -215,8 +215,8 @@ class Device:
             values["executable"] = kind == "cpu" or (kind == "gpu" and _gpu_runs_here())
         if fields.get("executable", values.get("executable")) and kind == "gpu" and "bandwidth" not in fields:
             figures = local_gpu_figures(spec)
-            if figures is not None:                 # (a real GPU: its copy bandwidth, measured once)
-                values["bandwidth"] = figures.bandwidth
+            if figures is not None:                 # (a real GPU: its figures, measured once)
+                values.update(bandwidth=figures.bandwidth, flops=figures.flops, launch=figures.launch)
         values.update(fields)
         return cls(full, **values)
 

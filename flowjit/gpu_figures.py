@@ -1,10 +1,16 @@
 """What a real GPU is and does, asked once: its name, memory, multiprocessors and compute
-capability (CuPy's device properties) and its memory bandwidth, measured as a device-to-device
-copy of a 256 MiB float32 array (bytes read and written per second, best of 5).
+capability (CuPy's device properties), and three figures measured as the machine's CPU ones
+are (machine.py):
+
+- memory bandwidth: a device-to-device copy of a 256 MiB float32 array (bytes read and
+  written per second, best of 5);
+- FLOP rate: a float32 matmul through cuBLAS, 2048 x 2048 by 2048 (best of 5);
+- launch cost: the host's time to issue one small kernel (a CuPy elementwise add on 16
+  elements, the median of 5 rounds of 200 launches, issued back to back).
 
 Kept in the kernel cache directory (``gpu-<index>.json``, written atomically) for every later
 process on the same GPU, driver and CuPy; with the disk cache off, measured once per process.
-The placer's cost model uses the bandwidth for ``gpu:<index>`` (devices.py), and ``flowjit
+The placer's cost model uses the three figures for ``gpu:<index>`` (devices.py), and ``flowjit
 devices`` prints the rest.  None under numba's simulator or where CuPy sees no such GPU.
 """
 
@@ -19,6 +25,8 @@ from dataclasses import dataclass
 from flowjit.files import write_atomically
 
 COPY_ELEMENTS = 1 << 26
+MATMUL_SIZE = 2048
+LAUNCHES = 200
 
 
 @dataclass(frozen=True)
@@ -28,6 +36,8 @@ class GpuFigures:
     multiprocessors: int
     capability: str             # "90": 9.0
     bandwidth: float            # bytes/s, device-to-device copy (read and written)
+    flops: float                # float32 FLOP/s of a cuBLAS matmul
+    launch: float               # seconds to issue one small kernel
     measured_at: str = ""
     source: str = "measured"    # measured | cached
 
@@ -66,6 +76,46 @@ def copy_bandwidth(index: int, repeat: int = 5) -> float:
     return 2 * size / best
 
 
+def matmul_flops(index: int, repeat: int = 5) -> float:
+    """float32 FLOP/s of a ``MATMUL_SIZE``-square matmul through cuBLAS on GPU ``index``."""
+    import cupy
+    n = MATMUL_SIZE
+    with cupy.cuda.Device(index):
+        a = cupy.ones((n, n), cupy.float32)
+        out = cupy.empty((n, n), cupy.float32)
+        best = float("inf")
+        for _ in range(repeat + 1):                 # (the first call loads cuBLAS)
+            cupy.cuda.runtime.deviceSynchronize()
+            start = time.perf_counter()
+            cupy.matmul(a, a, out=out)
+            cupy.cuda.runtime.deviceSynchronize()
+            best = min(best, time.perf_counter() - start)
+        del a, out
+    return 2 * n ** 3 / best
+
+
+def launch_cost(index: int, rounds: int = 5) -> float:
+    """Seconds the host takes to issue one small kernel on GPU ``index`` (issued back to
+    back, the device synchronised between rounds only)."""
+    import cupy
+    with cupy.cuda.Device(index):
+        x = cupy.ones(16, cupy.float32)
+        out = cupy.empty_like(x)
+        cupy.add(x, x, out=out)                     # (compiled and loaded before the clock starts)
+        cupy.cuda.runtime.deviceSynchronize()
+        times = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            for _ in range(LAUNCHES):
+                cupy.add(x, x, out=out)
+            times.append((time.perf_counter() - start) / LAUNCHES)
+            cupy.cuda.runtime.deviceSynchronize()
+    return sorted(times)[len(times) // 2]
+
+
+MEASURED = ("bandwidth", "flops", "launch")
+
+
 def _path(cache_dir: str, index: int) -> str:
     return os.path.join(cache_dir, f"gpu-{index}.json")
 
@@ -87,15 +137,16 @@ def gpu_figures(index: int, cache_dir: str | None) -> GpuFigures | None:
         try:
             with open(_path(cache_dir, index)) as stream:
                 data = json.load(stream)
-            if data.get("properties") == known and float(data["bandwidth"]) > 0:
-                return GpuFigures(**fields, bandwidth=float(data["bandwidth"]), measured_at=str(data["measured_at"]),
-                                  source="cached")
+            measured = {key: float(data[key]) for key in MEASURED}
+            if data.get("properties") == known and all(value > 0 for value in measured.values()):
+                return GpuFigures(**fields, **measured, measured_at=str(data["measured_at"]), source="cached")
         except (OSError, ValueError, KeyError, TypeError):
-            pass                            # absent, unreadable or another GPU's: measured again
-    figures = GpuFigures(**fields, bandwidth=copy_bandwidth(index),
-                         measured_at=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+            pass                            # absent, unreadable, older or another GPU's: measured again
+    figures = GpuFigures(**fields, bandwidth=copy_bandwidth(index), flops=matmul_flops(index),
+                         launch=launch_cost(index), measured_at=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     if cache_dir is not None:
-        record = {"properties": known, "bandwidth": figures.bandwidth, "measured_at": figures.measured_at}
+        record = {"properties": known, **{key: getattr(figures, key) for key in MEASURED},
+                  "measured_at": figures.measured_at}
         try:
             os.makedirs(cache_dir, exist_ok=True)
             write_atomically(_path(cache_dir, index), json.dumps(record, indent=1))
@@ -105,10 +156,12 @@ def gpu_figures(index: int, cache_dir: str | None) -> GpuFigures | None:
 
 
 def describe(figures: GpuFigures) -> str:
-    """One line: name, memory, multiprocessors, capability, bandwidth and where it came from."""
+    """One line: name, memory, multiprocessors, capability, the measured figures and where
+    they came from."""
     capability = f"{figures.capability[:-1]}.{figures.capability[-1]}"
     return (f"{figures.name}, {figures.memory / 2 ** 30:.1f} GiB, {figures.multiprocessors} multiprocessors, "
-            f"compute capability {capability}; device-to-device copy {figures.bandwidth / 1e9:.0f} GB/s "
+            f"compute capability {capability}; device-to-device copy {figures.bandwidth / 1e9:.0f} GB/s, "
+            f"float32 matmul {figures.flops / 1e12:.1f} TFLOP/s, launch {figures.launch * 1e6:.1f} µs "
             f"({figures.source} {figures.measured_at})")
 
 

@@ -289,9 +289,10 @@ def test_a_session_wide_device_set_applies_to_functions_without_their_own():
 
 
 def test_a_real_gpus_figures_are_measured_once_and_shown(monkeypatch, tmp_path, capsys):
-    """Where CuPy sees a GPU (posed here: CI has none), gpu:0's bandwidth in the cost model is
-    its measured device-to-device copy, kept in the cache directory for the next process on the
-    same GPU, driver and CuPy; `flowjit devices` names the GPU, its memory and the figure."""
+    """Where CuPy sees a GPU (posed here: CI has none), gpu:0's figures in the cost model are
+    measured: bandwidth (its device-to-device copy), FLOP rate (a cuBLAS matmul) and launch
+    cost, kept in the cache directory for the next process on the same GPU, driver and CuPy;
+    `flowjit devices` names the GPU, its memory and the figures."""
     import flowjit.gpu as gpu
     from flowjit import gpu_figures
     from flowjit.cli import main
@@ -304,21 +305,32 @@ def test_a_real_gpus_figures_are_measured_once_and_shown(monkeypatch, tmp_path, 
     monkeypatch.setattr("flowjit.devices._gpu_runs_here", lambda: True)
     monkeypatch.setattr(gpu_figures, "properties", lambda index: dict(known))
     monkeypatch.setattr(gpu_figures, "copy_bandwidth", lambda index: measured.append(index) or 2.5e12)
+    monkeypatch.setattr(gpu_figures, "matmul_flops", lambda index: 4.2e13)
+    monkeypatch.setattr(gpu_figures, "launch_cost", lambda index: 6.5e-6)
     gpu_figures.gpu_figures.cache_clear()
     try:
-        assert Device.make("gpu:0").bandwidth == 2.5e12 and measured == [0]
+        made = Device.make("gpu:0")
+        assert (made.bandwidth, made.flops, made.launch) == (2.5e12, 4.2e13, 6.5e-6) and measured == [0]
         assert Device.make("gpu:0", bandwidth=1e12).bandwidth == 1e12          # (a device's own figure wins)
         gpu_figures.gpu_figures.cache_clear()                                    # a new process: read back
-        assert Device.make("gpu:0").bandwidth == 2.5e12 and measured == [0]
+        made = Device.make("gpu:0")
+        assert (made.bandwidth, made.flops, made.launch) == (2.5e12, 4.2e13, 6.5e-6) and measured == [0]
         assert main(["devices", "--devices", "cpu:0,gpu:0"]) == 0
         out = capsys.readouterr().out
         assert "gpu:0: NVIDIA Posed 80GB, 80.0 GiB, 132 multiprocessors, compute capability 9.0; " \
-               "device-to-device copy 2500 GB/s (cached" in out
-        assert "2500.0" in next(line for line in out.splitlines() if "device:gpu:0" in line)
+               "device-to-device copy 2500 GB/s, float32 matmul 42.0 TFLOP/s, launch 6.5 µs (cached" in out
+        row = next(line for line in out.splitlines() if "device:gpu:0" in line).split()
+        assert row[3:6] == ["2500.0", "42000.0", "6.50"], row
         known["driver"] = 12090                                                  # another driver: measured again
         gpu_figures.gpu_figures.cache_clear()
         Device.make("gpu:0")
         assert measured == [0, 0]
+        import json
+        kept = tmp_path / "gpu-0.json"                                            # an older file: bandwidth only
+        kept.write_text(json.dumps({key: value for key, value in json.loads(kept.read_text()).items()
+                                    if key not in ("flops", "launch")}))
+        gpu_figures.gpu_figures.cache_clear()
+        assert Device.make("gpu:0").flops == 4.2e13 and measured == [0, 0, 0]
         monkeypatch.setattr(gpu, "simulated", lambda: True)                      # the simulator: no figures
         gpu_figures.gpu_figures.cache_clear()
         assert gpu_figures.gpu_figures(0, str(tmp_path)) is None

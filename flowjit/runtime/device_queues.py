@@ -26,6 +26,7 @@ tests drive it with a queue whose copies land only when waited on.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import numpy as np
@@ -72,10 +73,25 @@ class CudaQueue:
         self.device.use()
         self.stream.use()
 
-    def mark(self):
-        """An event recorded now on the stream."""
-        event = self.cupy.cuda.Event()
-        event.record(self.stream)
+    @contextlib.contextmanager
+    def current(self):
+        """This GPU and its stream current in the calling thread for a while, then whatever
+        stream was current before.  (Not ``with stream:``: leaving it makes the device's null
+        stream current, whatever ``use()`` had set -- a worker's later kernels would go there.)"""
+        with self.device:
+            previous = self.cupy.cuda.get_current_stream()
+            self.stream.use()
+            try:
+                yield
+            finally:
+                previous.use()
+
+    def mark(self, block: bool = False):
+        """An event recorded now on the stream (created on its device, as CUDA requires);
+        ``block``: waiting on it sleeps instead of spinning."""
+        with self.device:
+            event = self.cupy.cuda.Event(block=block)
+            event.record(self.stream)
         return event
 
     def elapsed(self, start, end) -> float:
@@ -86,18 +102,18 @@ class CudaQueue:
         """A ``Pending`` of ``value``'s copy into pinned host memory (a host array: itself)."""
         if not is_device_array(value):
             return value
-        with self.device, self.stream:
+        with self.current():
             array = self.cupy.ascontiguousarray(device_array(value))
             host = self.empty_pinned(array.shape, array.dtype)
             if array.nbytes:
                 self.cupy.cuda.runtime.memcpyAsync(host.ctypes.data, array.data.ptr, array.nbytes,
                                                    _DEVICE_TO_HOST, self.stream.ptr)
-            return Pending(host, self.mark(), array)
+            return Pending(host, self.mark(block=True), array)
 
     def to_device(self, value):
         """``value`` (a host array) copied to this GPU on its stream; its kernels issued
         after it see the copy."""
-        with self.device, self.stream:
+        with self.current():
             return self.cupy.asarray(value)
 
     def from_peer(self, value, source: "CudaQueue", keep: list):
@@ -105,11 +121,11 @@ class CudaQueue:
         source's (recorded after the value's kernel), then copies peer to peer.  What the
         copy reads is appended to ``keep``, which the caller holds until the streams are
         synchronised (a buffer freed earlier could be reused by the source's next kernel)."""
-        with source.device, source.stream:
+        with source.current():
             array = self.cupy.ascontiguousarray(device_array(value))
             ready = source.mark()
         keep.append(array)
-        with self.device, self.stream:
+        with self.current():
             self.stream.wait_event(ready)
             out = self.cupy.empty(array.shape, array.dtype)
             if array.nbytes:

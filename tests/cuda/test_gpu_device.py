@@ -192,3 +192,12 @@ def test_a_program_split_between_cpu_and_gpu_keeps_gpu_values_on_the_gpu_and_tim
              and event["args"].get("timed") == "CUDA events"]
     assert any(event["cat"] == "kernel" for event in timed) and any(event["cat"] == "send" for event in timed)
     assert all(0 < event["dur"] < 1e6 for event in timed)
+
+
+def test_the_gpus_figures_are_measured(tmp_path):
+    """Bandwidth, FLOP rate and launch cost of the real GPU (gpu_figures.py), as the cost model
+    gets them: within what any NVIDIA GPU of the last years would give."""
+    from flowjit import gpu_figures
+    figures = gpu_figures.gpu_figures.__wrapped__(0, str(tmp_path))
+    assert 1e11 < figures.bandwidth < 2e13 and 1e12 < figures.flops < 1e15 and 5e-7 < figures.launch < 2e-4
+    assert gpu_figures.gpu_figures.__wrapped__(0, str(tmp_path)).source == "cached"

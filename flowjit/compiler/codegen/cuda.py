@@ -134,10 +134,13 @@ class PartBuffers:
 
 class Launcher:
     """Calls one kernel through numba-cuda's dispatcher (the simulator's, under it) on host
-    (numpy) or device arrays: inputs go to the device, outputs come back into the host arrays."""
+    (numpy) or device arrays: inputs go to the device, outputs come back into the host arrays.
+    With ``on_current_stream`` (a real GPU) it launches on CuPy's current stream, as the other
+    launch paths do (numba's own default stream would not be ordered with it)."""
 
-    def __init__(self, name: str, kernel, grid: Grid, inputs: int):
+    def __init__(self, name: str, kernel, grid: Grid, inputs: int, on_current_stream: bool = False):
         self.name, self.kernel, self.grid, self.inputs = name, kernel, grid, inputs
+        self.on_current_stream = on_current_stream
 
     def __call__(self, *arrays) -> None:
         blocks, threads = self.grid(arrays)
@@ -154,7 +157,11 @@ class Launcher:
                 buffer = cuda.device_array(array.shape, array.dtype)
                 device.append(buffer)
                 copies.append((buffer, array))
-        self.kernel[blocks, threads](*device)
+        if self.on_current_stream:
+            import cupy
+            self.kernel[blocks, threads, cuda.external_stream(cupy.cuda.get_current_stream().ptr)](*device)
+        else:
+            self.kernel[blocks, threads](*device)
         for buffer, array in copies:
             buffer.copy_to_host(array)
 
@@ -358,7 +365,8 @@ class CudaBackend(Backend):
                     grid.resident = launcher.resident
                 else:
                     device_code = module_namespace(kernel)["kernel"]
-                    launcher = Launcher(kernel.name, numba_cuda().jit(device_code), grid, len(kernel.inputs))
+                    launcher = Launcher(kernel.name, numba_cuda().jit(device_code), grid, len(kernel.inputs),
+                                        on_current_stream=self.resident)
                 if kernel.part_buffers:
                     launcher = PartBuffers(launcher, kernel.part_buffers, namespace["PARTS"][0], self.resident)
                 self.kernels[key] = CompiledKernel(kernel.name, key, kernel.source, launcher, launcher)
