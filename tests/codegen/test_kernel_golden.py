@@ -61,6 +61,9 @@ CASES = {
     # (short rows, at least 16 of them, nothing full-shaped stored: reduced across rows)
     "logsumexp_across": (lambda x: np.log(np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1)) + x.max(axis=1),
                          (rows((20, 7)),)),
+    # (as many rows as THREAD_ROWS: on a GPU, a thread per row)
+    "logsumexp_thread_rows": (lambda x: np.log(np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1)),
+                              (rows((4096, 5)),)),
 }
 # Kernels only the CPU backend compiles (complex values): no CUDA snapshot of them.
 CPU_CASES = {

@@ -80,6 +80,64 @@ def test_gpu_program_matches_the_interpreter(name, fuse):
     assert_same_result(actual, expected, exact=exact, rtol=None if exact else tolerance_for(expected, args))
 
 
+def _strategies(jitted, *args) -> set:
+    return {n.attrs["plan"].strategy for n in jitted.lower(*args).fused.nodes if n.op.name == "fused"}
+
+
+def _kernel_layouts(jitted, *args) -> str:
+    return "\n".join(jitted.lower(*args).kernel_sources().values())
+
+
+COLUMNS = {
+    # (the innermost axis kept: column blocks of 32 columns by lanes of rows)
+    "sum_axis0_ragged": (lambda x: x.sum(axis=0), (rows((37, 45)),)),             # a partial group, a lane short
+    "stores_and_per_column": (lambda x: (np.exp(x), np.sqrt((np.exp(x) ** 2).mean(axis=0)) + 1),
+                              (rows((9, 33)),)),
+    "max_min_nan": (lambda x: (x.max(axis=0), x.min(axis=0)), (with_nan(rows((6, 40))),)),
+    "middle_axis_int": (lambda i: i.sum(axis=1), (np.arange(3 * 10 * 34, dtype=np.int32).reshape(3, 10, 34) % 7,)),
+    "two_outer_axes_f64": (lambda x: (x * x).sum(axis=(0, 1)) - x.mean(axis=(0, 1)),
+                           (rows((4, 3, 35), np.float64),)),
+    "bool_any": (lambda x: (x > 0.5).any(axis=0), (rows((5, 34)),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COLUMNS))
+def test_column_reductions_run_in_column_blocks(name):
+    """Reductions over outer axes (the plan's columns strategy) run as column blocks: a warp
+    reads 32 adjacent columns (a block per column read them a row apart).  Columns not a
+    multiple of 32, rows not a multiple of the lanes, NaN, integers, bools, two reduced axes."""
+    from flowjit.compiler.ir.plan import ReduceStrategy
+    function, args = COLUMNS[name]
+    jitted = flowjit.jit(function, devices=GPU)
+    assert ReduceStrategy.COLUMNS in _strategies(jitted, *args)
+    assert "ROW_THREADS = 256          # (a block: 32 columns by 8 lanes of rows)" in _kernel_layouts(jitted, *args)
+    with np.errstate(all="ignore"):
+        expected = flowjit.jit(function, backend="interpreter")(*args)
+        actual = jitted(*args)
+    exact = args[0].dtype.kind != "f"
+    assert_same_result(actual, expected, exact=exact, rtol=None if exact else tolerance_for(expected, args))
+
+
+def test_short_rows_across_many_rows_get_a_thread_each(monkeypatch):
+    """An across plan with at least THREAD_ROWS rows runs a thread per row (launched as a loop
+    kernel), each pass a loop over its row in order: two passes (a log-sum-exp), a mean, NaN
+    rows; fewer rows keep a block each."""
+    from flowjit.compiler.codegen import cuda_writer
+    monkeypatch.setattr(cuda_writer, "THREAD_ROWS", 40)
+
+    def function(x):
+        return np.log(np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1)), x.mean(axis=1)
+    assert "THREAD_ROWS" not in _kernel_layouts(flowjit.jit(function, devices=GPU), rows((20, 6)))
+    for shape in ((45, 6), (131, 5)):
+        x = with_nan(rows(shape))
+        jitted = flowjit.jit(function, devices=GPU)
+        assert "THREAD_ROWS = True" in _kernel_layouts(jitted, x)
+        with np.errstate(all="ignore"):
+            expected = flowjit.jit(function, backend="interpreter")(x)
+            actual = jitted(x)
+        assert_same_result(actual, expected, exact=False, rtol=tolerance_for(expected, (x,)))
+
+
 def test_an_across_plan_runs_on_the_gpu_as_rows():
     """Short rows the CPU reduces across rows (strategy across): the CUDA backend renders the
     plan as a block per row, and the results are the interpreter's (fused only: each row is a

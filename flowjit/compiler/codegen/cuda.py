@@ -354,7 +354,7 @@ class CudaBackend(Backend):
         with self.lock:
             if key not in self.kernels:
                 namespace = host_namespace(kernel)
-                reduce = kernel.kind is KernelKind.REDUCE
+                reduce = kernel.kind is KernelKind.REDUCE and not namespace.get("THREAD_ROWS")
                 grid = Grid(namespace["launch"], reduce, multiprocessors() if self.resident else None,
                             namespace.get("ROW_THREADS", row_threads()), namespace.get("MAX_THREADS", BLOCK),
                             namespace.get("PARTS"))

@@ -13,6 +13,8 @@ MAX_WARPS = 32              # at most 1024 threads: a shared slot per warp
 MAX_PARTS = 1024            # a whole-domain reduction: at most this many blocks (parts),
 PART_MIN = 16384            # of this many elements each at least,
 PART_THREADS = 256          # of this many threads
+COLUMN_LANES = 8            # a column block: 32 adjacent columns by this many lanes of rows (a warp each)
+THREAD_ROWS = 4096          # short rows (``across``) get a thread each from this many rows on
 ROW_UNROLL = 4              # row elements a thread takes per trip of a pass (measured: see row_unroll)
 LOOP_UNROLL = 4             # elements a thread of a loop kernel takes per trip (measured: see loop_unroll)
 

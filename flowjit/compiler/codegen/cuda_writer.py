@@ -25,9 +25,18 @@ warp shuffles (``fj.shfl_xor``) then combine each warp's, one shared slot per wa
 (argmax/argmin: a tree over shared memory that carries the position, the first one winning).
 ``MAX_THREADS`` in the module bounds the block (its shared arrays), ``ROW_THREADS`` sets it
 for a row in registers.  Values a later pass needs are computed again from the inputs (no
-per-row scratch).  Any set of reduced axes renders this way, so the ``columns`` strategy is
-correct here but not fast (a column is read with a stride), and so is ``across`` (short rows,
-a block each: a thread per row would suit them).
+per-row scratch).  Any set of reduced axes renders this way.
+
+Two strategies of the plan render otherwise, since a block per row reads them badly:
+
+- ``columns`` (the innermost axis kept: ``x.sum(axis=0)``) runs in column blocks: 32
+  adjacent columns (kept positions) by ``COLUMN_LANES`` lanes of rows, a warp each, so that a
+  warp's loads are adjacent (a block per column read each element a row apart).  A lane adds
+  every ``COLUMN_LANES``-th row of its column, in order; the first warp combines the lanes'
+  totals in lane order through shared memory and stores the column's results.
+- ``across`` (short rows) with at least ``THREAD_ROWS`` rows runs a thread per row (a
+  launch like a loop kernel's, ``THREAD_ROWS = True`` in the module): each pass is a loop
+  over the row, in order, with nothing to combine; fewer rows keep a block each.
 
 A reduction of the whole domain in one pass (``in_parts``) runs in parts instead, a block each:
 each block reduces its stretch into partials (buffers its launcher passes after the outputs,
@@ -41,8 +50,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from flowjit.compiler.codegen.cuda_shape import (BLOCK, MAX_PARTS, MAX_WARPS, PART_MIN, PART_THREADS, WARP, loop_unroll,
-                                                  register_budget, row_slots, row_threads, row_unroll, threads_for_row)
+from flowjit.compiler.codegen.cuda_shape import (BLOCK, COLUMN_LANES, MAX_PARTS, MAX_WARPS, PART_MIN, PART_THREADS,
+                                                  THREAD_ROWS, WARP, loop_unroll, register_budget, row_slots,
+                                                  row_threads, row_unroll, threads_for_row)
 from flowjit.compiler.codegen.scalar import CodegenError
 from flowjit.compiler.codegen.writer import (INDENT, KernelSource, KernelWriter, _identifier, _identity, local,
                                              split_index, uniform_view)
@@ -51,7 +61,7 @@ from flowjit.compiler.ir.graph import Node, Value
 from flowjit.compiler.ir.ops.base import OpKind
 from flowjit.compiler.ir.ops.lowering import cast
 from flowjit.compiler.ir.ops.reduction import ARG_REDUCTIONS, accumulator_dtype
-from flowjit.compiler.ir.plan import KernelKind
+from flowjit.compiler.ir.plan import KernelKind, ReduceStrategy
 from flowjit.compiler.ir.reduce_rows import full_values, levels
 from flowjit.compiler.ir.types import compute_dtype
 
@@ -91,6 +101,7 @@ class CudaLoopWriter(KernelWriter):
         self.fetches: dict[str, str] | None = None     # an unrolled trip's loads -> their locals
         self.fetch_count = 0
         self.registers: dict[str, tuple] | None = None   # a row kept in registers (CudaReduceWriter)
+        self.layout = "blocks"                           # a reduce kernel's: blocks (a row each), columns, threads
 
     def write_body(self, outputs: list[Value]) -> list[str]:
         start = len(self.lines)
@@ -203,6 +214,10 @@ class CudaLoopWriter(KernelWriter):
         if self.registers is not None:
             limit += (f"ROW_THREADS = {self.threads}          # (threads per row: {self.slots} row elements "
                       f"each in registers)\n")
+        if self.layout == "columns":
+            limit += f"ROW_THREADS = {WARP * COLUMN_LANES}          # (a block: {WARP} columns by {COLUMN_LANES} lanes of rows)\n"
+        elif self.layout == "threads":
+            limit += "THREAD_ROWS = True          # (a thread per row: launched as a loop kernel over the rows)\n"
         if self.scratch_parameters:
             limit += (f"PARTS = {MAX_PARTS}, {PART_MIN}, {PART_THREADS}      # (the domain in parts: at most, "
                       f"elements each at least, threads a block)\n")
@@ -235,9 +250,20 @@ class CudaReduceWriter(CudaLoopWriter):
         self.constants(1)
         self.emit(1, f"ninner = {' * '.join(f'n{axis}' for axis in self.reduced)}")
         self.emit(1, f"nrows = {' * '.join(f'n{axis}' for axis in self.kept) or '1'}")
+        self.computed_outer: set[Value] = set()
+        passes = [([named[name].producer for name in row_pass.reduce], [named[name] for name in row_pass.store])
+                  for row_pass in self.plan.passes]
+        per_row = [value for value in outputs if value not in self.full]
+        self.layout = self.choose_layout()
+        if self.layout == "threads":
+            self.write_thread_rows(passes, per_row)
+            return self.lines[start:]
         self.emit(1, "tid = cuda.threadIdx.x")
         self.emit(1, "nthreads = cuda.blockDim.x")
         reductions = [n for n in self.members if n.op.kind is OpKind.REDUCTION]
+        if self.layout == "columns":
+            self.write_columns(passes[0], per_row, reductions)
+            return self.lines[start:]
         for node in reductions:
             name, dtype = _identifier(node.output), accumulator_dtype(node)
             # (argmax/argmin: a tree over shared memory, at most BLOCK threads; the others: a slot per warp)
@@ -247,10 +273,6 @@ class CudaReduceWriter(CudaLoopWriter):
                 self.emit(1, f"shared_at_{name} = cuda.shared.array({BLOCK}, np.int64)")
         self.emit(1, "lane = tid % 32")
         self.emit(1, "warp = tid // 32")
-        self.computed_outer: set[Value] = set()
-        passes = [([named[name].producer for name in row_pass.reduce], [named[name] for name in row_pass.store])
-                  for row_pass in self.plan.passes]
-        per_row = [value for value in outputs if value not in self.full]
         if self.in_parts():
             self.scratch_parameters = self.part_buffers()      # (passed last, by the launcher)
             self.write_parts(passes[0][0], per_row)
@@ -271,6 +293,83 @@ class CudaReduceWriter(CudaLoopWriter):
         self.emit(2, "row += cuda.gridDim.x")
         self.write_preloads()
         return self.lines[start:]
+
+    # -- columns and short rows ------------------------------------------------------------------------
+    def choose_layout(self) -> str:
+        """How the kernel's rows map onto the GPU: ``columns`` for the plan's columns strategy,
+        ``threads`` (a thread per row) for short rows across many rows, else ``blocks``."""
+        strategy = self.plan.strategy
+        if strategy is ReduceStrategy.COLUMNS and self.kept and len(self.plan.passes) == 1:
+            return "columns"
+        rows = int(np.prod([self.domain[axis] for axis in self.kept], dtype=np.int64))
+        if strategy is ReduceStrategy.ACROSS and self.kept and rows >= THREAD_ROWS:
+            return "threads"
+        return "blocks"
+
+    def write_thread_rows(self, passes: list, per_row: list[Value]) -> None:
+        """A thread per row: each pass a loop over the row in order (its accumulations need no
+        combining), per-row values and outputs by the same thread."""
+        self.emit(1, "row = cuda.grid(1)")
+        self.emit(1, "stride = cuda.gridsize(1)")
+        self.emit(1, "while row < nrows:")
+        self.lines.extend(split_index(2, "row", self.kept))
+        self.compute_outer(2, 0)
+        for current, (reductions, stores) in enumerate(passes):
+            if reductions or stores:
+                self.start_accumulators(2, reductions, comments=True)
+                self.emit(2, "t = 0")
+                self.emit(2, "while t < ninner:")
+                self.write_elements(3, ["t"], "t", "1", self.reduced,
+                                    self.needed([node.inputs[0] for node in reductions] + stores), reductions, stores)
+                self.emit(3, "t += 1")
+                for node in reductions:
+                    self.emit(2, f"{self.var(node.output)} = {self.reduction_result(node, f'acc_{_identifier(node.output)}')}")
+            self.compute_outer(2, current + 1)
+        for value in per_row:
+            self.store(2, value)
+        self.emit(2, "row += stride")
+
+    def write_columns(self, only_pass: tuple, per_row: list[Value], reductions: list[Node]) -> None:
+        """Column blocks (``columns``): 32 adjacent columns by ``nthreads // 32`` lanes of rows.
+        Lane ``warp`` of column ``lane`` adds rows ``warp``, ``warp + lanes``... in order; the first
+        warp combines the lanes' totals in lane order and stores the column's results.  A thread
+        past the last column reads nothing (its index is the last column's, its loop empty)."""
+        pass_reductions, stores = only_pass
+        for node in reductions:
+            name, dtype = _identifier(node.output), accumulator_dtype(node)
+            self.emit(1, f"shared_{name} = cuda.shared.array({WARP * COLUMN_LANES}, np.{dtype.name})")
+        self.emit(1, "lane = tid % 32")
+        self.emit(1, "warp = tid // 32")
+        self.emit(1, "lanes = nthreads // 32")
+        self.emit(1, "group = cuda.blockIdx.x")
+        self.emit(1, "while group * 32 < nrows:          # (blocks stride over groups of 32 columns)")
+        self.emit(2, "row = group * 32 + lane")
+        self.emit(2, "live = row < nrows")
+        self.lines.extend(split_index(2, "min(row, nrows - 1)", self.kept))
+        self.compute_outer(2, 0)
+        self.start_accumulators(2, pass_reductions, comments=True)
+        self.emit(2, "tend = ninner if live else 0")
+        self.emit(2, "t = warp")
+        self.emit(2, "while t < tend:")
+        self.write_elements(3, ["t"], "t", "lanes", self.reduced,
+                            self.needed([node.inputs[0] for node in pass_reductions] + stores), pass_reductions, stores)
+        self.emit(3, "t += lanes")
+        for node in pass_reductions:
+            self.emit(2, f"shared_{_identifier(node.output)}[tid] = acc_{_identifier(node.output)}")
+        self.emit(2, "cuda.syncthreads()")
+        self.emit(2, "if warp == 0 and live:          # the lanes' totals, in lane order")
+        self.emit(3, "w = 1")
+        self.emit(3, "while w < lanes:")
+        for node in pass_reductions:
+            self.accumulate(4, node, f"shared_{_identifier(node.output)}[w * 32 + lane]", "")
+        self.emit(4, "w += 1")
+        for node in pass_reductions:
+            self.emit(3, f"{self.var(node.output)} = {self.reduction_result(node, f'acc_{_identifier(node.output)}')}")
+        self.compute_outer(3, 1)
+        for value in per_row:
+            self.store(3, value)
+        self.emit(2, "cuda.syncthreads()         # (the first warp has read the totals before the next group)")
+        self.emit(2, "group += cuda.gridDim.x")
 
     # -- a row in registers ----------------------------------------------------------------------------
     def register_slots(self) -> int:
@@ -393,10 +492,18 @@ class CudaReduceWriter(CudaLoopWriter):
                 self.store(3, value)
 
     def max_threads(self) -> int:
+        if self.layout == "columns":
+            return WARP * COLUMN_LANES
         return BLOCK if any(node.op in ARG_REDUCTIONS for node in self.body.nodes) else WARP * MAX_WARPS
 
     def work(self) -> str:
+        """What ``launch`` returns: (rows, row length) -- the groups of 32 columns and a block's
+        threads for column blocks, (rows, 1) for a thread per row (a loop kernel's launch)."""
         rows = " * ".join(f"n{axis}" for axis in self.kept) or "1"
+        if self.layout == "columns":
+            return f"(-(-({rows}) // 32), {WARP * COLUMN_LANES})"
+        if self.layout == "threads":
+            return f"({rows}, 1)"
         return f"({rows}, {' * '.join(f'n{axis}' for axis in self.reduced)})"
 
     def compute_outer(self, depth: int, upto: int) -> None:
