@@ -61,6 +61,8 @@ CASES = {
     # (short rows, at least 16 of them, nothing full-shaped stored: reduced across rows)
     "logsumexp_across": (lambda x: np.log(np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1)) + x.max(axis=1),
                          (rows((20, 7)),)),
+    # (columns over enough rows that a GPU splits them across blocks: COLUMN_SPLIT_ROWS)
+    "column_sum_split": (lambda x: (x * x).sum(axis=0) + x.max(axis=0), (rows((600, 40)),)),
     # (as many rows as THREAD_ROWS: on a GPU, a thread per row)
     "logsumexp_thread_rows": (lambda x: np.log(np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1)),
                               (rows((4096, 5)),)),

@@ -97,20 +97,28 @@ COLUMNS = {
     "middle_axis_int": (lambda i: i.sum(axis=1), (np.arange(3 * 10 * 34, dtype=np.int32).reshape(3, 10, 34) % 7,)),
     "two_outer_axes_f64": (lambda x: (x * x).sum(axis=(0, 1)) - x.mean(axis=(0, 1)),
                            (rows((4, 3, 35), np.float64),)),
-    "bool_any": (lambda x: (x > 0.5).any(axis=0), (rows((5, 34)),)),
+    "bool_any": (lambda x: (x > 0.5).any(axis=0), (rows((7, 34)),)),
 }
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["whole_columns", "split_rows"])
 @pytest.mark.parametrize("name", sorted(COLUMNS))
-def test_column_reductions_run_in_column_blocks(name):
+def test_column_reductions_run_in_column_blocks(name, split, monkeypatch):
     """Reductions over outer axes (the plan's columns strategy) run as column blocks: a warp
-    reads 32 adjacent columns (a block per column read them a row apart).  Columns not a
-    multiple of 32, rows not a multiple of the lanes, NaN, integers, bools, two reduced axes."""
+    reads 32 adjacent columns (a block per column read them a row apart), and (``split``: at
+    least COLUMN_SPLIT_ROWS rows, made 3 here) the rows are split across blocks whose partials
+    the last block of each group adds in order.  Columns not a multiple of 32, rows not a
+    multiple of the lanes or of the splits, NaN, integers, bools, two reduced axes."""
+    from flowjit.compiler.codegen import cuda_writer
     from flowjit.compiler.ir.plan import ReduceStrategy
+    if split:
+        monkeypatch.setattr(cuda_writer, "COLUMN_SPLIT_ROWS", 3)
     function, args = COLUMNS[name]
     jitted = flowjit.jit(function, devices=GPU)
     assert ReduceStrategy.COLUMNS in _strategies(jitted, *args)
-    assert "ROW_THREADS = 256          # (a block: 32 columns by 8 lanes of rows)" in _kernel_layouts(jitted, *args)
+    sources = _kernel_layouts(jitted, *args)
+    assert "ROW_THREADS = 256          # (a block: 32 columns by 8 lanes of rows)" in sources
+    assert ("PART_SIZES = " in sources) is split
     with np.errstate(all="ignore"):
         expected = flowjit.jit(function, backend="interpreter")(*args)
         actual = jitted(*args)

@@ -108,12 +108,13 @@ class Grid:
 
 class PartBuffers:
     """Launches a kernel that reduces in parts (``KernelSource.part_buffers``) through
-    ``launcher``, its part buffers appended: ``size`` elements of each dtype, then the count of
-    blocks done (int32), zeroed before every launch.  On a GPU the buffers are kept per stream
+    ``launcher``, its part buffers appended: ``size`` elements of each dtype, then ``counts``
+    counts of blocks done (int32: one for a whole-domain reduction, one per group of columns
+    for split columns), zeroed before every launch.  On a GPU the buffers are kept per stream
     (launches on one stream run in order); under the simulator each launch gets new ones."""
 
-    def __init__(self, launcher, dtypes: tuple, size: int, resident: bool):
-        self.launcher, self.dtypes, self.size, self.resident = launcher, dtypes, size, resident
+    def __init__(self, launcher, dtypes: tuple, size: int, resident: bool, counts: int = 1):
+        self.launcher, self.dtypes, self.size, self.resident, self.counts = launcher, dtypes, size, resident, counts
         self.grid = launcher.grid
         self.kept: dict[int, list] = {}
 
@@ -121,14 +122,14 @@ class PartBuffers:
         if not self.resident:             # (device arrays: the dispatcher's launcher would not copy outputs in)
             cuda = numba_cuda()
             buffers = [cuda.device_array(self.size, dtype) for dtype in self.dtypes[:-1]]
-            return self.launcher(*arrays, *buffers, cuda.to_device(np.zeros(1, np.int32)))
+            return self.launcher(*arrays, *buffers, cuda.to_device(np.zeros(self.counts, np.int32)))
         import cupy
         stream = cupy.cuda.get_current_stream()
         buffers = self.kept.get(stream.ptr)
         if buffers is None:
-            buffers = [cupy.empty(self.size, dtype) for dtype in self.dtypes[:-1]] + [cupy.zeros(1, cupy.int32)]
+            buffers = [cupy.empty(self.size, dtype) for dtype in self.dtypes[:-1]] + [cupy.zeros(self.counts, cupy.int32)]
             self.kept[stream.ptr] = buffers
-        cupy.cuda.runtime.memsetAsync(buffers[-1].data.ptr, 0, 4, stream.ptr)
+        cupy.cuda.runtime.memsetAsync(buffers[-1].data.ptr, 0, 4 * self.counts, stream.ptr)
         self.launcher(*arrays, *buffers)
 
 
@@ -367,8 +368,9 @@ class CudaBackend(Backend):
                     device_code = module_namespace(kernel)["kernel"]
                     launcher = Launcher(kernel.name, numba_cuda().jit(device_code), grid, len(kernel.inputs),
                                         on_current_stream=self.resident)
-                if kernel.part_buffers:
-                    launcher = PartBuffers(launcher, kernel.part_buffers, namespace["PARTS"][0], self.resident)
+                if kernel.part_buffers:          # (split columns: PART_SIZES; a whole-domain reduction: PARTS)
+                    size, counts = namespace.get("PART_SIZES", (namespace.get("PARTS", (0,))[0], 1))
+                    launcher = PartBuffers(launcher, kernel.part_buffers, size, self.resident, counts)
                 self.kernels[key] = CompiledKernel(kernel.name, key, kernel.source, launcher, launcher)
             return self.kernels[key]
 

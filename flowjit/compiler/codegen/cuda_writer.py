@@ -22,7 +22,7 @@ block-strided loop taking ``row_unroll()`` elements a trip (their loads first, t
 accumulations in row order) and then one at a time.  A pass computes its elementwise values,
 stores its full-shaped outputs and accumulates its reductions in one accumulator per thread;
 warp shuffles (``fj.shfl_xor``) then combine each warp's, one shared slot per warp the warps'
-(argmax/argmin: a tree over shared memory that carries the position, the first one winning).
+(argmax/argmin shuffle the position beside the value, the first position of the extreme winning).
 ``MAX_THREADS`` in the module bounds the block (its shared arrays), ``ROW_THREADS`` sets it
 for a row in registers.  Values a later pass needs are computed again from the inputs (no
 per-row scratch).  Any set of reduced axes renders this way.
@@ -33,7 +33,11 @@ Two strategies of the plan render otherwise, since a block per row reads them ba
   adjacent columns (kept positions) by ``COLUMN_LANES`` lanes of rows, a warp each, so that a
   warp's loads are adjacent (a block per column read each element a row apart).  A lane adds
   every ``COLUMN_LANES``-th row of its column, in order; the first warp combines the lanes'
-  totals in lane order through shared memory and stores the column's results.
+  totals in lane order through shared memory.  So that few columns still fill the GPU, the
+  rows are split (``COLUMN_SPLITS``, from the sizes alone: up to ``COLUMN_BLOCKS`` blocks of
+  at least ``COLUMN_SPLIT_ROWS`` rows): each split's totals go to partial buffers, and the
+  last block of a group of columns to finish (an atomic count per group) adds them in split
+  order and stores the columns' results.
 - ``across`` (short rows) with at least ``THREAD_ROWS`` rows runs a thread per row (a
   launch like a loop kernel's, ``THREAD_ROWS = True`` in the module): each pass is a loop
   over the row, in order, with nothing to combine; fewer rows keep a block each.
@@ -50,7 +54,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flowjit.compiler.codegen.cuda_shape import (BLOCK, COLUMN_LANES, MAX_PARTS, MAX_WARPS, PART_MIN, PART_THREADS,
+from flowjit.compiler.codegen.cuda_shape import (COLUMN_BLOCKS, COLUMN_LANES, COLUMN_SPLIT_ROWS, MAX_PARTS, MAX_WARPS, PART_MIN, PART_THREADS,
                                                   THREAD_ROWS, WARP, loop_unroll, register_budget, row_slots,
                                                   row_threads, row_unroll, threads_for_row)
 from flowjit.compiler.codegen.scalar import CodegenError
@@ -63,7 +67,7 @@ from flowjit.compiler.ir.ops.lowering import cast
 from flowjit.compiler.ir.ops.reduction import ARG_REDUCTIONS, accumulator_dtype
 from flowjit.compiler.ir.plan import KernelKind, ReduceStrategy
 from flowjit.compiler.ir.reduce_rows import full_values, levels
-from flowjit.compiler.ir.types import compute_dtype
+from flowjit.compiler.ir.types import DYNAMIC, compute_dtype
 
 MODULE_HEADER = '''"""flowjit CUDA kernel (generated): each line follows the IR line it implements."""
 import math
@@ -218,7 +222,10 @@ class CudaLoopWriter(KernelWriter):
             limit += f"ROW_THREADS = {WARP * COLUMN_LANES}          # (a block: {WARP} columns by {COLUMN_LANES} lanes of rows)\n"
         elif self.layout == "threads":
             limit += "THREAD_ROWS = True          # (a thread per row: launched as a loop kernel over the rows)\n"
-        if self.scratch_parameters:
+        if self.scratch_parameters and self.layout == "columns":
+            limit += (f"PART_SIZES = {self.splits * self.columns}, {self.groups}      # (each partial buffer's "
+                      f"elements: {self.splits} splits of {self.columns} columns; a count per group of 32)\n")
+        elif self.scratch_parameters:
             limit += (f"PARTS = {MAX_PARTS}, {PART_MIN}, {PART_THREADS}      # (the domain in parts: at most, "
                       f"elements each at least, threads a block)\n")
         module = (f"{MODULE_HEADER}\n\n{limit}{chr(10) * 2 if limit else ''}# {self.name}: {self.kind} kernel, "
@@ -264,13 +271,11 @@ class CudaReduceWriter(CudaLoopWriter):
         if self.layout == "columns":
             self.write_columns(passes[0], per_row, reductions)
             return self.lines[start:]
-        for node in reductions:
+        for node in reductions:                # (a slot per warp; argmax/argmin's position beside)
             name, dtype = _identifier(node.output), accumulator_dtype(node)
-            # (argmax/argmin: a tree over shared memory, at most BLOCK threads; the others: a slot per warp)
-            size = BLOCK if node.op in ARG_REDUCTIONS else MAX_WARPS
-            self.emit(1, f"shared_{name} = cuda.shared.array({size}, np.{dtype.name})")
+            self.emit(1, f"shared_{name} = cuda.shared.array({MAX_WARPS}, np.{dtype.name})")
             if node.op in ARG_REDUCTIONS:
-                self.emit(1, f"shared_at_{name} = cuda.shared.array({BLOCK}, np.int64)")
+                self.emit(1, f"shared_at_{name} = cuda.shared.array({MAX_WARPS}, np.int64)")
         self.emit(1, "lane = tid % 32")
         self.emit(1, "warp = tid // 32")
         if self.in_parts():
@@ -329,47 +334,94 @@ class CudaReduceWriter(CudaLoopWriter):
             self.store(2, value)
         self.emit(2, "row += stride")
 
+    def column_splits(self) -> int:
+        """How many splits a column reduction's rows take: enough blocks (up to ``COLUMN_BLOCKS``
+        with the groups of 32 columns) of at least ``COLUMN_SPLIT_ROWS`` rows each; one where a
+        dimension is dynamic.  From the sizes alone, so the result does not depend on the GPU."""
+        if any(self.domain[axis] == DYNAMIC for axis in range(len(self.domain))):
+            return 1
+        self.columns = int(np.prod([self.domain[axis] for axis in self.kept], dtype=np.int64))
+        self.groups = -(-self.columns // WARP)
+        rows = int(np.prod([self.domain[axis] for axis in self.reduced], dtype=np.int64))
+        return max(1, min(rows // COLUMN_SPLIT_ROWS, COLUMN_BLOCKS // max(1, self.groups)))
+
     def write_columns(self, only_pass: tuple, per_row: list[Value], reductions: list[Node]) -> None:
         """Column blocks (``columns``): 32 adjacent columns by ``nthreads // 32`` lanes of rows.
-        Lane ``warp`` of column ``lane`` adds rows ``warp``, ``warp + lanes``... in order; the first
-        warp combines the lanes' totals in lane order and stores the column's results.  A thread
-        past the last column reads nothing (its index is the last column's, its loop empty)."""
+        Lane ``warp`` of column ``lane`` adds its split's rows ``warp``, ``warp + lanes``... in
+        order; the first warp combines the lanes' totals in lane order, then (split rows) the
+        splits' in split order in the last block of the group to finish, and stores the
+        column's results.  A thread past the last column reads nothing (its index is the last
+        column's, its loop empty)."""
         pass_reductions, stores = only_pass
+        self.splits = self.column_splits()
+        split = self.splits > 1
+        if split:
+            self.scratch_parameters = self.part_buffers()      # (passed last, by the launcher)
         for node in reductions:
             name, dtype = _identifier(node.output), accumulator_dtype(node)
             self.emit(1, f"shared_{name} = cuda.shared.array({WARP * COLUMN_LANES}, np.{dtype.name})")
+        if split:
+            self.emit(1, "last = cuda.shared.array(1, np.int32)")
         self.emit(1, "lane = tid % 32")
         self.emit(1, "warp = tid // 32")
         self.emit(1, "lanes = nthreads // 32")
-        self.emit(1, "group = cuda.blockIdx.x")
-        self.emit(1, "while group * 32 < nrows:          # (blocks stride over groups of 32 columns)")
+        self.emit(1, "ngroups = (nrows + 31) // 32")
+        self.emit(1, f"nsplits = {self.splits}")
+        self.emit(1, "work = cuda.blockIdx.x")
+        self.emit(1, "while work < ngroups * nsplits:          # (blocks stride over groups of 32 columns, and splits)")
+        self.emit(2, "group = work % ngroups")
+        self.emit(2, "split = work // ngroups")
         self.emit(2, "row = group * 32 + lane")
         self.emit(2, "live = row < nrows")
         self.lines.extend(split_index(2, "min(row, nrows - 1)", self.kept))
         self.compute_outer(2, 0)
         self.start_accumulators(2, pass_reductions, comments=True)
-        self.emit(2, "tend = ninner if live else 0")
-        self.emit(2, "t = warp")
-        self.emit(2, "while t < tend:")
+        self.emit(2, "low = split * ninner // nsplits          # (this split's rows)")
+        self.emit(2, "high = (split + 1) * ninner // nsplits if live else low")
+        self.emit(2, "t = low + warp")
+        self.emit(2, "while t < high:")
         self.write_elements(3, ["t"], "t", "lanes", self.reduced,
                             self.needed([node.inputs[0] for node in pass_reductions] + stores), pass_reductions, stores)
         self.emit(3, "t += lanes")
         for node in pass_reductions:
             self.emit(2, f"shared_{_identifier(node.output)}[tid] = acc_{_identifier(node.output)}")
         self.emit(2, "cuda.syncthreads()")
-        self.emit(2, "if warp == 0 and live:          # the lanes' totals, in lane order")
+        self.emit(2, "if warp == 0:          # the lanes' totals, in lane order")
         self.emit(3, "w = 1")
         self.emit(3, "while w < lanes:")
         for node in pass_reductions:
             self.accumulate(4, node, f"shared_{_identifier(node.output)}[w * 32 + lane]", "")
         self.emit(4, "w += 1")
+        finish = 3
+        if split:
+            self.emit(3, "if live:")
+            for node in pass_reductions:
+                name = _identifier(node.output)
+                self.emit(4, f"partials_{name}[split * nrows + row] = acc_{name}")
+            self.emit(3, "cuda.threadfence()         # (the partials are visible before the count says so)")
+            self.emit(2, "cuda.syncthreads()")
+            self.emit(2, "if tid == 0:")
+            self.emit(3, "last[0] = cuda.atomic.add(done, group, 1) == nsplits - 1")
+            self.emit(2, "cuda.syncthreads()")
+            self.emit(2, "if last[0] and warp == 0:          # the last block of the group adds the splits, in order")
+            for node in pass_reductions:
+                name = _identifier(node.output)
+                self.emit(3, f"acc_{name} = partials_{name}[min(row, nrows - 1)]")
+            self.emit(3, "s = 1")
+            self.emit(3, "while s < nsplits:")
+            for node in pass_reductions:
+                name = _identifier(node.output)
+                self.accumulate(4, node, f"partials_{name}[s * nrows + min(row, nrows - 1)]", "")
+            self.emit(4, "s += 1")
+        self.emit(finish, "if live:")
         for node in pass_reductions:
-            self.emit(3, f"{self.var(node.output)} = {self.reduction_result(node, f'acc_{_identifier(node.output)}')}")
-        self.compute_outer(3, 1)
+            self.emit(finish + 1,
+                      f"{self.var(node.output)} = {self.reduction_result(node, f'acc_{_identifier(node.output)}')}")
+        self.compute_outer(finish + 1, 1)
         for value in per_row:
-            self.store(3, value)
-        self.emit(2, "cuda.syncthreads()         # (the first warp has read the totals before the next group)")
-        self.emit(2, "group += cuda.gridDim.x")
+            self.store(finish + 1, value)
+        self.emit(2, "cuda.syncthreads()         # (the first warp has read the totals before the next work)")
+        self.emit(2, "work += cuda.gridDim.x")
 
     # -- a row in registers ----------------------------------------------------------------------------
     def register_slots(self) -> int:
@@ -403,6 +455,10 @@ class CudaReduceWriter(CudaLoopWriter):
         return self.registers[text][0]
 
     def launch_checks(self) -> list[str]:
+        if self.layout == "columns" and self.splits > 1:
+            rows = " * ".join(f"n{axis}" for axis in self.kept)
+            return [f"{INDENT}if {rows} != {self.columns}:      # (its partial buffers hold this many columns' splits)",
+                    f"{INDENT * 2}raise ValueError(f'kernel {self.name} reduces {self.columns} columns: got {{{rows}}}')"]
         if self.registers is None:
             return []
         row = " * ".join(f"n{axis}" for axis in self.reduced)
@@ -494,14 +550,14 @@ class CudaReduceWriter(CudaLoopWriter):
     def max_threads(self) -> int:
         if self.layout == "columns":
             return WARP * COLUMN_LANES
-        return BLOCK if any(node.op in ARG_REDUCTIONS for node in self.body.nodes) else WARP * MAX_WARPS
+        return WARP * MAX_WARPS
 
     def work(self) -> str:
         """What ``launch`` returns: (rows, row length) -- the groups of 32 columns and a block's
         threads for column blocks, (rows, 1) for a thread per row (a loop kernel's launch)."""
         rows = " * ".join(f"n{axis}" for axis in self.kept) or "1"
         if self.layout == "columns":
-            return f"(-(-({rows}) // 32), {WARP * COLUMN_LANES})"
+            return f"(-(-({rows}) // 32) * {self.splits}, {WARP * COLUMN_LANES})"
         if self.layout == "threads":
             return f"({rows}, 1)"
         return f"({rows}, {' * '.join(f'n{axis}' for axis in self.reduced)})"
@@ -580,56 +636,45 @@ class CudaReduceWriter(CudaLoopWriter):
 
     def block_reduce(self, depth: int, node: Node, finish: bool = True) -> None:
         """The threads' accumulators into one: within each warp by shuffles (no shared memory, no
-        barrier), then the warps' partials by the first warp; argmax/argmin by a tree over shared
-        memory (a value and its position)."""
-        if node.op in ARG_REDUCTIONS:
-            return self.tree_reduce(depth, node, finish)
+        barrier), then the warps' partials by every warp, so that every thread holds the total
+        (``finish``: into the reduction's value).  argmax/argmin shuffle the position beside the
+        value; ``fj.arg_prefer`` is a total order (the first position of the extreme wins), so
+        both lanes of each exchange keep the same candidate."""
         name = _identifier(node.output)
         shared, acc = f"shared_{name}", f"acc_{name}"
-        _, combine = node.op.combine(accumulator_dtype(node))
-        identity = self.reduction_start(node, accumulator_dtype(node))
-
         dtype = np.dtype(accumulator_dtype(node))
+        identity = self.reduction_start(node, dtype)
+        arg = node.op in ARG_REDUCTIONS
+        if arg:
+            larger = "True" if node.op is ops.argmax else "False"
+        else:
+            _, combine = node.op.combine(dtype)
 
-        def warp_reduce(depth: int, value: str) -> None:
+        def warp_reduce(depth: int) -> None:
             for offset in (16, 8, 4, 2, 1):       # (every lane shuffles once: a combine may repeat an operand)
-                self.emit(depth, f"other = {shuffled(value, offset, dtype)}")
-                self.emit(depth, f"{value} = {combine(value, 'other')}")
-        warp_reduce(depth, acc)
+                self.emit(depth, f"other = {shuffled(acc, offset, dtype)}")
+                if not arg:
+                    self.emit(depth, f"{acc} = {combine(acc, 'other')}")
+                    continue
+                self.emit(depth, f"other_at = fj.shfl_xor(at_{name}, {offset})")
+                self.emit(depth, f"if fj.arg_prefer({acc}, at_{name}, other, other_at, {larger}):")
+                self.emit(depth + 1, f"{acc} = other")
+                self.emit(depth + 1, f"at_{name} = other_at")
+        warp_reduce(depth)
         self.emit(depth, "if lane == 0:")
         self.emit(depth + 1, f"{shared}[warp] = {acc}")
+        if arg:
+            self.emit(depth + 1, f"shared_at_{name}[warp] = at_{name}")
         self.emit(depth, "cuda.syncthreads()")
         # every warp combines the warps' partials (no second barrier; all threads get the total)
         self.emit(depth, f"{acc} = {shared}[lane] if lane < nthreads // 32 else {identity}")
-        warp_reduce(depth, acc)
+        if arg:
+            self.emit(depth, f"at_{name} = shared_at_{name}[lane] if lane < nthreads // 32 else -1")
+        warp_reduce(depth)
         if finish:
-            self.emit(depth, f"{self.var(node.output)} = {self.reduction_result(node, acc)}")
+            result = f"np.{np.dtype(node.output.dtype).name}(at_{name})" if arg else self.reduction_result(node, acc)
+            self.emit(depth, f"{self.var(node.output)} = {result}")
         self.emit(depth, "cuda.syncthreads()         # (every warp has read the partials before the next reuse)")
-
-    def tree_reduce(self, depth: int, node: Node, finish: bool = True) -> None:
-        """argmax/argmin's accumulators into one, by a tree over shared memory (a value and its
-        position; the first position of the extreme wins), then the result."""
-        name = _identifier(node.output)
-        shared, acc, at = f"shared_{name}", f"acc_{name}", f"shared_at_{name}"
-        larger = "True" if node.op is ops.argmax else "False"
-        self.emit(depth, f"{shared}[tid] = {acc}")
-        self.emit(depth, f"{at}[tid] = at_{name}")
-        self.emit(depth, "cuda.syncthreads()")
-        self.emit(depth, "step = nthreads // 2")
-        self.emit(depth, "while step > 0:")
-        self.emit(depth + 1, "if tid < step:")
-        self.emit(depth + 2, f"if fj.arg_prefer({shared}[tid], {at}[tid], {shared}[tid + step], {at}[tid + step], "
-                             f"{larger}):")
-        self.emit(depth + 3, f"{shared}[tid] = {shared}[tid + step]")
-        self.emit(depth + 3, f"{at}[tid] = {at}[tid + step]")
-        self.emit(depth + 1, "cuda.syncthreads()")
-        self.emit(depth + 1, "step //= 2")
-        if finish:
-            self.emit(depth, f"{self.var(node.output)} = np.{np.dtype(node.output.dtype).name}({at}[0])")
-        else:
-            self.emit(depth, f"{acc} = {shared}[0]")
-            self.emit(depth, f"at_{name} = {at}[0]")
-        self.emit(depth, "cuda.syncthreads()         # (every thread has read the total before the next reuse)")
 
     def reduction_start(self, node: Node, dtype: np.dtype) -> str:
         if node.op.combine is None:

@@ -1,4 +1,4 @@
-MAX_THREADS = 128          # (threads per block at most: its shared arrays' size)
+MAX_THREADS = 1024          # (threads per block at most: its shared arrays' size)
 ROW_THREADS = 32          # (threads per row: 1 row elements each in registers)
 
 
@@ -10,8 +10,8 @@ def kernel(in0_x, out0):
     nrows = n0
     tid = cuda.threadIdx.x
     nthreads = cuda.blockDim.x
-    shared_argmax = cuda.shared.array(128, np.float32)
-    shared_at_argmax = cuda.shared.array(128, np.int64)
+    shared_argmax = cuda.shared.array(32, np.float32)
+    shared_at_argmax = cuda.shared.array(32, np.int64)
     lane = tid % 32
     warp = tid // 32
     row = cuda.blockIdx.x
@@ -31,19 +31,64 @@ def kernel(in0_x, out0):
             if fj.arg_prefer(acc_argmax, at_argmax, x0_argmax, t0, True):
                 acc_argmax = x0_argmax
                 at_argmax = t0
-        shared_argmax[tid] = acc_argmax
-        shared_at_argmax[tid] = at_argmax
+        other = fj.shfl_xor(acc_argmax, 16)
+        other_at = fj.shfl_xor(at_argmax, 16)
+        if fj.arg_prefer(acc_argmax, at_argmax, other, other_at, True):
+            acc_argmax = other
+            at_argmax = other_at
+        other = fj.shfl_xor(acc_argmax, 8)
+        other_at = fj.shfl_xor(at_argmax, 8)
+        if fj.arg_prefer(acc_argmax, at_argmax, other, other_at, True):
+            acc_argmax = other
+            at_argmax = other_at
+        other = fj.shfl_xor(acc_argmax, 4)
+        other_at = fj.shfl_xor(at_argmax, 4)
+        if fj.arg_prefer(acc_argmax, at_argmax, other, other_at, True):
+            acc_argmax = other
+            at_argmax = other_at
+        other = fj.shfl_xor(acc_argmax, 2)
+        other_at = fj.shfl_xor(at_argmax, 2)
+        if fj.arg_prefer(acc_argmax, at_argmax, other, other_at, True):
+            acc_argmax = other
+            at_argmax = other_at
+        other = fj.shfl_xor(acc_argmax, 1)
+        other_at = fj.shfl_xor(at_argmax, 1)
+        if fj.arg_prefer(acc_argmax, at_argmax, other, other_at, True):
+            acc_argmax = other
+            at_argmax = other_at
+        if lane == 0:
+            shared_argmax[warp] = acc_argmax
+            shared_at_argmax[warp] = at_argmax
         cuda.syncthreads()
-        step = nthreads // 2
-        while step > 0:
-            if tid < step:
-                if fj.arg_prefer(shared_argmax[tid], shared_at_argmax[tid], shared_argmax[tid + step], shared_at_argmax[tid + step], True):
-                    shared_argmax[tid] = shared_argmax[tid + step]
-                    shared_at_argmax[tid] = shared_at_argmax[tid + step]
-            cuda.syncthreads()
-            step //= 2
-        v_argmax = np.int64(shared_at_argmax[0])
-        cuda.syncthreads()         # (every thread has read the total before the next reuse)
+        acc_argmax = shared_argmax[lane] if lane < nthreads // 32 else np.float32(-np.inf)
+        at_argmax = shared_at_argmax[lane] if lane < nthreads // 32 else -1
+        other = fj.shfl_xor(acc_argmax, 16)
+        other_at = fj.shfl_xor(at_argmax, 16)
+        if fj.arg_prefer(acc_argmax, at_argmax, other, other_at, True):
+            acc_argmax = other
+            at_argmax = other_at
+        other = fj.shfl_xor(acc_argmax, 8)
+        other_at = fj.shfl_xor(at_argmax, 8)
+        if fj.arg_prefer(acc_argmax, at_argmax, other, other_at, True):
+            acc_argmax = other
+            at_argmax = other_at
+        other = fj.shfl_xor(acc_argmax, 4)
+        other_at = fj.shfl_xor(at_argmax, 4)
+        if fj.arg_prefer(acc_argmax, at_argmax, other, other_at, True):
+            acc_argmax = other
+            at_argmax = other_at
+        other = fj.shfl_xor(acc_argmax, 2)
+        other_at = fj.shfl_xor(at_argmax, 2)
+        if fj.arg_prefer(acc_argmax, at_argmax, other, other_at, True):
+            acc_argmax = other
+            at_argmax = other_at
+        other = fj.shfl_xor(acc_argmax, 1)
+        other_at = fj.shfl_xor(at_argmax, 1)
+        if fj.arg_prefer(acc_argmax, at_argmax, other, other_at, True):
+            acc_argmax = other
+            at_argmax = other_at
+        v_argmax = np.int64(at_argmax)
+        cuda.syncthreads()         # (every warp has read the partials before the next reuse)
         if tid == 0:
             out0[i0] = v_argmax
         row += cuda.gridDim.x

@@ -14,34 +14,40 @@ def kernel(in0_x, out0):
     lane = tid % 32
     warp = tid // 32
     lanes = nthreads // 32
-    group = cuda.blockIdx.x
-    while group * 32 < nrows:          # (blocks stride over groups of 32 columns)
+    ngroups = (nrows + 31) // 32
+    nsplits = 1
+    work = cuda.blockIdx.x
+    while work < ngroups * nsplits:          # (blocks stride over groups of 32 columns, and splits)
+        group = work % ngroups
+        split = work // ngroups
         row = group * 32 + lane
         live = row < nrows
         i1 = min(row, nrows - 1)
         # %mean = mean %x {axes=[0]} : f32[8] loc(...)
         acc_mean = np.float64(0.0)
-        tend = ninner if live else 0
-        t = warp
-        while t < tend:
+        low = split * ninner // nsplits          # (this split's rows)
+        high = (split + 1) * ninner // nsplits if live else low
+        t = low + warp
+        while t < high:
             i0 = t
             x_mean = np.float64(in0_x[i0, i1])
             acc_mean = (acc_mean + x_mean)
             t += lanes
         shared_mean[tid] = acc_mean
         cuda.syncthreads()
-        if warp == 0 and live:          # the lanes' totals, in lane order
+        if warp == 0:          # the lanes' totals, in lane order
             w = 1
             while w < lanes:
                 acc_mean = (acc_mean + shared_mean[w * 32 + lane])
                 w += 1
-            v_mean = np.float32((acc_mean / np.float64(ninner)))
-            out0[i1] = v_mean
-        cuda.syncthreads()         # (the first warp has read the totals before the next group)
-        group += cuda.gridDim.x
+            if live:
+                v_mean = np.float32((acc_mean / np.float64(ninner)))
+                out0[i1] = v_mean
+        cuda.syncthreads()         # (the first warp has read the totals before the next work)
+        work += cuda.gridDim.x
 
 
 def launch(in0_x, out0):
     n0 = in0_x.shape[0]
     n1 = in0_x.shape[1]
-    return (-(-(n1) // 32), 256)
+    return (-(-(n1) // 32) * 1, 256)
