@@ -65,7 +65,7 @@ CASES = {
     "column_sum_split": (lambda x: (x * x).sum(axis=0) + x.max(axis=0), (rows((600, 40)),)),
     # (as many rows as THREAD_ROWS: on a GPU, a thread per row)
     "logsumexp_thread_rows": (lambda x: np.log(np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1)),
-                              (rows((4096, 5)),)),
+                              (rows((1 << 16, 5)),)),
 }
 # Kernels only the CPU backend compiles (complex values): no CUDA snapshot of them.
 CPU_CASES = {

@@ -16,7 +16,7 @@ PART_THREADS = 256          # of this many threads
 COLUMN_LANES = 8            # a column block: 32 adjacent columns by this many lanes of rows (a warp each)
 COLUMN_BLOCKS = 1024        # a column reduction's rows split so that its blocks number at most this,
 COLUMN_SPLIT_ROWS = 256     # each split of this many rows at least
-THREAD_ROWS = 4096          # short rows (``across``) get a thread each from this many rows on
+THREAD_ROWS = 1 << 16       # short rows (``across``) get a thread each from this many rows on (a GPU's worth)
 ROW_UNROLL = 4              # row elements a thread takes per trip of a pass (measured: see row_unroll)
 LOOP_UNROLL = 4             # elements a thread of a loop kernel takes per trip (measured: see loop_unroll)
 

@@ -37,7 +37,9 @@ Two strategies of the plan render otherwise, since a block per row reads them ba
   rows are split (``COLUMN_SPLITS``, from the sizes alone: up to ``COLUMN_BLOCKS`` blocks of
   at least ``COLUMN_SPLIT_ROWS`` rows): each split's totals go to partial buffers, and the
   last block of a group of columns to finish (an atomic count per group) adds them in split
-  order and stores the columns' results.
+  order and stores the columns' results.  The partials are group-major, 32 a (group, split):
+  a group's last block reads only whole sectors no other group's block writes (a sector two
+  groups shared could be read, and kept in an SM's L1 cache, before the other group wrote it).
 - ``across`` (short rows) with at least ``THREAD_ROWS`` rows runs a thread per row (a
   launch like a loop kernel's, ``THREAD_ROWS = True`` in the module): each pass is a loop
   over the row, in order, with nothing to combine; fewer rows keep a block each.
@@ -223,8 +225,8 @@ class CudaLoopWriter(KernelWriter):
         elif self.layout == "threads":
             limit += "THREAD_ROWS = True          # (a thread per row: launched as a loop kernel over the rows)\n"
         if self.scratch_parameters and self.layout == "columns":
-            limit += (f"PART_SIZES = {self.splits * self.columns}, {self.groups}      # (each partial buffer's "
-                      f"elements: {self.splits} splits of {self.columns} columns; a count per group of 32)\n")
+            limit += (f"PART_SIZES = {self.groups * self.splits * WARP}, {self.groups}      # (each partial buffer's "
+                      f"elements: {self.splits} splits of {self.groups} groups of 32 columns; a count per group)\n")
         elif self.scratch_parameters:
             limit += (f"PARTS = {MAX_PARTS}, {PART_MIN}, {PART_THREADS}      # (the domain in parts: at most, "
                       f"elements each at least, threads a block)\n")
@@ -343,7 +345,9 @@ class CudaReduceWriter(CudaLoopWriter):
         self.columns = int(np.prod([self.domain[axis] for axis in self.kept], dtype=np.int64))
         self.groups = -(-self.columns // WARP)
         rows = int(np.prod([self.domain[axis] for axis in self.reduced], dtype=np.int64))
-        return max(1, min(rows // COLUMN_SPLIT_ROWS, COLUMN_BLOCKS // max(1, self.groups)))
+        if not self.groups:
+            return 1
+        return max(1, min(rows // COLUMN_SPLIT_ROWS, COLUMN_BLOCKS // self.groups))
 
     def write_columns(self, only_pass: tuple, per_row: list[Value], reductions: list[Node]) -> None:
         """Column blocks (``columns``): 32 adjacent columns by ``nthreads // 32`` lanes of rows.
@@ -353,6 +357,8 @@ class CudaReduceWriter(CudaLoopWriter):
         column's results.  A thread past the last column reads nothing (its index is the last
         column's, its loop empty)."""
         pass_reductions, stores = only_pass
+        if any(node.op in ARG_REDUCTIONS for node in reductions):     # (plan-reductions keeps them in rows)
+            raise CodegenError(f"kernel {self.name}: a columns plan with argmax/argmin (they have no column blocks)")
         self.splits = self.column_splits()
         split = self.splits > 1
         if split:
@@ -394,24 +400,24 @@ class CudaReduceWriter(CudaLoopWriter):
         self.emit(4, "w += 1")
         finish = 3
         if split:
-            self.emit(3, "if live:")
-            for node in pass_reductions:
+            for node in pass_reductions:       # (group-major, 32 a split: whole sectors of one group)
                 name = _identifier(node.output)
-                self.emit(4, f"partials_{name}[split * nrows + row] = acc_{name}")
+                self.emit(3, f"partials_{name}[(group * nsplits + split) * 32 + lane] = acc_{name}")
             self.emit(3, "cuda.threadfence()         # (the partials are visible before the count says so)")
             self.emit(2, "cuda.syncthreads()")
             self.emit(2, "if tid == 0:")
             self.emit(3, "last[0] = cuda.atomic.add(done, group, 1) == nsplits - 1")
+            self.emit(3, "cuda.threadfence()         # (and the other blocks' partials are read after the count)")
             self.emit(2, "cuda.syncthreads()")
             self.emit(2, "if last[0] and warp == 0:          # the last block of the group adds the splits, in order")
             for node in pass_reductions:
                 name = _identifier(node.output)
-                self.emit(3, f"acc_{name} = partials_{name}[min(row, nrows - 1)]")
+                self.emit(3, f"acc_{name} = partials_{name}[group * nsplits * 32 + lane]")
             self.emit(3, "s = 1")
             self.emit(3, "while s < nsplits:")
             for node in pass_reductions:
                 name = _identifier(node.output)
-                self.accumulate(4, node, f"partials_{name}[s * nrows + min(row, nrows - 1)]", "")
+                self.accumulate(4, node, f"partials_{name}[(group * nsplits + s) * 32 + lane]", "")
             self.emit(4, "s += 1")
         self.emit(finish, "if live:")
         for node in pass_reductions:
@@ -530,6 +536,7 @@ class CudaReduceWriter(CudaLoopWriter):
                 self.emit(2, f"partials_at_{name}[part] = at_{name}")
         self.emit(2, "cuda.threadfence()         # (the partials are visible before the count says so)")
         self.emit(2, "last[0] = cuda.atomic.add(done, 0, 1) == nparts - 1")
+        self.emit(2, "cuda.threadfence()         # (and the other blocks' partials are read after the count)")
         self.emit(1, "cuda.syncthreads()")
         self.emit(1, "if last[0]:                   # the last block combines the partials, in order")
         self.start_accumulators(2, reductions)

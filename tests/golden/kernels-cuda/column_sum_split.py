@@ -1,6 +1,6 @@
 MAX_THREADS = 256          # (threads per block at most: its shared arrays' size)
 ROW_THREADS = 256          # (a block: 32 columns by 8 lanes of rows)
-PART_SIZES = 80, 2      # (each partial buffer's elements: 2 splits of 40 columns; a count per group of 32)
+PART_SIZES = 128, 2      # (each partial buffer's elements: 2 splits of 2 groups of 32 columns; a count per group)
 
 
 # k0_mul_sum_max_add: reduce kernel, domain [600,40]
@@ -51,21 +51,21 @@ def kernel(in0_x, out0, partials_sum, partials_max, done):
                 acc_sum = (acc_sum + shared_sum[w * 32 + lane])
                 acc_max = (shared_max[w * 32 + lane] if (shared_max[w * 32 + lane] > acc_max) | (shared_max[w * 32 + lane] != shared_max[w * 32 + lane]) else acc_max)
                 w += 1
-            if live:
-                partials_sum[split * nrows + row] = acc_sum
-                partials_max[split * nrows + row] = acc_max
+            partials_sum[(group * nsplits + split) * 32 + lane] = acc_sum
+            partials_max[(group * nsplits + split) * 32 + lane] = acc_max
             cuda.threadfence()         # (the partials are visible before the count says so)
         cuda.syncthreads()
         if tid == 0:
             last[0] = cuda.atomic.add(done, group, 1) == nsplits - 1
+            cuda.threadfence()         # (and the other blocks' partials are read after the count)
         cuda.syncthreads()
         if last[0] and warp == 0:          # the last block of the group adds the splits, in order
-            acc_sum = partials_sum[min(row, nrows - 1)]
-            acc_max = partials_max[min(row, nrows - 1)]
+            acc_sum = partials_sum[group * nsplits * 32 + lane]
+            acc_max = partials_max[group * nsplits * 32 + lane]
             s = 1
             while s < nsplits:
-                acc_sum = (acc_sum + partials_sum[s * nrows + min(row, nrows - 1)])
-                acc_max = (partials_max[s * nrows + min(row, nrows - 1)] if (partials_max[s * nrows + min(row, nrows - 1)] > acc_max) | (partials_max[s * nrows + min(row, nrows - 1)] != partials_max[s * nrows + min(row, nrows - 1)]) else acc_max)
+                acc_sum = (acc_sum + partials_sum[(group * nsplits + s) * 32 + lane])
+                acc_max = (partials_max[(group * nsplits + s) * 32 + lane] if (partials_max[(group * nsplits + s) * 32 + lane] > acc_max) | (partials_max[(group * nsplits + s) * 32 + lane] != partials_max[(group * nsplits + s) * 32 + lane]) else acc_max)
                 s += 1
             if live:
                 v_sum = np.float32(acc_sum)

@@ -76,6 +76,7 @@ def kernel(in0_x, out0, partials_sum, done):
         partials_sum[part] = acc_sum
         cuda.threadfence()         # (the partials are visible before the count says so)
         last[0] = cuda.atomic.add(done, 0, 1) == nparts - 1
+        cuda.threadfence()         # (and the other blocks' partials are read after the count)
     cuda.syncthreads()
     if last[0]:                   # the last block combines the partials, in order
         acc_sum = np.float64(0.0)

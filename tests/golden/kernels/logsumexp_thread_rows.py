@@ -1,4 +1,4 @@
-# k0_max_sub_exp_sum_log: reduce kernel, domain [4096,5]
+# k0_max_sub_exp_sum_log: reduce kernel, domain [65536,5]
 def kernel(in0_x, out0):
     fj.vector_width(512)
     n0 = out0.shape[0]
@@ -14,7 +14,7 @@ def kernel(in0_x, out0):
             for t in range(ninner):
                 i1 = t
                 st0_in0_x[t * 64 + r] = in0_x[i0, i1]
-        # %max = max %x {axes=[1], keepdims=true} : f32[4096,1] loc(...)
+        # %max = max %x {axes=[1], keepdims=true} : f32[65536,1] loc(...)
         acc_max = fj.stack_array(np.float32, 64)
         for r in range(count):
             acc_max[r] = np.float32(-np.inf)
@@ -28,7 +28,7 @@ def kernel(in0_x, out0):
             i0 = low + r
             v_max = acc_max[r]
             p_max[r] = v_max
-        # %sum = sum %exp {axes=[1]} : f32[4096] loc(...)
+        # %sum = sum %exp {axes=[1]} : f32[65536] loc(...)
         acc_sum = fj.stack_array(np.float64, 64)
         for r in range(count):
             acc_sum[r] = np.float64(0.0)
@@ -37,9 +37,9 @@ def kernel(in0_x, out0):
             for r in range(count):
                 i0 = low + r
                 v_max = p_max[r]
-                # %sub = sub %x, %max : f32[4096,5] loc(...)
+                # %sub = sub %x, %max : f32[65536,5] loc(...)
                 v_sub = np.float32((st0_in0_x[t * 64 + r] - v_max))
-                # %exp = exp %sub : f32[4096,5] loc(...)
+                # %exp = exp %sub : f32[65536,5] loc(...)
                 v_exp = np.float32(fj.exp_f32(v_sub))
                 x = np.float64(v_exp)
                 acc_sum[r] = (acc_sum[r] + x)
@@ -47,7 +47,7 @@ def kernel(in0_x, out0):
             i0 = low + r
             v_max = p_max[r]
             v_sum = np.float32(acc_sum[r])
-            # %log = log %sum : f32[4096] loc(...)
+            # %log = log %sum : f32[65536] loc(...)
             v_log = np.float32(fj.log_f32(v_sum))
             out0[i0] = v_log
 
@@ -68,7 +68,7 @@ def kernel_parallel(in0_x, out0):
             for t in range(ninner):
                 i1 = t
                 st0_in0_x[t * 64 + r] = in0_x[i0, i1]
-        # %max = max %x {axes=[1], keepdims=true} : f32[4096,1] loc(...)
+        # %max = max %x {axes=[1], keepdims=true} : f32[65536,1] loc(...)
         acc_max = fj.stack_array(np.float32, 64)
         for r in range(count):
             acc_max[r] = np.float32(-np.inf)
@@ -82,7 +82,7 @@ def kernel_parallel(in0_x, out0):
             i0 = low + r
             v_max = acc_max[r]
             p_max[r] = v_max
-        # %sum = sum %exp {axes=[1]} : f32[4096] loc(...)
+        # %sum = sum %exp {axes=[1]} : f32[65536] loc(...)
         acc_sum = fj.stack_array(np.float64, 64)
         for r in range(count):
             acc_sum[r] = np.float64(0.0)
@@ -91,9 +91,9 @@ def kernel_parallel(in0_x, out0):
             for r in range(count):
                 i0 = low + r
                 v_max = p_max[r]
-                # %sub = sub %x, %max : f32[4096,5] loc(...)
+                # %sub = sub %x, %max : f32[65536,5] loc(...)
                 v_sub = np.float32((st0_in0_x[t * 64 + r] - v_max))
-                # %exp = exp %sub : f32[4096,5] loc(...)
+                # %exp = exp %sub : f32[65536,5] loc(...)
                 v_exp = np.float32(fj.exp_f32(v_sub))
                 x = np.float64(v_exp)
                 acc_sum[r] = (acc_sum[r] + x)
@@ -101,6 +101,6 @@ def kernel_parallel(in0_x, out0):
             i0 = low + r
             v_max = p_max[r]
             v_sum = np.float32(acc_sum[r])
-            # %log = log %sum : f32[4096] loc(...)
+            # %log = log %sum : f32[65536] loc(...)
             v_log = np.float32(fj.log_f32(v_sum))
             out0[i0] = v_log
