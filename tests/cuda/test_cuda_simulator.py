@@ -146,15 +146,17 @@ def test_short_rows_across_many_rows_get_a_thread_each(monkeypatch):
         assert_same_result(actual, expected, exact=False, rtol=tolerance_for(expected, (x,)))
 
 
-def test_an_across_plan_runs_on_the_gpu_as_rows():
+def test_an_across_plan_runs_on_the_gpu_as_rows(monkeypatch):
     """Short rows the CPU reduces across rows (strategy across): the CUDA backend renders the
-    plan as a block per row, and the results are the interpreter's (fused only: each row is a
-    block of simulated threads, 13 s more unfused)."""
+    plan as a block per row (fewer than THREAD_ROWS rows), and the results are the
+    interpreter's.  Fused only, on 5 rows (ACROSS_MIN_ROWS made 4): each row is a block of
+    simulated threads, and 16 rows took 30 s."""
     from flowjit.compiler.ir.plan import ReduceStrategy
+    monkeypatch.setattr("flowjit.compiler.passes.plan_reductions.ACROSS_MIN_ROWS", 4)
 
     def function(x):
         return np.log(np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1)), x.mean(axis=1)
-    x = with_nan(rows((16, 4)))
+    x = with_nan(rows((5, 4)))
     jitted = flowjit.jit(function, devices=GPU)
     plans = [n.attrs["plan"] for n in jitted.lower(x).fused.nodes if n.op.name == "fused"]
     assert any(plan.strategy is ReduceStrategy.ACROSS for plan in plans), plans
