@@ -21,8 +21,12 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import flowjit
+from helpers import assert_same_result, tolerance_for
+from random_programs import random_programs
 from flowjit.runtime.device_queues import Pending
 from flowjit.runtime.executor import ExecutionError, MultiDeviceExecutable, chrome_trace
 
@@ -104,23 +108,7 @@ def fake_compile(lowered, queues: dict):
     compiled = {name: kernel for (_, name), kernel in lowered.multi_device_executable.kernels.items()}
 
     def compile_node(node):
-        run = compiled[node.name]
-        queue = queues.get(lowered.devices[node.device].name)
-
-        def on_gpu(*arrays):
-            for array in arrays:
-                assert isinstance(array, FakeDeviceArray) and array.queue is queue or type(array) is np.ndarray, \
-                    f"%{node.name} on a GPU was given a {type(array).__name__}"
-            results = run(*[array.data if isinstance(array, FakeDeviceArray) else array for array in arrays])
-            return [FakeDeviceArray(result, queue) for result in results]
-
-        def on_host(*arrays):
-            for array in arrays:
-                assert not isinstance(array, (FakeDeviceArray, Pending)), \
-                    f"%{node.name} on the host was given a {type(array).__name__}"
-            return run(*arrays)
-        on_gpu.kernel_sources = on_host.kernel_sources = run.kernel_sources
-        return on_gpu if queue is not None else on_host
+        return fake_compile_one(node, compiled[node.name], queues.get(lowered.devices[node.device].name))
     return compile_node
 
 
@@ -249,3 +237,53 @@ def test_without_queues_nothing_is_copied_or_waited_for():
     assert all(step.carry is None for step in run.steps)
     for value, want in zip(run(*ARGS), interpreted(softmax_across, ARGS)):
         np.testing.assert_allclose(value, want, rtol=1e-6)
+
+
+def host_compiled(lowered, queues: dict):
+    """Every node compiled by the CPU backend (the fake GPUs' kernels run as CPU code: what is
+    tested is the executor's transfers), wrapped as ``fake_compile`` wraps them."""
+    from flowjit.compiler.codegen.executable import Executable, single_node_graph
+    backend = lowered.cpu_backend
+
+    def compile_node(node):
+        run = Executable(single_node_graph(node), backend, lowered.variable_buffers, threads=1)
+        return fake_compile_one(node, run, queues.get(lowered.devices[node.device].name))
+    return compile_node
+
+
+def fake_compile_one(node, run, queue):
+    def on_gpu(*arrays):
+        for array in arrays:
+            assert isinstance(array, FakeDeviceArray) and array.queue is queue or type(array) is np.ndarray, \
+                f"%{node.name} on a GPU was given a {type(array).__name__}"
+        results = run(*[array.data if isinstance(array, FakeDeviceArray) else array for array in arrays])
+        return [FakeDeviceArray(result, queue) for result in results]
+
+    def on_host(*arrays):
+        for array in arrays:
+            assert not isinstance(array, (FakeDeviceArray, Pending)), \
+                f"%{node.name} on the host was given a {type(array).__name__}"
+        return run(*arrays)
+    on_gpu.kernel_sources = on_host.kernel_sources = run.kernel_sources
+    return on_gpu if queue is not None else on_host
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(program=random_programs(), seed=st.integers(0, 2 ** 16))
+def test_random_programs_on_random_placements_over_a_cpu_and_two_gpus(program, seed):
+    """Random programs placed at random on cpu:0, gpu:0 and gpu:1 (fake queues): every value
+    that crosses between the host and a GPU, or between the GPUs, is copied and waited for
+    where it must be, and the results are the interpreter's."""
+    args = program.make_args(np.random.default_rng(0))
+    with np.errstate(all="ignore"):
+        expected = flowjit.jit(program, backend="interpreter")(*args)
+    devices = ["cpu:0", {"name": "gpu:0", "executable": True}, {"name": "gpu:1", "executable": True}]
+    lowered = flowjit.jit(program, devices=devices, placement="random", placement_seed=seed).lower(*args)
+    queues = {lowered.devices[name].name: FakeQueue(name) for name in ("gpu:0", "gpu:1")}
+    partitioned = lowered.partitioned
+    run = MultiDeviceExecutable(lowered.fused_partitions, partitioned.inputs, partitioned.outputs, lowered.devices,
+                                host_compiled(lowered, queues), queues=queues)
+    with np.errstate(all="ignore"):
+        actual = run(*args)
+    actual = actual[0] if len(actual) == 1 and not isinstance(expected, (tuple, list)) else tuple(actual)
+    assert_same_result(actual, expected, exact=False, rtol=tolerance_for(expected, args))
