@@ -323,18 +323,28 @@ class CudaReduceWriter(CudaLoopWriter):
         self.compute_outer(2, 0)
         for current, (reductions, stores) in enumerate(passes):
             if reductions or stores:
-                self.start_accumulators(2, reductions, comments=True)
-                self.emit(2, "t = 0")
-                self.emit(2, "while t < ninner:")
-                self.write_elements(3, ["t"], "t", "1", self.reduced,
-                                    self.needed([node.inputs[0] for node in reductions] + stores), reductions, stores)
-                self.emit(3, "t += 1")
-                for node in reductions:
-                    self.emit(2, f"{self.var(node.output)} = {self.reduction_result(node, f'acc_{_identifier(node.output)}')}")
+                self.thread_pass(2, reductions, stores, "0", "ninner", "1")
+                self.finish_reductions(2, reductions)
             self.compute_outer(2, current + 1)
         for value in per_row:
             self.store(2, value)
         self.emit(2, "row += stride")
+
+    def thread_pass(self, depth: int, reductions: list[Node], stores: list[Value], start: str, end: str,
+                    step: str) -> None:
+        """A pass in which each thread walks its own positions ``start``, ``start + step``...
+        below ``end`` in order, accumulating into its accumulators (no block reduction)."""
+        self.start_accumulators(depth, reductions, comments=True)
+        self.emit(depth, f"t = {start}")
+        self.emit(depth, f"while t < {end}:")
+        self.write_elements(depth + 1, ["t"], "t", step, self.reduced,
+                            self.needed([node.inputs[0] for node in reductions] + stores), reductions, stores)
+        self.emit(depth + 1, f"t += {step}")
+
+    def finish_reductions(self, depth: int, reductions: list[Node]) -> None:
+        """Each reduction's value from its accumulator."""
+        for node in reductions:
+            self.emit(depth, f"{self.var(node.output)} = {self.reduction_result(node, f'acc_{_identifier(node.output)}')}")
 
     def column_splits(self) -> int:
         """How many splits a column reduction's rows take: enough blocks (up to ``COLUMN_BLOCKS``
@@ -381,14 +391,9 @@ class CudaReduceWriter(CudaLoopWriter):
         self.emit(2, "live = row < nrows")
         self.lines.extend(split_index(2, "min(row, nrows - 1)", self.kept))
         self.compute_outer(2, 0)
-        self.start_accumulators(2, pass_reductions, comments=True)
         self.emit(2, "low = split * ninner // nsplits          # (this split's rows)")
         self.emit(2, "high = (split + 1) * ninner // nsplits if live else low")
-        self.emit(2, "t = low + warp")
-        self.emit(2, "while t < high:")
-        self.write_elements(3, ["t"], "t", "lanes", self.reduced,
-                            self.needed([node.inputs[0] for node in pass_reductions] + stores), pass_reductions, stores)
-        self.emit(3, "t += lanes")
+        self.thread_pass(2, pass_reductions, stores, "low + warp", "high", "lanes")
         for node in pass_reductions:
             self.emit(2, f"shared_{_identifier(node.output)}[tid] = acc_{_identifier(node.output)}")
         self.emit(2, "cuda.syncthreads()")
@@ -420,9 +425,7 @@ class CudaReduceWriter(CudaLoopWriter):
                 self.accumulate(4, node, f"partials_{name}[(group * nsplits + s) * 32 + lane]", "")
             self.emit(4, "s += 1")
         self.emit(finish, "if live:")
-        for node in pass_reductions:
-            self.emit(finish + 1,
-                      f"{self.var(node.output)} = {self.reduction_result(node, f'acc_{_identifier(node.output)}')}")
+        self.finish_reductions(finish + 1, pass_reductions)
         self.compute_outer(finish + 1, 1)
         for value in per_row:
             self.store(finish + 1, value)

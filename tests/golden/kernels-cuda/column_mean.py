@@ -23,10 +23,10 @@ def kernel(in0_x, out0):
         row = group * 32 + lane
         live = row < nrows
         i1 = min(row, nrows - 1)
-        # %mean = mean %x {axes=[0]} : f32[8] loc(...)
-        acc_mean = np.float64(0.0)
         low = split * ninner // nsplits          # (this split's rows)
         high = (split + 1) * ninner // nsplits if live else low
+        # %mean = mean %x {axes=[0]} : f32[8] loc(...)
+        acc_mean = np.float64(0.0)
         t = low + warp
         while t < high:
             i0 = t

@@ -26,12 +26,12 @@ def kernel(in0_x, out0, partials_sum, partials_max, done):
         row = group * 32 + lane
         live = row < nrows
         i1 = min(row, nrows - 1)
+        low = split * ninner // nsplits          # (this split's rows)
+        high = (split + 1) * ninner // nsplits if live else low
         # %sum = sum %mul {axes=[0]} : f32[40] loc(...)
         acc_sum = np.float64(0.0)
         # %max = max %x {axes=[0]} : f32[40] loc(...)
         acc_max = np.float32(-np.inf)
-        low = split * ninner // nsplits          # (this split's rows)
-        high = (split + 1) * ninner // nsplits if live else low
         t = low + warp
         while t < high:
             i0 = t
