@@ -162,7 +162,9 @@ def kernel_sweep(print_line=print) -> dict:
     kernels (chain, gelu at 64M float32, black_scholes at 16M float64) at 1, 2 and 4 elements a
     trip (``FLOWJIT_CUDA_LOOP_UNROLL``), fused and unfused; row kernels (softmax, layernorm, 64M
     float32 in rows of 1024) at 64, 128 and 256 threads a row with the row in registers, and at 64
-    read again by each pass (``FLOWJIT_CUDA_ROW_THREADS``, ``FLOWJIT_CUDA_ROW_SLOTS``); a
+    read again by each pass (``FLOWJIT_CUDA_ROW_THREADS``, ``FLOWJIT_CUDA_ROW_SLOTS``); the other
+    reduce layouts (``REDUCTIONS``: column blocks, whole and split, a thread per short row, a
+    whole-array argmax) against jax.jit and CuPy, their results checked against CuPy's; a
     device-to-device copy of 64M float32 for the bound.  Returns name -> ``per_call_ms``."""
     import cupy
 
@@ -226,7 +228,43 @@ def kernel_sweep(print_line=print) -> dict:
             settings = {"FLOWJIT_CUDA_ROW_THREADS": str(threads), "FLOWJIT_CUDA_ROW_SLOTS": str(slots)}
             report(f"{name} flowjit threads {threads} slots {slots}", flowjit_call(name, args, settings))
         jax_run(name, host)
+    for name, (function, shape) in REDUCTIONS.items():
+        reduction_sweep(name, function, shape, rng, report)
     return results
+
+
+def _log_sum_exp(xp):
+    return lambda x: xp.log(xp.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1))
+
+
+# The reduce layouts besides rows (cuda_writer.py): name -> (function of an array module, shape).
+REDUCTIONS = {
+    "column sums 65536x1024 (split columns)": (lambda xp: lambda x: x.sum(axis=0), (1 << 16, 1 << 10)),
+    "column sums 16Mx4 (few columns)": (lambda xp: lambda x: x.sum(axis=0), (1 << 24, 4)),
+    "log-sum-exp 4M rows of 16 (a thread per row)": (_log_sum_exp, (1 << 22, 16)),
+    "argmax 64M (shuffles)": (lambda xp: lambda x: xp.argmax(x), (1 << 26,)),
+}
+
+
+def reduction_sweep(name: str, function, shape: tuple, rng, report) -> None:
+    """One of ``REDUCTIONS``: flowjit (on CuPy arrays), jax.jit and CuPy, float32."""
+    import cupy
+
+    import flowjit
+    host = rng.standard_normal(shape, dtype=np.float32)
+    x = cupy.asarray(host)
+    jitted = flowjit.jit(function(np), devices=["gpu:0"], cache_dir=None)
+    ours, theirs = jitted(x), function(cupy)(x)
+    np.testing.assert_allclose(cupy.asnumpy(ours), cupy.asnumpy(theirs), rtol=1e-4, atol=1e-3)
+    report(f"{name} flowjit", lambda: jitted(x))
+    report(f"{name} cupy", lambda: function(cupy)(x))
+    import jax
+    import jax.numpy as jnp
+    compiled, device, box = jax.jit(function(jnp)), jax.device_put(host), [None]
+
+    def call():
+        box[0] = compiled(device)
+    report(f"{name} jax", call, lambda: box[0].block_until_ready())
 
 
 FIRST_CALL = """
