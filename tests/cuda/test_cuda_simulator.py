@@ -198,10 +198,12 @@ def test_row_passes_unrolled_by_any_factor_match_the_interpreter(unroll, fuse, m
     """A pass over a row not kept in registers (FLOWJIT_CUDA_ROW_SLOTS=0 here; rows longer than
     the slots hold) takes FLOWJIT_CUDA_ROW_UNROLL row elements a trip, then one at a time: rows
     shorter than one trip, ending inside one and spanning several, with stores, sums, means, max
-    and argmax (whose first position must win), give the interpreter's results."""
+    and argmax (whose first position must win), give the interpreter's results.  Blocks of 32
+    threads (FLOWJIT_CUDA_ROW_THREADS): the same trips on a quarter of the simulated threads."""
     from flowjit.compiler.codegen.cuda import row_threads
     monkeypatch.setenv("FLOWJIT_CUDA_ROW_UNROLL", str(unroll))
     monkeypatch.setenv("FLOWJIT_CUDA_ROW_SLOTS", "0")
+    monkeypatch.setenv("FLOWJIT_CUDA_ROW_THREADS", "32")
     threads = row_threads()
     for length in (5, threads * unroll + 7, 2 * threads * unroll + threads + 1):
         x = rows((3, length))
@@ -217,7 +219,7 @@ def test_row_passes_unrolled_by_any_factor_match_the_interpreter(unroll, fuse, m
         assert_same_result(actual, expected, exact=False, rtol=tolerance_for(expected, (x,)))
 
 
-@pytest.mark.parametrize("threads", [32, 64])
+@pytest.mark.parametrize("threads", [32, pytest.param(64, marks=pytest.mark.sweep)])   # (64: make test-slow)
 def test_rows_kept_in_registers_match_the_interpreter(threads, monkeypatch):
     """A row of at most FLOWJIT_CUDA_ROW_SLOTS times the threads is loaded once, each thread's
     elements into registers (inputs broadcast over the rows once per thread), and every pass
