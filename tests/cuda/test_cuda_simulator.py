@@ -109,10 +109,10 @@ def test_column_reductions_run_in_column_blocks(name, split, monkeypatch):
     least COLUMN_SPLIT_ROWS rows, made 3 here) the rows are split across blocks whose partials
     the last block of each group adds in order.  Columns not a multiple of 32, rows not a
     multiple of the lanes or of the splits, NaN, integers, bools, two reduced axes."""
-    from flowjit.compiler.codegen import cuda_writer
+    from flowjit.compiler.codegen import cuda_layouts
     from flowjit.compiler.ir.plan import ReduceStrategy
     if split:
-        monkeypatch.setattr(cuda_writer, "COLUMN_SPLIT_ROWS", 3)
+        monkeypatch.setattr(cuda_layouts, "COLUMN_SPLIT_ROWS", 3)
     function, args = COLUMNS[name]
     jitted = flowjit.jit(function, devices=GPU)
     assert ReduceStrategy.COLUMNS in _strategies(jitted, *args)
@@ -130,8 +130,8 @@ def test_short_rows_across_many_rows_get_a_thread_each(monkeypatch):
     """An across plan with at least THREAD_ROWS rows runs a thread per row (launched as a loop
     kernel), each pass a loop over its row in order: two passes (a log-sum-exp), a mean, NaN
     rows; fewer rows keep a block each."""
-    from flowjit.compiler.codegen import cuda_writer
-    monkeypatch.setattr(cuda_writer, "THREAD_ROWS", 40)
+    from flowjit.compiler.codegen import cuda_layouts
+    monkeypatch.setattr(cuda_layouts, "THREAD_ROWS", 40)
 
     def function(x):
         return np.log(np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1)), x.mean(axis=1)

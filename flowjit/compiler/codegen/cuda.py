@@ -369,7 +369,7 @@ class CudaBackend(Backend):
                     launcher = Launcher(kernel.name, numba_cuda().jit(device_code), grid, len(kernel.inputs),
                                         on_current_stream=self.resident)
                 if kernel.part_buffers:          # (split columns: PART_SIZES; a whole-domain reduction: PARTS)
-                    size, counts = namespace.get("PART_SIZES", (namespace.get("PARTS", (0,))[0], 1))
+                    size, counts = namespace["PART_SIZES"] if "PART_SIZES" in namespace else (namespace["PARTS"][0], 1)
                     launcher = PartBuffers(launcher, kernel.part_buffers, size, self.resident, counts)
                 self.kernels[key] = CompiledKernel(kernel.name, key, kernel.source, launcher, launcher)
             return self.kernels[key]
