@@ -53,6 +53,20 @@ def properties(index: int) -> dict:
             "cupy": cupy.__version__}
 
 
+def _best_seconds(call, repeat: int) -> float:
+    """The shortest of ``repeat`` + 1 runs of ``call`` (the first warms up: a library loads),
+    each between two synchronisations of the current device."""
+    from cupy.cuda import runtime
+    best = float("inf")
+    for _ in range(repeat + 1):
+        runtime.deviceSynchronize()
+        start = time.perf_counter()
+        call()
+        runtime.deviceSynchronize()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def copy_bandwidth(index: int, repeat: int = 5) -> float:
     """Bytes read and written per second by a device-to-device copy on GPU ``index`` (through
     the runtime's own allocations: CuPy's pool keeps nothing of it)."""
@@ -63,13 +77,7 @@ def copy_bandwidth(index: int, repeat: int = 5) -> float:
         source, target = runtime.malloc(size), runtime.malloc(size)
         try:
             runtime.memset(source, 0, size)
-            best = float("inf")
-            for _ in range(repeat + 1):             # (the first copy warms up)
-                runtime.deviceSynchronize()
-                start = time.perf_counter()
-                runtime.memcpy(target, source, size, runtime.memcpyDeviceToDevice)
-                runtime.deviceSynchronize()
-                best = min(best, time.perf_counter() - start)
+            best = _best_seconds(lambda: runtime.memcpy(target, source, size, runtime.memcpyDeviceToDevice), repeat)
         finally:
             runtime.free(source)
             runtime.free(target)
@@ -83,14 +91,7 @@ def matmul_flops(index: int, repeat: int = 5) -> float:
     with cupy.cuda.Device(index):
         a = cupy.ones((n, n), cupy.float32)
         out = cupy.empty((n, n), cupy.float32)
-        best = float("inf")
-        for _ in range(repeat + 1):                 # (the first call loads cuBLAS)
-            cupy.cuda.runtime.deviceSynchronize()
-            start = time.perf_counter()
-            cupy.matmul(a, a, out=out)
-            cupy.cuda.runtime.deviceSynchronize()
-            best = min(best, time.perf_counter() - start)
-        del a, out
+        best = _best_seconds(lambda: cupy.matmul(a, a, out=out), repeat)
     return 2 * n ** 3 / best
 
 

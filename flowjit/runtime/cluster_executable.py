@@ -44,6 +44,7 @@ from flowjit.runtime.cluster_links import LinkClosed, RemoteError, encode, resto
 from flowjit.runtime.executor import DEFAULT_STEP_TIMEOUT, FIRST_CALL_ALLOWANCE
 
 ABORT_GRACE = 1.0              # seconds the other tasks get to report an abort
+LATE = "the step's deadline passed before its feeds went out"
 HEAVY_RUN = 1 << 20            # a run carrying this many bytes of arrays goes out beside the others
 REGISTER_POLL_S = 0.2          # how often a registration looks at the other tasks' links
 
@@ -228,7 +229,7 @@ class ClusterExecutable:
             left = remaining()
             try:
                 if left is not None and left <= 0:
-                    raise LinkClosed("the step's deadline passed before its feeds went out", True)
+                    raise LinkClosed(LATE, True)
                 link = self.cluster.link(task, CALL_TIMEOUT if left is None else min(left, CALL_TIMEOUT))
                 if heavy and not link.local:
                     link.send_encoded(message, timeout=left)
@@ -248,7 +249,7 @@ class ClusterExecutable:
                 left = remaining()
                 if left is not None and left <= 0:
                     link.abandon(prepared)
-                    outcome = LinkClosed("the step's deadline passed before its feeds went out", True)
+                    outcome = LinkClosed(LATE, True)
                 else:
                     try:
                         link.commit(prepared, timeout=left)
