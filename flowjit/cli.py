@@ -254,9 +254,9 @@ def _gpus_need_a_cluster(args, cluster: str) -> None:
 
 
 def _add_gpus_flag(parser) -> None:
-    parser.add_argument("--gpus", metavar="JOB=N,...", help="with --cluster: the GPU each task of these jobs (or "
+    parser.add_argument("--gpus", metavar="JOB=N,...", help="with --cluster: the GPUs each task of these jobs (or "
                                                             "tasks) owns, e.g. worker=1, or 1 for every task "
-                                                            "(default: none; one a task at most)")
+                                                            "(default: none)")
 
 
 def _device_options(args) -> dict:

@@ -126,11 +126,12 @@ DEFAULTS = {
 STATIC_CPU = dict(bandwidth=20e9, flops=50e9, launch=2e-6)
 
 
-def _gpu_runs_here() -> bool:
-    """Whether ``gpu:*`` devices can run kernels here: numba-cuda is installed and CuPy sees a
-    GPU, or numba-cuda simulates one (``NUMBA_ENABLE_CUDASIM=1``)."""
+def _gpu_runs_here(index: int) -> bool:
+    """Whether ``gpu:index`` can run kernels here: numba-cuda is installed and CuPy sees that
+    many GPUs, or numba-cuda simulates them (``NUMBA_ENABLE_CUDASIM=1``: every ``gpu:N`` is
+    its one simulated GPU)."""
     import flowjit.gpu as gpu
-    return gpu.available()
+    return gpu.available() and (gpu.simulated() or index < gpu.device_count())
 
 
 def local_gpu_figures(spec: "DeviceSpec"):
@@ -212,7 +213,7 @@ class Device:
         kind = spec.type
         values = dict(DEFAULTS.get(kind, DEFAULTS["cpu"]))
         if "executable" not in fields:            # (a task's GPU: its process says whether it runs)
-            values["executable"] = kind == "cpu" or (kind == "gpu" and _gpu_runs_here())
+            values["executable"] = kind == "cpu" or (kind == "gpu" and _gpu_runs_here(spec.index or 0))
         if fields.get("executable", values.get("executable")) and kind == "gpu" and "bandwidth" not in fields:
             figures = local_gpu_figures(spec)
             if figures is not None:                 # (a real GPU: its figures, measured once)

@@ -57,7 +57,7 @@ def test_malformed_names_are_errors(bad):
 
 
 def test_device_sets_reject_duplicates_and_describe_gpus_they_cannot_run(monkeypatch):
-    monkeypatch.setattr("flowjit.devices._gpu_runs_here", lambda: False)       # a machine without a GPU
+    monkeypatch.setattr("flowjit.devices._gpu_runs_here", lambda index: False)       # a machine without a GPU
     with pytest.raises(DeviceError, match="more than once"):
         DeviceSet.of(["cpu:0", "/job:localhost/task:0/device:cpu:0"])
     devices = DeviceSet.parse("cpu:0x2,gpu:0")
@@ -234,7 +234,8 @@ def test_an_error_on_one_device_aborts_the_call_and_names_the_node():
 
 
 def test_described_devices_plan_but_do_not_run(monkeypatch):
-    monkeypatch.setattr("flowjit.devices._gpu_runs_here", lambda: False)       # a machine without a GPU
+    monkeypatch.setattr("flowjit.devices._gpu_runs_here", lambda index: False)       # a machine without a GPU
+    monkeypatch.setattr("flowjit.gpu.device_count", lambda: 0)
 
     def f(a):
         return np.tanh(a @ a)
@@ -302,7 +303,7 @@ def test_a_real_gpus_figures_are_measured_once_and_shown(monkeypatch, tmp_path, 
     monkeypatch.setenv("FLOWJIT_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(gpu, "simulated", lambda: False)
     monkeypatch.setattr(gpu, "available", lambda: True)
-    monkeypatch.setattr("flowjit.devices._gpu_runs_here", lambda: True)
+    monkeypatch.setattr("flowjit.devices._gpu_runs_here", lambda index: True)
     monkeypatch.setattr(gpu_figures, "properties", lambda index: dict(known))
     monkeypatch.setattr(gpu_figures, "copy_bandwidth", lambda index: measured.append(index) or 2.5e12)
     monkeypatch.setattr(gpu_figures, "matmul_flops", lambda index: 4.2e13)

@@ -310,17 +310,16 @@ class Lowered:
         return CpuBackend(kernel_cache(cache_directory(self.options.cache_dir)), self.options.fma,
                           background_compile(self.options.background_compile))
 
-    @cached_property
-    def cuda_backend(self):
-        """What renders and compiles kernels for the GPU devices: numba-cuda."""
-        from flowjit.compiler.codegen.cuda import cuda_backend
-        return cuda_backend(cache_directory(self.options.cache_dir))
-
     def backend_for(self, device: str | None):
-        """The backend of a device (by name; None: the program's one device)."""
+        """The backend of a device (by name; None: the program's one device): numba for a CPU,
+        numba-cuda for a GPU, one backend per GPU (its modules loaded on it)."""
         if device is None:
             device = next(iter(self.devices)).name
-        return self.cuda_backend if self.devices[device].type == "gpu" else self.cpu_backend
+        spec = self.devices[device].spec
+        if spec.type == "gpu":
+            from flowjit.compiler.codegen.cuda import cuda_backend
+            return cuda_backend(cache_directory(self.options.cache_dir), spec.index or 0)
+        return self.cpu_backend
 
     @property
     def backend(self):
@@ -438,9 +437,10 @@ class NodeCompiler:
         results there, as on the multi-device executor in one process."""
         from flowjit.compiler.codegen.executable import Executable, single_node_graph
         from flowjit.devices import DeviceSpec
-        if DeviceSpec.parse(node.device).type == "gpu":               # (as Lowered.backend_for chooses)
+        spec = DeviceSpec.parse(node.device)
+        if spec.type == "gpu":               # (as Lowered.backend_for chooses: the task's GPU of that index)
             from flowjit.compiler.codegen.cuda import cuda_backend
-            backend = cuda_backend(self.cache_dir)
+            backend = cuda_backend(self.cache_dir, spec.index or 0)
         else:
             backend = _cpu_backend(self.cache_dir, self.fma)
         return Executable(single_node_graph(node), backend, variables or {}, self.check_numerics, threads=threads,

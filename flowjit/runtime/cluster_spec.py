@@ -120,8 +120,5 @@ def gpu_counts(tasks: list[str], gpus) -> dict[str, int]:
                            f"not {gpus!r}")
     for task, count in given.items():
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-            raise ClusterError(f"gpus: {task} is given {count!r} GPUs; give a count (0 or 1)")
-        if count > 1:          # (its kernels run on the device CuPy uses: one a process, so far)
-            raise ClusterError(f"gpus: {task} is given {count} GPUs; a task owns one GPU at most so far (its "
-                               f"kernels run on the one device its process uses); give more tasks one each")
+            raise ClusterError(f"gpus: {task} is given {count!r} GPUs; give a count (0, 1, 2 ...)")
     return {task: given.get(task, 0) for task in tasks}

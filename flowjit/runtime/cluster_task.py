@@ -40,7 +40,7 @@ import time
 import numpy as np
 
 from flowjit.devices import Device, DeviceSet
-from flowjit.gpu import device_count, is_device_array, simulated, to_host
+from flowjit.gpu import is_device_array, simulated, to_host
 from flowjit.runtime import cluster_shared
 from flowjit.runtime.cluster_links import (CONNECT_TIMEOUT_S, POLL_S, Link, LinkClosed, LinkTable, Listener,
                                            connect, portable_error)
@@ -89,7 +89,7 @@ class Task:
         runnable = [device for device in self.devices if device.type == "gpu" and device.executable]
         return {"pid": os.getpid(), "node": ray.util.get_node_ip_address(), "hostname": socket.gethostname(),
                 "node_id": context.get_node_id(), "address": self.listener.endpoint,
-                "gpus": min(len(runnable), device_count()) if runnable else 0,
+                "gpus": len(runnable),               # (gpu:N runs where its process sees N + 1 GPUs)
                 "simulated": bool(runnable) and simulated()}
 
     def ping(self) -> bool:

@@ -381,8 +381,14 @@ def check_runnable(device: Device, graph: Graph) -> None:
         inner = first.attrs["body"].nodes if first.op is ops.fused else [first]
         op = next((node.op.name for node in inner if node.op is not ops.constant), first.op.name)
         what = f" ({len(placed)} node{'s' if len(placed) != 1 else ''} of @{graph.name} placed on it, the first %{first.name}: {op})"
-    why = (" -- no GPU here (CuPy sees none) and NUMBA_ENABLE_CUDASIM is not set to simulate one"
-           if device.type == "gpu" else "")
+    why = ""
+    if device.type == "gpu":
+        from flowjit.gpu import device_count
+        count = device_count()
+        if not count:
+            why = " -- no GPU here (CuPy sees none) and NUMBA_ENABLE_CUDASIM is not set to simulate one"
+        elif (device.spec.index or 0) >= count:
+            why = f" -- CuPy sees {count} GPU{'s' if count != 1 else ''} here, gpu:0 to gpu:{count - 1}"
     message = (f"device {device.short} ({device.name}) is described for planning but cannot run here{why}{what}; "
                f"place the program on devices that can (see `flowjit devices`)")
     raise DeviceError(f"{first.loc}: {message}" if first is not None and first.loc is not None else message)

@@ -150,7 +150,7 @@ def test_a_grid_is_one_wave_of_the_blocks_the_kernel_fits():
         blocks, threads = launcher.grid((cupy.asarray(x), cupy.empty_like(cupy.asarray(x))))
         fits = launcher.resident(threads)
         assert 1 <= fits <= 2048 // threads
-        assert blocks == multiprocessors() * fits, (blocks, threads, fits)
+        assert blocks == multiprocessors(0) * fits, (blocks, threads, fits)
 
 
 def _split(x, w):
@@ -201,3 +201,27 @@ def test_the_gpus_figures_are_measured(tmp_path):
     figures = gpu_figures.gpu_figures.__wrapped__(0, str(tmp_path))
     assert 1e11 < figures.bandwidth < 2e13 and 1e12 < figures.flops < 1e15 and 5e-7 < figures.launch < 2e-4
     assert gpu_figures.gpu_figures.__wrapped__(0, str(tmp_path)).source == "cached"
+
+
+def _two_gpus(x, w):
+    with flowjit.device("gpu:1"):
+        e = np.exp(x - x.max(axis=1, keepdims=True)) * w
+    with flowjit.device("gpu:0"):
+        scaled = e / e.sum(axis=1, keepdims=True)
+    with flowjit.device("cpu:0"):
+        return scaled, (scaled * scaled).sum(axis=1)
+
+
+@pytest.mark.skipif(cupy.cuda.runtime.getDeviceCount() < 2, reason="needs two GPUs")
+def test_a_program_over_two_gpus_runs_each_part_on_its_own_gpu():
+    """gpu:1's kernels are loaded and launched on GPU 1, its values copied to gpu:0 peer to peer
+    (tests/cuda/test_gpus_of_one_process.py checks the same on a posed CuPy in CI)."""
+    x, w = rows((64, 256)), rows((256,), seed=1) + 2
+    expected = leaves(interpreter(_two_gpus, (x, w)))
+    for value, want in zip(leaves(flowjit.jit(_two_gpus, devices=["cpu:0", "gpu:0", "gpu:1"])(x, w)), expected):
+        np.testing.assert_allclose(value, want, rtol=2e-5, atol=1e-6)
+    with cupy.cuda.Device(1):
+        on_second = cupy.asarray(x)
+    result = flowjit.jit(softmax, devices=["gpu:1"])(on_second)
+    assert result.device.id == 1
+    np.testing.assert_allclose(result.get(), softmax(x), rtol=2e-5, atol=1e-6)

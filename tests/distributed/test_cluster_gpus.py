@@ -21,7 +21,7 @@ pytestmark = [needs_ray, pytest.mark.xdist_group("ray"),
                                                          "NUMBA_ENABLE_CUDASIM=1)")]
 
 WORKER0, WORKER1 = "/job:worker/task:0", "/job:worker/task:1"
-GPU = f"{WORKER1}/device:gpu:0"
+GPU, SECOND_GPU = f"{WORKER1}/device:gpu:0", f"{WORKER1}/device:gpu:1"
 
 
 def across(gpu: str, cpu: str, gpu_host: str):
@@ -84,26 +84,30 @@ def test_flowjit_devices_refuses_more_gpus_than_the_ray_cluster_has(ray_session,
 
 @pytest.fixture(scope="module")
 def gpu_cluster(ray_session):
-    with flowjit.Cluster({"worker": 2}, gpus={WORKER1: 1}) as started:
+    with flowjit.Cluster({"worker": 2}, gpus={WORKER1: 2}) as started:
         yield started
 
 
 def test_a_task_owns_the_gpus_it_is_given_and_says_they_are_simulated(gpu_cluster):
     assert [device.name for device in flowjit.DeviceSet.of(gpu_cluster)] == [
-        f"{WORKER0}/device:cpu:0", f"{WORKER1}/device:cpu:0", GPU]
-    assert [gpu_cluster.info(task).gpus for task in (WORKER0, WORKER1)] == [0, 1]
+        f"{WORKER0}/device:cpu:0", f"{WORKER1}/device:cpu:0", GPU, SECOND_GPU]
+    assert [gpu_cluster.info(task).gpus for task in (WORKER0, WORKER1)] == [0, 2]
     text = gpu_cluster.describe()
-    assert f"1 GPU{' (simulated)' if simulated() else ''}" in text.splitlines()[1]
+    assert f"2 GPUs{' (simulated)' if simulated() else ''}" in text.splitlines()[1]
     assert "GPU" not in text.splitlines()[0]
 
 
-def test_a_program_on_a_tasks_gpu_equals_the_interpreter_and_runs_there(gpu_cluster):
-    """Partitions on the task's GPU, its CPU and another task's CPU, with transfers between
-    them in both directions; host arrays come back; the profile shows kernels on the GPU."""
+@pytest.mark.parametrize("gpu", [GPU, SECOND_GPU], ids=["gpu0", "gpu1"])
+def test_a_program_on_a_tasks_gpu_equals_the_interpreter_and_runs_there(gpu_cluster, gpu):
+    """Partitions on one of the task's GPUs, its CPU and another task's CPU, with transfers
+    between them in both directions; host arrays come back; the profile shows kernels on that
+    GPU."""
     x, y, w = _args()
-    jitted = flowjit.jit(on_gpu_and_back, devices=gpu_cluster)
-    reference = flowjit.jit(on_gpu_and_back, backend="interpreter")(x, y, w)
-    in_process = flowjit.jit(across("gpu:0", "cpu:0", "cpu:1"), devices=["cpu:0", "cpu:1", "gpu:0"])(x, y, w)
+    program = across(gpu, WORKER0, WORKER1)
+    jitted = flowjit.jit(program, devices=gpu_cluster)
+    reference = flowjit.jit(program, backend="interpreter")(x, y, w)
+    local = gpu.rsplit("device:", 1)[1]
+    in_process = flowjit.jit(across(local, "cpu:0", "cpu:1"), devices=["cpu:0", "cpu:1", local])(x, y, w)
     for _ in range(2):
         got = jitted(x, y, w)
         for value, want, same in zip(got, reference, in_process):
@@ -111,16 +115,16 @@ def test_a_program_on_a_tasks_gpu_equals_the_interpreter_and_runs_there(gpu_clus
             np.testing.assert_array_equal(value, same)            # (the same kernels as in one process)
             np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
     partitions = jitted.lower(x, y, w).as_text("partitioned")
-    assert f'device="{GPU}"' in partitions or GPU in partitions
+    assert gpu in partitions
     _, trace = jitted.profile(x, y, w)
     ran = {event["args"].get("device") for event in trace["traceEvents"]
            if event.get("ph") == "X" and event.get("cat") == "kernel"}
-    assert GPU in ran, ran
+    assert gpu in ran, ran
 
 
 def test_a_planned_cluster_with_gpus_places_as_the_started_one(gpu_cluster):
     from flowjit.runtime.cluster_spec import planned_devices
     x, y, w = _args()
     started = flowjit.jit(on_gpu_and_back, devices=gpu_cluster).lower(x, y, w)
-    planned = flowjit.jit(on_gpu_and_back, devices=planned_devices({"worker": 2}, gpus=f"{WORKER1}=1")).lower(x, y, w)
+    planned = flowjit.jit(on_gpu_and_back, devices=planned_devices({"worker": 2}, gpus=f"{WORKER1}=2")).lower(x, y, w)
     assert planned.as_text("partitioned") == started.as_text("partitioned")

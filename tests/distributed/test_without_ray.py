@@ -75,12 +75,12 @@ def test_gpus_are_given_by_job_or_task_and_malformed_counts_are_refused(monkeypa
     assert gpu_counts(tasks, 1) == gpu_counts(tasks, "1") == dict.fromkeys(tasks, 1)
     assert gpu_counts(tasks, {"worker": 0, "/job:worker/task:1": 1}) == {tasks[0]: 0, tasks[1]: 0, tasks[2]: 1}
     assert gpu_counts(tasks, "worker=1,/job:worker/task:0=0") == {tasks[0]: 0, tasks[1]: 0, tasks[2]: 1}
+    assert gpu_counts(tasks, {"worker": 2}) == {tasks[0]: 0, tasks[1]: 2, tasks[2]: 2}
     monkeypatch.setitem(sys.modules, "ray", None)
     for gpus, message in [({"chief": 1}, r"gpus name chief, which is no job or task of the cluster"),
                           ("worker=one", r"gpus 'worker=one': 'worker=one' is not job=count \(e.g. worker=1\)"),
                           ({"worker": -1}, r"gpus: /job:worker/task:0 is given -1 GPUs; give a count"),
                           ({"worker": 1.5}, r"gpus: /job:worker/task:0 is given 1.5 GPUs; give a count"),
-                          (2, r"gpus: /job:ps/task:0 is given 2 GPUs; a task owns one GPU at most so far"),
                           ([1], r"gpus: give a count for every task or counts by job or task")]:
         with pytest.raises(flowjit.ClusterError, match=message):
             flowjit.Cluster({"ps": 1, "worker": 2}, gpus=gpus)

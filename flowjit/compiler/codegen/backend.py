@@ -12,6 +12,7 @@ loads none of the CPU toolchain.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
@@ -31,9 +32,11 @@ class Backend(ABC):
     matmul = None       # a callable ``(a, b, out)`` for the matmuls the driver runs; None: numpy's
     # The array module of the buffers the driver allocates, views and concatenates (numpy; CuPy
     # for a GPU's), and whether they live on a device: then ``accept`` and ``deliver`` move the
-    # program's arguments and results.
+    # program's arguments and results.  ``device``: a context manager that makes the backend's
+    # device current, entered while a program is built (its constants) and while it runs.
     xp = np
     resident = False
+    device = contextlib.nullcontext()
 
     def accept(self, arrays: tuple) -> tuple[tuple, bool]:
         """A resident backend's arguments as its arrays, and whether the caller's were device

@@ -27,6 +27,7 @@ call copies its arrays through the simulator's dispatcher.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
 import linecache
@@ -52,10 +53,10 @@ MAX_BLOCKS = 65535 * 32       # a grid-stride loop covers the rest
 RESIDENT_THREADS = 2048       # threads one multiprocessor holds at once (sm_70 to sm_90)
 
 
-def multiprocessors() -> int:
-    """The current GPU's multiprocessor count."""
+def multiprocessors(index: int) -> int:
+    """GPU ``index``'s multiprocessor count."""
     import cupy
-    return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+    return int(cupy.cuda.Device(index).attributes["MultiProcessorCount"])
 
 
 class Grid:
@@ -133,15 +134,23 @@ class PartBuffers:
         self.launcher(*arrays, *buffers)
 
 
+SIMULATOR_LOCK = threading.Lock()
+
+
 class Launcher:
     """Calls one kernel through numba-cuda's dispatcher (the simulator's, under it) on host
     (numpy) or device arrays: inputs go to the device, outputs come back into the host arrays.
     With ``on_current_stream`` (a real GPU) it launches on CuPy's current stream, as the other
-    launch paths do (numba's own default stream would not be ordered with it)."""
+    launch paths do (numba's own default stream would not be ordered with it).  ``serial``
+    (the simulator): one launch at a time in the process -- the simulator swaps ``cuda`` in a
+    kernel's globals around each launch, so two simulated GPUs' workers launching at once
+    would see each other's threads."""
 
-    def __init__(self, name: str, kernel, grid: Grid, inputs: int, on_current_stream: bool = False):
+    def __init__(self, name: str, kernel, grid: Grid, inputs: int, on_current_stream: bool = False,
+                 serial: bool = False):
         self.name, self.kernel, self.grid, self.inputs = name, kernel, grid, inputs
         self.on_current_stream = on_current_stream
+        self.lock = SIMULATOR_LOCK if serial else contextlib.nullcontext()
 
     def __call__(self, *arrays) -> None:
         blocks, threads = self.grid(arrays)
@@ -162,7 +171,8 @@ class Launcher:
             import cupy
             self.kernel[blocks, threads, cuda.external_stream(cupy.cuda.get_current_stream().ptr)](*device)
         else:
-            self.kernel[blocks, threads](*device)
+            with self.lock:
+                self.kernel[blocks, threads](*device)
         for buffer, array in copies:
             buffer.copy_to_host(array)
 
@@ -173,10 +183,10 @@ def resident_matmul(a, b, out) -> None:
     cupy.matmul(a, b, out=out)
 
 
-def device_capability() -> tuple[int, int]:
-    """The current GPU's compute capability (what its PTX targets), as CuPy, which launches it, sees it."""
+def device_capability(index: int) -> tuple[int, int]:
+    """GPU ``index``'s compute capability (what its PTX targets), as CuPy, which launches it, sees it."""
     import cupy
-    capability = cupy.cuda.Device().compute_capability          # ("90": 9.0)
+    capability = cupy.cuda.Device(index).compute_capability          # ("90": 9.0)
     return int(capability[:-1]), int(capability[-1])
 
 
@@ -268,37 +278,48 @@ def toolchain_key() -> str:
 
 
 class CudaBackend(Backend):
-    """numba-cuda kernels for ``gpu:N`` (or the simulator), compiled once per source; on a GPU
-    the PTX is kept under ``cache_dir``/cuda (None: in memory only)."""
+    """numba-cuda kernels for ``gpu:index`` (or the simulator), compiled once per source; on a
+    GPU the PTX is kept under ``cache_dir``/cuda (None: in memory only).
+
+    A CUDA module lives in the context of the GPU it was loaded on, and so do CuPy's buffers:
+    each GPU of the process has a backend of its own (``cuda_backend``), which loads its
+    modules, sizes its grids and runs its programs with its GPU current (``device``, a CuPy
+    ``Device``, entered by ``Executable`` around a call).  Under the simulator every ``gpu:N``
+    is the one simulated GPU, and ``device`` does nothing."""
 
     target = "cuda"
 
-    def __init__(self, cache_dir: str | None = None):
+    def __init__(self, cache_dir: str | None = None, index: int = 0):
         self.kernels: dict[str, CompiledKernel] = {}
         self.lock = threading.Lock()
-        self.cache_dir = cache_dir
+        self.cache_dir, self.index = cache_dir, index
         self.resident = not simulated()
+        self.device = contextlib.nullcontext()
         if self.resident:                    # (the simulator's matmul: numpy's, the driver's default)
             import cupy
             self.xp, self.matmul = cupy, resident_matmul
+            self.device = cupy.cuda.Device(index)
 
     def render(self, node: Node) -> KernelSource:
         return cuda_kernel_source(node)
 
     # -- arguments and results ------------------------------------------------------------------------
     def accept(self, arrays: tuple) -> tuple[tuple, bool]:
-        ndarray = self.xp.ndarray
+        """The arguments on this backend's GPU (called with it current): numpy arrays copied
+        in, device arrays in place where they are on it, copied across from another GPU."""
+        ndarray, index = self.xp.ndarray, self.index
         for array in arrays:
-            if type(array) is not ndarray:
+            if type(array) is not ndarray or array.data.device_id != index:
                 break
         else:
             if arrays:
-                return arrays, True             # (CuPy arrays, the common case: as they are)
+                return arrays, True             # (CuPy arrays on this GPU, the common case: as they are)
         on_device = False
         moved = []
         for array in arrays:
             if is_device_array(array):
-                moved.append(device_array(array))
+                array = device_array(array)
+                moved.append(array if array.data.device_id == index else self.xp.copy(array))
                 on_device = True
             else:
                 moved.append(self.xp.asarray(array))
@@ -352,22 +373,22 @@ class CudaBackend(Backend):
 
     def compile(self, kernel: KernelSource) -> CompiledKernel:
         key = kernel_key(kernel)
-        with self.lock:
+        with self.lock, self.device:           # (a module is loaded into the current GPU's context)
             if key not in self.kernels:
                 namespace = host_namespace(kernel)
                 reduce = kernel.kind is KernelKind.REDUCE and not namespace.get("THREAD_ROWS")
-                grid = Grid(namespace["launch"], reduce, multiprocessors() if self.resident else None,
+                grid = Grid(namespace["launch"], reduce, multiprocessors(self.index) if self.resident else None,
                             namespace.get("ROW_THREADS", row_threads()), namespace.get("MAX_THREADS", BLOCK),
                             namespace.get("PARTS"))
                 path = launch_path()
                 if path != "dispatcher" and self.resident:
-                    launcher = RawLauncher(kernel.name, self.ptx(kernel, key, device_capability()), grid,
+                    launcher = RawLauncher(kernel.name, self.ptx(kernel, key, device_capability(self.index)), grid,
                                            packed=path == "raw")
                     grid.resident = launcher.resident
                 else:
                     device_code = module_namespace(kernel)["kernel"]
                     launcher = Launcher(kernel.name, numba_cuda().jit(device_code), grid, len(kernel.inputs),
-                                        on_current_stream=self.resident)
+                                        on_current_stream=self.resident, serial=not self.resident)
                 if kernel.part_buffers:          # (split columns: PART_SIZES; a whole-domain reduction: PARTS)
                     size, counts = namespace["PART_SIZES"] if "PART_SIZES" in namespace else (namespace["PARTS"][0], 1)
                     launcher = PartBuffers(launcher, kernel.part_buffers, size, self.resident, counts)
@@ -376,10 +397,14 @@ class CudaBackend(Backend):
 
 
 _BACKENDS: dict = {}
+_BACKENDS_LOCK = threading.Lock()
 
 
-def cuda_backend(cache_dir: str | None) -> CudaBackend:
-    """One CUDA backend per kernel cache directory in this process (its compiled kernels shared)."""
-    if cache_dir not in _BACKENDS:
-        _BACKENDS[cache_dir] = CudaBackend(cache_dir)
-    return _BACKENDS[cache_dir]
+def cuda_backend(cache_dir: str | None, index: int = 0) -> CudaBackend:
+    """The CUDA backend of GPU ``index`` of this process for a kernel cache directory (one each,
+    its loaded kernels shared by every program on that GPU)."""
+    with _BACKENDS_LOCK:
+        backend = _BACKENDS.get((cache_dir, index))
+        if backend is None:
+            backend = _BACKENDS[cache_dir, index] = CudaBackend(cache_dir, index)
+        return backend

@@ -3,8 +3,8 @@ program's arrays (driver.py builds it).
 
 - The workspace (the driver's intermediate buffers) is made at the first call and reused; a
   call that finds the program running in another thread gets a workspace of its own.
-- A backend whose buffers live on a device (``Backend.resident``: CuPy on a GPU) takes the
-  arguments there first (``accept``) and gives the results back as the caller expects
+- A backend whose buffers live on a device (``Backend.resident``: CuPy on a GPU) runs the
+  program with that device current (``Backend.device``), takes the arguments there first (``accept``) and gives the results back as the caller expects
   (``deliver``: numpy for numpy arguments, device arrays for device arguments; with
   ``on_device``, device arrays always: a node of a GPU whose stream the multi-device executor
   drives, which copies what leaves the GPU at its sends).
@@ -45,7 +45,8 @@ class Executable:
                  check_numerics: bool = False, aliased_reads: frozenset = frozenset(), threads: int | None = None,
                  on_device: bool = False):
         builder = DriverBuilder(graph, backend, variables, check_numerics, aliased_reads, threads)
-        self.driver, self.driver_source = builder.build()
+        with backend.device:                    # (its constants and kernels go to the backend's device)
+            self.driver, self.driver_source = builder.build()
         self.driver_filename, self.node_lines = builder.filename, builder.node_lines
         self.kernel_sources = builder.sources
         self.slot_specs = builder.slot_specs
@@ -85,6 +86,12 @@ class Executable:
         return [self.backend.xp.empty(shape, dtype) for shape, dtype in self.slot_specs]
 
     def __call__(self, *arrays):
+        if self.resident:
+            with self.backend.device:           # (its GPU current: its buffers, modules and stream are there)
+                return self.run(arrays)
+        return self.run(arrays)
+
+    def run(self, arrays: tuple):
         on_device = False
         if self.resident:
             arrays, on_device = self.backend.accept(arrays)

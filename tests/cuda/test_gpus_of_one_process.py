@@ -1,0 +1,240 @@
+"""Several GPUs in one process (issue 15: ``gpu:N`` runs where CuPy sees a GPU): each GPU has a
+CUDA backend of its own, which loads its kernels' modules, allocates its buffers and runs its
+programs with that GPU current.
+
+CI has no GPU, let alone two, so CuPy is posed here by ``PosedCupy``: a module whose arrays are
+numpy arrays tagged with the GPU that was current when they were made (views keep their
+GPU's tag), whose ``Device`` keeps a current GPU per thread as CuPy's does, and whose
+``asarray`` leaves an array of another GPU where it is, as CuPy's does.  A kernel "loaded" by
+``PosedModule`` remembers the GPU current at loading and runs the program's own generated
+kernel on numba's CUDA simulator; before that it checks what a real GPU would refuse or get
+wrong: a launch with another GPU current (an invalid handle: the module is in another
+context) or an argument in another GPU's memory.  The same backends on a real GPU are what
+tests/cuda/test_gpu_device.py runs."""
+
+import threading
+import types
+
+import numpy as np
+import pytest
+
+import flowjit
+from helpers import assert_same_result, tolerance_for
+
+pytest.importorskip("numba_cuda", reason="numba-cuda is not installed (the cuda extra)")
+
+import flowjit.gpu as gpu  # noqa: E402
+
+if not gpu.simulated():
+    pytest.skip("poses CuPy over numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1)", allow_module_level=True)
+
+_current = threading.local()
+
+
+def current_gpu() -> int:
+    return getattr(_current, "index", 0)
+
+
+class DeviceArray(np.ndarray):
+    """An array in GPU ``gpu``'s memory: made where that GPU was current, or a view of one."""
+
+    def __array_finalize__(self, source):
+        self.gpu = getattr(source, "gpu", current_gpu())
+
+    @property
+    def data(self):
+        return types.SimpleNamespace(device_id=self.gpu, ptr=self.ctypes.data)
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ctypes.data, False), "version": 3}
+
+    def get(self) -> np.ndarray:
+        return np.array(self.view(np.ndarray))
+
+
+def on_current(array) -> DeviceArray:
+    """A new array on the current GPU holding ``array``'s values."""
+    made = np.array(np.asarray(array)).view(DeviceArray)
+    made.gpu = current_gpu()
+    return made
+
+
+class PosedDevice:
+    """CuPy's ``Device``: entering makes it current in the calling thread until the exit."""
+
+    def __init__(self, index: int):
+        self.id = index
+
+    def __enter__(self):
+        stack = _current.__dict__.setdefault("stack", [])
+        stack.append(current_gpu())
+        _current.index = self.id
+        return self
+
+    def __exit__(self, *exc):
+        _current.index = _current.stack.pop()
+
+    def use(self):
+        _current.index = self.id
+
+
+def posed_cupy() -> types.ModuleType:
+    cupy = types.ModuleType("cupy")
+    cupy.ndarray = DeviceArray
+    cupy.cuda = types.SimpleNamespace(Device=PosedDevice)
+
+    def asarray(value, dtype=None):
+        if isinstance(value, DeviceArray) and (dtype is None or value.dtype == dtype):
+            return value                        # (CuPy's asarray: in place, wherever it lives)
+        return on_current(np.asarray(value, dtype))
+
+    def empty(shape, dtype=float):
+        return on_current(np.empty(shape, dtype))
+
+    def concatenate(arrays, axis=0, out=None):
+        assert out is None or all(a.gpu == out.gpu for a in arrays if isinstance(a, DeviceArray))
+        result = np.concatenate([np.asarray(a) for a in arrays], axis=axis, out=None if out is None else out)
+        return result if out is not None else on_current(result)
+
+    def matmul(a, b, out):
+        assert a.gpu == b.gpu == out.gpu == current_gpu(), "cuBLAS on another GPU's arrays"
+        np.matmul(a, b, out=out)
+
+    cupy.asarray, cupy.empty, cupy.concatenate, cupy.matmul = asarray, empty, concatenate, matmul
+    cupy.copy = on_current                      # (CuPy's copy: onto the current GPU, from any)
+    cupy.reshape = lambda a, shape: np.reshape(a, shape)
+    cupy.broadcast_to = lambda a, shape: np.broadcast_to(a, shape, subok=True)
+    cupy.from_dlpack = None
+    return cupy
+
+
+class PosedModule:
+    """A kernel's module loaded on the current GPU, launched through the simulator's dispatcher."""
+
+    loaded: list = []
+
+    def __init__(self, name, kernel, grid, packed=True):
+        from flowjit.compiler.codegen.cuda import Launcher, module_namespace
+        self.name, self.gpu, self.grid = name, current_gpu(), grid
+        self.launches = 0
+        self.launcher = Launcher(name, gpu.numba_cuda().jit(module_namespace(kernel)["kernel"]), grid,
+                                 len(kernel.inputs), serial=True)
+        self.loaded.append(self)
+
+    def resident(self, threads: int) -> int:
+        return 1
+
+    def __call__(self, *arrays):
+        assert current_gpu() == self.gpu, f"{self.name}: loaded on gpu:{self.gpu}, launched with gpu:{current_gpu()} current"
+        elsewhere = [a.gpu for a in arrays if not isinstance(a, DeviceArray) or a.gpu != self.gpu]
+        assert not elsewhere, f"{self.name} on gpu:{self.gpu} given arrays of {elsewhere}"
+        self.launches += 1
+        self.launcher(*arrays)
+
+
+@pytest.fixture
+def two_gpus(monkeypatch):
+    """CuPy posed over two GPUs, CUDA backends resident on them, their modules ``PosedModule``s."""
+    import sys
+
+    from flowjit.compiler.codegen import cuda
+    cupy = posed_cupy()
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setattr(cuda, "simulated", lambda: False)               # (the backends are resident)
+    monkeypatch.setattr(cuda, "_BACKENDS", {})                          # (none of them kept for later tests)
+    monkeypatch.setattr(cuda, "RawLauncher", PosedModule)
+    monkeypatch.setattr(cuda, "multiprocessors", lambda index: 2)
+    monkeypatch.setattr(cuda, "device_capability", lambda index: (9, 0))
+    monkeypatch.setattr(cuda.CudaBackend, "ptx", lambda self, kernel, key, cc: kernel)
+    monkeypatch.setattr(PosedModule, "loaded", [])
+    _current.__dict__.clear()
+    return cupy
+
+
+def rows(shape, seed=0, dtype=np.float32):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def softmax_and_more(x, w, b):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True), np.maximum(x @ w + b, 0.0) * 2.0 + 1.0
+
+
+ARGS = (rows((3, 8)), rows((8, 4), 1), rows((4,), 2))
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_a_program_on_one_of_several_gpus_runs_there(index, two_gpus):
+    """On gpu:N alone, every kernel is loaded on GPU N and launched there on its arrays; numpy
+    in, numpy out, equal to the interpreter."""
+    expected = flowjit.jit(softmax_and_more, backend="interpreter")(*ARGS)
+    actual = flowjit.jit(softmax_and_more, devices=[f"gpu:{index}"])(*ARGS)
+    assert all(type(result) is np.ndarray for result in actual)
+    assert_same_result(actual, expected, exact=False, rtol=tolerance_for(ARGS, expected))
+    assert PosedModule.loaded and {module.gpu for module in PosedModule.loaded} == {index}
+    assert all(module.launches == 1 for module in PosedModule.loaded)
+    assert current_gpu() == 0                       # (the caller's GPU is current again)
+
+
+def test_each_gpu_has_a_backend_of_its_own(two_gpus):
+    from flowjit.compiler.codegen.cuda import cuda_backend
+    from flowjit.compiler.lowered import NodeCompiler
+    lowered = flowjit.jit(softmax_and_more, devices=["gpu:0", "gpu:1"]).lower(*ARGS)
+    first, second = lowered.backend_for("gpu:0"), lowered.backend_for("gpu:1")
+    assert (first.index, second.index) == (0, 1) and first is not second
+    assert lowered.backend_for("gpu:1") is second is cuda_backend(first.cache_dir, 1)
+    (node, *_) = [n for n in lowered.fused.nodes if n.op.name == "fused"]
+    node.device = "/job:worker/task:0/device:gpu:1"                 # (a cluster task's second GPU)
+    NodeCompiler(first.cache_dir, True, False)(node, on_device=True)
+    assert PosedModule.loaded[-1].gpu == 1
+
+
+def test_arrays_on_another_gpu_are_copied_across_and_results_stay_on_the_gpu(two_gpus):
+    """A program on gpu:1 called with gpu:0's arrays: they are copied onto gpu:1 (CuPy's
+    ``asarray`` would hand them over as they are, and the kernels would read another GPU's
+    memory), and its results are gpu:1's arrays."""
+    with PosedDevice(0):
+        on_first = [two_gpus.asarray(a) for a in ARGS]
+    expected = flowjit.jit(softmax_and_more, backend="interpreter")(*ARGS)
+    actual = flowjit.jit(softmax_and_more, devices=["gpu:1"])(*on_first)
+    assert all(isinstance(result, DeviceArray) and result.gpu == 1 for result in actual)
+    assert_same_result(tuple(r.get() for r in actual), expected, exact=False, rtol=tolerance_for(ARGS, expected))
+    assert all(a.gpu == 0 for a in on_first)
+
+
+def test_a_program_split_over_two_gpus_and_a_cpu_runs_each_part_on_its_gpu(two_gpus):
+    """Pinned parts on gpu:0, gpu:1 and cpu:0: each GPU's kernels are loaded and launched on it,
+    from its device's worker thread, and the whole equals the interpreter."""
+    def f(x, w, b):
+        with flowjit.device("gpu:1"):
+            e = np.exp(x - x.max(axis=1, keepdims=True))
+        with flowjit.device("gpu:0"):
+            h = np.maximum(x @ w + b, 0.0)
+            s = e.sum(axis=1, keepdims=True)
+        with flowjit.device("cpu:0"):
+            y = np.tanh(h) * 3.0
+        with flowjit.device("gpu:1"):
+            return e / s, y + 1.0
+    expected = flowjit.jit(f, backend="interpreter")(*ARGS)
+    actual = flowjit.jit(f, devices=["cpu:0", "gpu:0", "gpu:1"])(*ARGS)
+    assert_same_result(actual, expected, exact=False, rtol=tolerance_for(ARGS, expected))
+    assert {module.gpu for module in PosedModule.loaded} == {0, 1}
+    assert all(module.launches == 1 for module in PosedModule.loaded)
+
+
+def test_a_gpu_index_beyond_those_cupy_sees_cannot_run(monkeypatch):
+    """gpu:N runs where CuPy sees N + 1 GPUs (posed: two); beyond, a hard placement fails."""
+    from flowjit.devices import Device, DeviceError
+    monkeypatch.setattr(gpu, "simulated", lambda: False)
+    monkeypatch.setattr(gpu, "available", lambda: True)
+    monkeypatch.setattr(gpu, "device_count", lambda: 2)
+    monkeypatch.setattr("flowjit.devices.local_gpu_figures", lambda spec: None)
+    assert [Device.make(f"gpu:{i}").executable for i in range(3)] == [True, True, False]
+
+    def f(x):
+        with flowjit.device("gpu:2"):
+            return x * 2.0
+    with pytest.raises(DeviceError, match=r"test_gpus_of_one_process.py:\d+: device gpu:2 .* cannot run here -- CuPy sees 2 GPUs here, "
+                                                    r"gpu:0 to gpu:1 \(\d+ nodes? of @f placed on it"):
+        flowjit.jit(f, devices=["cpu:0", "gpu:0", "gpu:2"])(ARGS[0])
