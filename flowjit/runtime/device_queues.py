@@ -19,7 +19,10 @@ The executor synchronises the streams a call used before it returns (so pinned b
 and events are done with, and device results are ready on any stream), and a profile's
 GPU spans are the device's own times, read from events (``mark``/``elapsed``).
 
-The interface (``enter``, ``mark``, ``elapsed``, ``to_host``, ``to_device``,
+A call's device inputs may still be being written by the caller's own kernels: each queue
+waits on an event of the caller's stream first (``follow``).
+
+The interface (``enter``, ``follow``, ``mark``, ``elapsed``, ``to_host``, ``to_device``,
 ``from_peer``, ``synchronize``) is what the executor calls; the executor's
 tests drive it with a queue whose copies land only when waited on.
 """
@@ -85,6 +88,16 @@ class CudaQueue:
                 yield
             finally:
                 previous.use()
+
+    def follow(self, arrays) -> None:
+        """Order this stream after what the calling thread has issued so far on the current
+        stream of each GPU that holds one of ``arrays`` (a call's device inputs, which the
+        caller's kernels may still be writing there): an event there, waited on here."""
+        for index in sorted({device_array(array).data.device_id for array in arrays if is_device_array(array)}):
+            with self.cupy.cuda.Device(index):
+                written = self.cupy.cuda.Event(disable_timing=True)
+                written.record()
+            self.stream.wait_event(written)
 
     def mark(self, block: bool = False):
         """An event recorded now on the stream (created on its device, as CUDA requires);

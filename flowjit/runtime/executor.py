@@ -386,7 +386,9 @@ def check_runnable(device: Device, graph: Graph) -> None:
         from flowjit.gpu import device_count
         count = device_count()
         if not count:
-            why = " -- no GPU here (CuPy sees none) and NUMBA_ENABLE_CUDASIM is not set to simulate one"
+            from flowjit.gpu import INSTALL_HINT, installed
+            why = (" -- no GPU here (CuPy sees none) and NUMBA_ENABLE_CUDASIM is not set to simulate one"
+                   if installed() else f" -- numba-cuda is not installed: {INSTALL_HINT}")
         elif (device.spec.index or 0) >= count:
             why = f" -- CuPy sees {count} GPU{'s' if count != 1 else ''} here, gpu:0 to gpu:{count - 1}"
     message = (f"device {device.short} ({device.name}) is described for planning but cannot run here{why}{what}; "
@@ -491,6 +493,9 @@ class MultiDeviceExecutable:
         call.arrays, call.tag = arrays, tag
         if self.copies:
             call.on_device = any(is_device_array(array) for array in arrays)
+            if call.on_device:           # (the caller's arrays may still be being written on its streams)
+                for queue in self.streams.values():
+                    queue.follow(arrays)
         for slot, index in self.input_slots:
             call.values[slot] = arrays[index]
         for key, tensor in (mailbox or {}).items():

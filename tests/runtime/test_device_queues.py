@@ -65,6 +65,9 @@ class FakeQueue:
     def enter(self):
         self.threads.add(threading.current_thread().name)
 
+    def follow(self, arrays):
+        self.log.append(("follow", sum(isinstance(array, FakeDeviceArray) for array in arrays)))
+
     def mark(self):
         with self.lock:
             self.clock += TICK
@@ -171,8 +174,11 @@ def test_a_gpu_result_comes_back_to_the_host_for_host_inputs_and_stays_for_devic
     assert type(y) is np.ndarray and type(total) is np.ndarray
     np.testing.assert_allclose(y, want[0], rtol=1e-6)
     np.testing.assert_allclose(total, want[1], rtol=1e-6)
+    assert not [entry for entry in queues["gpu:0"].log if entry[0] == "follow"]
     y, total = run(FakeDeviceArray(x, queues["gpu:0"]))
     assert isinstance(y, FakeDeviceArray) and y.queue is queues["gpu:0"]        # no hidden round trip
+    # the GPU's stream waits for the caller's own work on its input first
+    assert [entry for entry in queues["gpu:0"].log if entry[0] == "follow"] == [("follow", 1)]
     np.testing.assert_allclose(y.data, want[0], rtol=1e-6)
     np.testing.assert_allclose(total, want[1], rtol=1e-6)
 

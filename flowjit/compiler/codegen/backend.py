@@ -44,6 +44,10 @@ class Backend(ABC):
         where ``resident``: a host program's device arguments are copied back by jit."""
         return arrays, False
 
+    def built(self) -> None:
+        """Called with ``device`` current once a program's driver is built (a backend whose
+        constants are copied in asynchronously waits for them here)."""
+
     def deliver(self, results: list, on_device: bool) -> list:
         """A resident backend's results as the caller gets them."""
         return results

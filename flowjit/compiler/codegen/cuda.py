@@ -319,11 +319,34 @@ class CudaBackend(Backend):
         for array in arrays:
             if is_device_array(array):
                 array = device_array(array)
-                moved.append(array if array.data.device_id == index else self.xp.copy(array))
+                moved.append(array if array.data.device_id == index else self.from_other_gpu(array))
                 on_device = True
             else:
                 moved.append(self.xp.asarray(array))
         return tuple(moved), on_device
+
+    def from_other_gpu(self, array):
+        """``array``, on another GPU, copied to this one (current): made contiguous there (CuPy
+        copies only contiguous arrays between GPUs), after what the caller issued on that GPU's
+        current stream (an event there, waited on here), and waited for, so that nothing on
+        either GPU reuses its memory mid-copy (a rare path: the caller handed over another
+        GPU's arrays)."""
+        cupy = self.xp
+        with cupy.cuda.Device(array.data.device_id):
+            source = cupy.ascontiguousarray(array)
+            written = cupy.cuda.Event(disable_timing=True)
+            written.record()
+        stream = cupy.cuda.get_current_stream()
+        stream.wait_event(written)
+        copied = cupy.copy(source)
+        stream.synchronize()
+        return copied
+
+    def built(self) -> None:
+        """A program was built with this GPU current: its constants, copied in on the current
+        stream, are there before any stream's kernels read them."""
+        if self.resident:
+            self.xp.cuda.get_current_stream().synchronize()
 
     def deliver(self, results: list, on_device: bool) -> list:
         if on_device:

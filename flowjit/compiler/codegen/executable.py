@@ -47,6 +47,7 @@ class Executable:
         builder = DriverBuilder(graph, backend, variables, check_numerics, aliased_reads, threads)
         with backend.device:                    # (its constants and kernels go to the backend's device)
             self.driver, self.driver_source = builder.build()
+            backend.built()
         self.driver_filename, self.node_lines = builder.filename, builder.node_lines
         self.kernel_sources = builder.sources
         self.slot_specs = builder.slot_specs

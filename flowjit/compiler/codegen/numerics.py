@@ -165,7 +165,13 @@ def complex_abs_c128(z):
 EXACT = dict(error_model="numpy", fastmath=False)
 
 
-def _complex_functions(real, make):
+# The complex helpers are written once for both targets: each factory takes the decorator that
+# compiles them (``jit``: numba's for the CPU, a device function's for the GPU, cuda_library.py)
+# and the scalar functions they call, numpy's on the CPU (numba's own complex exp and sqrt give
+# numpy's special values) and math's and cmath's on the GPU, where numba-cuda has no numpy
+# functions of scalars.
+def _complex_functions(real, make, jit=njit(**EXACT), isfinite=np.isfinite, exp_real=np.exp, exp_complex=np.exp,
+                       sqrt_complex=np.sqrt, sin=np.sin, cos=np.cos):
     """numpy's (C's) complex exp and sqrt, in the parts' dtype ``real``."""
     one = real(1)
     info = np.finfo(real)
@@ -175,16 +181,16 @@ def _complex_functions(real, make):
     half_digits = (info.nmant + 2) // 2                       # C's csqrt scales subnormal arguments up
     scale_up, scale_down, small = real(2.0 ** (2 * half_digits)), real(2.0 ** -half_digits), real(4 * info.tiny)
 
-    @njit(**EXACT)
+    @jit
     def exp(a):
         # numpy's (C's cexp): exp(x) (cos y + i sin y), e^t taken out of a large x (twice at most) so
         # that a finite part does not overflow with the other (numba's gives inf * 0 = NaN there);
         # non-finite parts are numba's, which gives numpy's special values.
         x, y = a.real, a.imag
-        if not (np.isfinite(x) and np.isfinite(y)):
-            return make(np.exp(a))
+        if not (isfinite(x) and isfinite(y)):
+            return make(exp_complex(a))
         if abs(y) > tiny:
-            s, c = np.sin(y), np.cos(y)
+            s, c = sin(y), cos(y)
         else:
             s, c = y, one
         for _ in range(2):
@@ -194,21 +200,21 @@ def _complex_functions(real, make):
                 c *= exp_big
         if x > big:
             return make(complex(largest * c, largest * s))
-        e = np.exp(x)
+        e = exp_real(x)
         return make(complex(e * c, e * s))
 
-    @njit(**EXACT)
+    @jit
     def sqrt(a):
         # numba's sqrt halves the imaginary part where a part reaches max / (1 + sqrt 2): there
         # 2 sqrt(a / 4); and it loses digits of subnormal parts: there sqrt(a 4^k) / 2^k.  Powers
         # of two scale exactly, as C's csqrt scales.
         if abs(a.real) > beyond_quarter or abs(a.imag) > beyond_quarter:
-            root = np.sqrt(make(complex(a.real * quarter, a.imag * quarter)))
+            root = sqrt_complex(make(complex(a.real * quarter, a.imag * quarter)))
             return make(complex(root.real * 2, root.imag * 2))
         if abs(a.real) < small and abs(a.imag) < small:
-            root = np.sqrt(make(complex(a.real * scale_up, a.imag * scale_up)))
+            root = sqrt_complex(make(complex(a.real * scale_up, a.imag * scale_up)))
             return make(complex(root.real * scale_down, root.imag * scale_down))
-        return make(np.sqrt(a))
+        return make(sqrt_complex(a))
 
     return exp, sqrt
 
@@ -249,44 +255,46 @@ def _half_log1p_norm(x, y, wide):
     return 0.5 * np.log1p(_x2y2m1(x, y))
 
 
-def _complex_logarithms(real, make):
+def _complex_logarithms(real, make, jit=njit(**EXACT), isfinite=np.isfinite, log_complex=np.log,
+                        half_log1p_norm=_half_log1p_norm, atan2=np.arctan2, sin=np.sin, cos=np.cos, exp_real=np.exp,
+                        expm1_real=np.expm1):
     """numpy's complex log (C's clog, exact near |z| = 1 where numba's log(|z|) loses digits),
     log10 (log times log10(e), as numpy's nc_log10) and expm1 (numpy's nc_expm1; numba's is
     exp(z) - 1, which cancels near zero), in the parts' dtype ``real``."""
     wide, half, two, log10e = real == np.float64, real(0.5), real(2), real(math.log10(math.e))
 
-    @njit(**EXACT)
+    @jit
     def log(a):
         x, y = abs(a.real), abs(a.imag)
         if y > x:
             x, y = y, x
-        if not (np.isfinite(x) and np.isfinite(y) and x >= 0.5 and x < 2):
-            return make(np.log(a))
-        modulus = _half_log1p_norm(np.float64(x), np.float64(y), wide)
-        return make(complex(real(modulus), np.arctan2(a.imag, a.real)))
+        if not (isfinite(x) and isfinite(y) and x >= 0.5 and x < 2):
+            return make(log_complex(a))
+        modulus = half_log1p_norm(np.float64(x), np.float64(y), wide)
+        return make(complex(real(modulus), atan2(a.imag, a.real)))
 
-    @njit(**EXACT)
+    @jit
     def log10(a):
         result = log(a)
         return make(complex(result.real * log10e, result.imag * log10e))
 
-    @njit(**EXACT)
+    @jit
     def expm1(a):
-        half_sine = np.sin(a.imag * half)
-        return make(complex(np.expm1(a.real) * np.cos(a.imag) - two * half_sine * half_sine,
-                            np.exp(a.real) * np.sin(a.imag)))
+        half_sine = sin(a.imag * half)
+        return make(complex(expm1_real(a.real) * cos(a.imag) - two * half_sine * half_sine,
+                            exp_real(a.real) * sin(a.imag)))
 
     return log, log10, expm1
 
 
-def _complex_arithmetic(real, make, exp, log):
+def _complex_arithmetic(real, make, exp, log, jit=njit(**EXACT)):
     """numpy's complex division, reciprocal and power, computed in the parts' dtype ``real``:
     division is Smith's method (a zero divisor gives inf or NaN parts, where numba's ``/`` raises
     ZeroDivisionError); power is ``npy_cpow``, whose products are C's (kernels compute ``a * b``
     of complex values with FMA contraction, as numpy's own vector loops do on CPUs with FMA)."""
     one, zero = real(1), real(0)
 
-    @njit(**EXACT)
+    @jit
     def divide(a, b):
         ar, ai, br, bi = a.real, a.imag, b.real, b.imag
         br_abs, bi_abs = abs(br), abs(bi)
@@ -300,7 +308,7 @@ def _complex_arithmetic(real, make, exp, log):
         scale = one / (bi + br * ratio)
         return make(complex((ar * ratio + ai) * scale, (ai * ratio - ar) * scale))
 
-    @njit(**EXACT)
+    @jit
     def reciprocal(a):
         ar, ai = a.real, a.imag
         if abs(ai) <= abs(ar):
@@ -311,11 +319,11 @@ def _complex_arithmetic(real, make, exp, log):
         d = ar * ratio + ai
         return make(complex(ratio / d, -one / d))
 
-    @njit(**EXACT)
+    @jit
     def multiply(a, b):
         return make(complex(a.real * b.real - a.imag * b.imag, a.real * b.imag + a.imag * b.real))
 
-    @njit(**EXACT)
+    @jit
     def power(a, b):
         # a ** 0 is 1; 0 ** b is 0 for Re b > 0, else NaN; an integral exponent below 100 in
         # magnitude multiplies (binary powers, then one division for a negative one); others
