@@ -53,9 +53,21 @@ REDUCTION_DTYPES = ["bool", "int8", "uint16", "int32", "uint32", "uint64", "floa
 REDUCTIONS = {"max": lambda x: x.max(axis=1), "min": lambda x: x.min(axis=0), "sum": lambda x: x.sum(axis=1)}
 
 
+def complex_programs() -> dict:
+    """Each complex op as users spell it (tests/ops/test_complex_ops.py), and reductions."""
+    if str(ROOT / "tests" / "ops") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests" / "ops"))
+    from test_complex_ops import ELEMENTWISE
+    programs = {spelling: function for spelling, (function, _) in ELEMENTWISE.items()}
+    programs.update({"sum_rows": lambda z, w: z.sum(axis=1), "mean_columns": lambda z, w: z.mean(axis=0),
+                     "prod_rows": lambda z, w: np.prod(z, axis=1), "whole_sum": lambda z, w: (z * w).sum(),
+                     "abs_deviation": lambda z, w: np.abs(z - z.mean(axis=1, keepdims=True)).sum(axis=1)})
+    return programs
+
+
 def child() -> None:
     """In the child process: render and compile every kernel; print a JSON report."""
-    sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "codegen")]
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "codegen"), str(ROOT / "tests" / "ops")]
     import flowjit
     from flowjit.compiler.codegen.cuda import CudaBackend, argument_types, ptx
     from flowjit.compiler.codegen.cuda_launch import entry_parameters, parameter_count
@@ -94,6 +106,17 @@ def child() -> None:
                 report["reductions"][f"{name}/{dtype}"] = "ok"
             except Exception as error:
                 report["reductions"][f"{name}/{dtype}"] = f"{type(error).__name__}: {str(error)[:200]}"
+    report["complex"] = {}
+    for dtype in ("complex64", "complex128"):         # every complex op, and reductions of complex values
+        z = np.full((3, 40), 1 + 2j, dtype)
+        for name, function in complex_programs().items():
+            try:
+                for kernel in kernels(function, (z, z)):
+                    for cc in CAPABILITIES:
+                        ptx(kernel, cc)
+                report["complex"][f"{name}/{dtype}"] = "ok"
+            except Exception as error:
+                report["complex"][f"{name}/{dtype}"] = f"{type(error).__name__}: {str(error)[:200]}"
     x = np.linspace(-0.9, 0.9, 8, dtype=np.float32).reshape(2, 4)
     for name, (function, arity) in float32_programs().items():
         for kernel in kernels(function, (x,) * arity):
@@ -155,6 +178,13 @@ def test_reductions_of_every_dtype_compile_to_ptx(report):
     it on an H100) and of narrow integers travel as int64."""
     assert len(report["reductions"]) == len(REDUCTION_DTYPES) * len(REDUCTIONS)
     assert {key: value for key, value in report["reductions"].items() if value != "ok"} == {}
+
+
+def test_complex_kernels_compile_to_ptx(report):
+    """Every complex op's kernel and complex reductions (each part shuffled), at complex64 and
+    complex128, for both compute capabilities."""
+    assert len(report["complex"]) == 2 * len(complex_programs())
+    assert {key: value for key, value in report["complex"].items() if value != "ok"} == {}
 
 
 def test_float32_kernels_have_no_float64_instructions(report):

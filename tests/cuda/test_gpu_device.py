@@ -37,6 +37,9 @@ PROGRAMS = {
     "whole_and_columns": (lambda x: (x.sum(), x.mean(axis=0), np.argmax(x, axis=1)), (rows((64, 130)),)),
     "float64_erf": (lambda s, t: s * np.exp(-0.02 * t) + np.sqrt(t), (rows((5000,), np.float64) + 3,
                                                                      rows((5000,), np.float64, 1) ** 2)),
+    "complex": (lambda z, w: (np.exp(z * 0.5j) * w / (z + 2), np.abs(z).sum(axis=1), (z * w).mean(), np.log(z) ** 2),
+                ((rows((6, 300)) + 1j * rows((6, 300), seed=1)).astype(np.complex64),
+                 (rows((6, 300), seed=2) - 0.5j).astype(np.complex64))),
 }
 
 
@@ -59,7 +62,7 @@ def test_numpy_in_numpy_out_and_device_in_device_out(name):
     device = leaves(jitted(*[cupy.asarray(a) for a in args]))
     assert all(isinstance(r, cupy.ndarray) for r in device), [type(r) for r in device]
     for h, d, e in zip(host, device, expected):
-        rtol = 1e-9 if np.asarray(e).dtype == np.float64 else 2e-5
+        rtol = 1e-9 if np.asarray(e).dtype in (np.float64, np.complex128) else 2e-5
         np.testing.assert_allclose(h, e, rtol=rtol, atol=rtol)
         np.testing.assert_allclose(d.get(), e, rtol=rtol, atol=rtol)
 

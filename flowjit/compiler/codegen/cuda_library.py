@@ -17,6 +17,9 @@ source does not.
 
 from __future__ import annotations
 
+import cmath
+import math
+
 import numpy as np
 
 from flowjit.compiler.codegen import numerics
@@ -215,5 +218,61 @@ FLOAT_FUNCTIONS = {**_float_functions(np.float32, "f32", lambda name: name + "f"
                    **_float_functions(np.float64, "f64", lambda name: name)}
 globals().update(FLOAT_FUNCTIONS)
 
+
+# -- complex values: the CPU library's code (numerics.py), on math's and cmath's functions --------
+# (libdevice's at the parts' precision: math.exp of a float32 is expf; numba-cuda's cmath
+# functions are numba's own, on them).  Only |z| is the GPU's own: hypot, which neither
+# overflows nor underflows where the parts do not, with C's infinities and NaN.
+# Under the simulator they run as Python on numpy's functions, as on the CPU (math's raise at
+# the special values where libdevice's give inf or NaN).
+SCALAR_FUNCTIONS = (dict(isfinite=np.isfinite, exp=np.exp, exp_complex=np.exp, sqrt_complex=np.sqrt, sin=np.sin,
+                         cos=np.cos, log_complex=np.log, atan2=np.arctan2, expm1=np.expm1) if simulated() else
+                    dict(isfinite=math.isfinite, exp=math.exp, exp_complex=cmath.exp, sqrt_complex=cmath.sqrt,
+                         sin=math.sin, cos=math.cos, log_complex=cmath.log, atan2=math.atan2, expm1=math.expm1))
+
+
+def _complex_helpers(real, make, suffix: str) -> dict:
+    f = SCALAR_FUNCTIONS
+    exp, sqrt = numerics._complex_functions(real, make, jit=_device, isfinite=f["isfinite"], exp_real=f["exp"],
+                                            exp_complex=f["exp_complex"], sqrt_complex=f["sqrt_complex"],
+                                            sin=f["sin"], cos=f["cos"])
+    log, log10, expm1 = numerics._complex_logarithms(real, make, jit=_device, isfinite=f["isfinite"],
+                                                     log_complex=f["log_complex"], half_log1p_norm=half_log1p_norm,
+                                                     atan2=f["atan2"], sin=f["sin"], cos=f["cos"], exp_real=f["exp"],
+                                                     expm1_real=f["expm1"])
+    divide, reciprocal, power = numerics._complex_arithmetic(real, make, exp, log, jit=_device)
+
+    def absolute(z):
+        return real(math.hypot(z.real, z.imag))
+    functions = dict(abs=_device(absolute), exp=exp, sqrt=sqrt, log=log, log10=log10, expm1=expm1, divide=divide,
+                     reciprocal=reciprocal, power=power)
+    return {f"complex_{name}_{suffix}": function for name, function in functions.items()}
+
+
+@_device
+def half_log1p_norm(x, y, wide):
+    # log(x^2 + y^2) / 2 for finite x >= y >= 0 with 0.5 <= x < 2, in float64 (numerics'
+    # _half_log1p_norm): log1p of x^2 + y^2 - 1 as the products' heads and tails (exact by FMA)
+    # summed smallest last: near |z| = 1, where x >= sqrt(1/2), x^2 - 1 is exact (Sterbenz)
+    # and the heads' sum is a two-sum, so what cancels is computed exactly.
+    if not wide or x >= 1.0:
+        return 0.5 * math.log1p((x - 1.0) * (x + 1.0) + y * y)
+    xx = x * x
+    xx_tail = cuda.fma(x, x, -xx)
+    yy = y * y
+    yy_tail = cuda.fma(y, y, -yy)
+    head = xx - 1.0
+    total = head + yy
+    tail = (head - (total - (total - head))) + (yy - (total - head))
+    return 0.5 * math.log1p(total + (tail + xx_tail + yy_tail))
+
+
+COMPLEX_FUNCTIONS = {**_complex_helpers(np.float32, np.complex64, "c64"),
+                     **_complex_helpers(np.float64, np.complex128, "c128"),
+                     "complex_isnan": _device(lambda z: cmath.isnan(z)),
+                     "complex_isinf": _device(lambda z: cmath.isinf(z)),
+                     "complex_isfinite": _device(lambda z: cmath.isfinite(z))}
+globals().update(COMPLEX_FUNCTIONS)
+
 __all__ = ["floordiv_int", "floordiv_uint", "mod_int", "fmod_int", "power_int", "round_float16", "arg_prefer", "shfl_xor",
-           *sorted(FLOAT_FUNCTIONS)]
+           *sorted(FLOAT_FUNCTIONS), *sorted(COMPLEX_FUNCTIONS)]

@@ -70,6 +70,8 @@ def shuffled(value: str, offset: int, dtype: np.dtype) -> str:
     a narrow integer travels as an int64 and comes back in its dtype."""
     if dtype in SHUFFLED:
         return f"fj.shfl_xor({value}, {offset})"
+    if dtype.kind == "c":                       # (its parts, each a float)
+        return f"np.{dtype.name}(complex(fj.shfl_xor({value}.real, {offset}), fj.shfl_xor({value}.imag, {offset})))"
     if dtype == np.bool_:
         return f"(fj.shfl_xor(np.int64({value}), {offset}) != 0)"
     return f"np.{dtype.name}(fj.shfl_xor(np.int64({value}), {offset}))"

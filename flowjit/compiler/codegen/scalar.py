@@ -50,12 +50,6 @@ def fast_path(node, target: str = "cpu") -> tuple[str, str, np.dtype] | None:
     return f"fj.{lowering.routine}_{suffix}_fits", f"fj.magnitude_{suffix}", loop
 
 
-def _refuse_complex_off_cpu(node, target: str) -> None:
-    if target != "cpu" and any(is_complex(value.dtype) for value in (*node.inputs, node.output)):
-        raise CodegenError(f"%{node.name} = {node.op.name}: complex values are compiled for the CPU only, "
-                           f"not for {target}; place it on a cpu device")
-
-
 def _scalar_constant(value):
     """The value of a one-element constant operand (a Python scalar), else None."""
     array = constant_value(value)
@@ -69,7 +63,6 @@ def expression(node, operands: list[str], target: str = "cpu", fast: bool = Fals
     op = node.op
     if op.lowering is None:
         raise CodegenError(f"op '{op.name}' has no scalar lowering (%{node.name}; report it)")
-    _refuse_complex_off_cpu(node, target)
     rule = op.lowering.for_target(target)
     inputs = tuple(value.type for value in node.inputs)
     constants = tuple(_scalar_constant(value) for value in node.inputs)

@@ -41,8 +41,6 @@ class PlacementError(FlowjitError):
 
 
 def has_kernel(node: Node, device_type: str) -> bool:
-    if device_type == "gpu" and any(value.dtype.kind == "c" for value in (*node.inputs, *node.outputs)):
-        return False                # complex values compile for CPUs only
     return node.op.name not in NO_KERNEL.get(device_type, ())
 
 

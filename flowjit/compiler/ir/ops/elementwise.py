@@ -300,10 +300,16 @@ sign = _ufunc_op("sign", np.sign, _float_or_int(lambda c, a: f"fj.sign_float({a}
                                                  lambda c, a: f"(({a} > 0) - ({a} < 0))", per_float("sign")), grad=_zero)
 logical_not = _ufunc_op("logical_not", np.logical_not, _bool_or("(not {a})", "({a} == 0)"))
 invert = _ufunc_op("invert", np.invert, _bool_or("(not {a})", "(~{a})"))
-isnan = _ufunc_op("isnan", np.isnan, _on_floats("({a} != {a})", "False"), complex_rule=call("np.isnan").rule)
-isinf = _ufunc_op("isinf", np.isinf, _on_floats("(abs({a}) == np.inf)", "False"), complex_rule=call("np.isinf").rule)
+def _complex_class(name: str):
+    """numba's ``np.isnan`` of a complex value on the CPU; on the GPU, where numba-cuda has no
+    numpy functions of scalars, the library's (cmath's): ``fj.complex_isnan``."""
+    return lambda c, a: f"np.{name}({a})" if c.target == "cpu" else f"fj.complex_{name}({a})"
+
+
+isnan = _ufunc_op("isnan", np.isnan, _on_floats("({a} != {a})", "False"), complex_rule=_complex_class("isnan"))
+isinf = _ufunc_op("isinf", np.isinf, _on_floats("(abs({a}) == np.inf)", "False"), complex_rule=_complex_class("isinf"))
 isfinite = _ufunc_op("isfinite", np.isfinite, _on_floats("(abs({a}) < np.inf)", "True"),
-                     complex_rule=call("np.isfinite").rule)
+                     complex_rule=_complex_class("isfinite"))
 
 # -- binary ----------------------------------------------------------------------------------
 add = _ufunc_op("add", np.add, infix("+", "|"), commutative=True, grad=lambda n, g, b: (g, g),
