@@ -183,6 +183,11 @@ def two_gpus(monkeypatch):
     from flowjit.compiler.codegen import cuda
     cupy = posed_cupy()
     monkeypatch.setitem(sys.modules, "cupy", cupy)
+    runtime = types.ModuleType("cupy_backends.cuda.api.runtime")
+    runtime.getDevice = current_gpu
+    for name in ("cupy_backends", "cupy_backends.cuda", "cupy_backends.cuda.api"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.api.runtime", runtime)
     monkeypatch.setattr(cuda, "simulated", lambda: False)               # (the backends are resident)
     monkeypatch.setattr(cuda, "_BACKENDS", {})                          # (none of them kept for later tests)
     monkeypatch.setattr(cuda, "RawLauncher", PosedModule)

@@ -44,6 +44,11 @@ class Backend(ABC):
         where ``resident``: a host program's device arguments are copied back by jit."""
         return arrays, False
 
+    def is_current(self) -> bool:
+        """Whether ``device`` is current in the calling thread already (then a call need not
+        enter it: the dispatch of a small program is a few microseconds)."""
+        return True
+
     def built(self) -> None:
         """Called with ``device`` current once a program's driver is built (a backend whose
         constants are copied in asynchronously waits for them here)."""

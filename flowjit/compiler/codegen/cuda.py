@@ -297,8 +297,10 @@ class CudaBackend(Backend):
         self.device = contextlib.nullcontext()
         if self.resident:                    # (the simulator's matmul: numpy's, the driver's default)
             import cupy
+            from cupy_backends.cuda.api.runtime import getDevice
             self.xp, self.matmul = cupy, resident_matmul
             self.device = cupy.cuda.Device(index)
+            self.is_current = lambda: getDevice() == index
 
     def render(self, node: Node) -> KernelSource:
         return cuda_kernel_source(node)

@@ -87,7 +87,7 @@ class Executable:
         return [self.backend.xp.empty(shape, dtype) for shape, dtype in self.slot_specs]
 
     def __call__(self, *arrays):
-        if self.resident:
+        if self.resident and not self.backend.is_current():
             with self.backend.device:           # (its GPU current: its buffers, modules and stream are there)
                 return self.run(arrays)
         return self.run(arrays)
