@@ -380,3 +380,17 @@ def test_tasks_sharing_a_node_are_priced_by_its_link_whatever_their_measured_one
     assert costs.transfer(value, one, elsewhere) == pytest.approx(2e-3 + 4000 / 5e7)
     assert costs.transfer(value, unknown, unknown_too) == pytest.approx(1e-3 + 4000 / 1e8)
     assert one.link_to(two) == two.link_to(one) == (LINK_LATENCY, LINK_BANDWIDTH)
+
+
+def test_a_library_op_on_a_gpu_costs_the_hosts_time_and_both_copies():
+    """A GPU runs a library op (np.fft, sort, a gather) on its host, its operands copied across
+    and back (CudaBackend.library_call): the cost model prices that, not the GPU's rates."""
+    from flowjit.compiler.costmodel import moved_bytes
+    graph = flowjit.jit(lambda x: np.fft.rfft(x, axis=1)).lower(np.ones((256, 256))).graph
+    rfft = next(node for node in graph.nodes if node.op.name == "rfft")
+    gpu = Device.make("gpu:0", executable=False, bandwidth=3e12, flops=5e13, launch=5e-6)
+    cpu = Device.make("cpu:0")
+    costs = CostModel(machine=STATIC)
+    copies = 2 * gpu.link_latency + moved_bytes(rfft) / gpu.link_bandwidth
+    assert costs.node(rfft, gpu) == pytest.approx(costs.node(rfft, cpu) + copies)
+    assert costs.node(rfft, gpu) > costs.node(rfft, cpu)

@@ -94,6 +94,12 @@ class CostModel:
         measured = self.measured.get(measure_key(node, device.type))
         if measured is not None:
             return measured
+        if node.op.kind is OpKind.LIBRARY and device.type == "gpu":
+            # (a GPU runs a library op on its host, its operands copied across and back:
+            # CudaBackend.library_call) -- the host's time and both copies
+            host = self.machine_figures()
+            copies = 2 * device.link_latency + moved_bytes(node) / device.link_bandwidth
+            return copies + host.launch + max(moved_bytes(node) / host.bandwidth, flops(node) / host.flops)
         bandwidth, rate, launch = self.figures(device)
         return launch + max(moved_bytes(node) / bandwidth, flops(node) / rate)
 

@@ -14,7 +14,8 @@ import pytest
 import flowjit
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "ops"))
-from test_complex_ops import ELEMENTWISE, complex_values, same_parts  # noqa: E402
+from test_complex_ops import (ELEMENTWISE, complex_values, near_unit_circle, real_parts_within,  # noqa: E402
+                              same_parts)
 
 pytest.importorskip("numba_cuda", reason="numba-cuda is not installed (the cuda extra)")
 
@@ -44,6 +45,27 @@ def test_every_complex_op_on_the_gpu_gives_numpys_values_with_its_special_values
             same_parts(np.asarray(got), np.asarray(want), 0.0 if spelling in EXACT else 8 * eps)
         except AssertionError as error:
             raise AssertionError(f"{spelling}: {error}") from None
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_logarithms_on_the_gpu_keep_their_real_part_where_the_modulus_is_nearly_one(dtype):
+    """x^2 + y^2 - 1 from exact products and two-sums (the simulator's fma is exact too), so
+    log|z| keeps its digits within a few ulp of |z| = 1, x = y just below sqrt(1/2) included."""
+    z = near_unit_circle(dtype, count=1024, nearest=32)
+    for function in (np.log, np.log10):
+        want = function(z)
+        got = np.asarray(flowjit.jit(function, devices=GPU)(z))
+        real_parts_within(got, want, 8, function.__name__)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_the_mean_of_complex_values_over_nothing_is_nan_as_numpys(dtype):
+    z = complex_values(dtype, 12, special=False).reshape(3, 4)
+    with np.errstate(all="ignore"):
+        want = (z[:0].mean(axis=0), z.mean(axis=1))
+        got = flowjit.jit(lambda z: (z[:0].mean(axis=0), z.mean(axis=1)), devices=GPU)(z)
+    for value, expected in zip(got, want):
+        same_parts(np.asarray(value), expected, 1e-6 if dtype == np.complex64 else 1e-14)
 
 
 def test_complex_reductions_and_matmul_on_the_gpu():

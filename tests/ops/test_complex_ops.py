@@ -83,28 +83,42 @@ def test_elementwise_ops_give_numpys_values_with_its_special_values(spelling, dt
         same_parts(np.asarray(got), np.asarray(want), rtol)
 
 
+def near_unit_circle(dtype, count: int = 4096, nearest: int = 128) -> np.ndarray:
+    """z within a few ulp of |z| = 1, where log|z| is log1p(x^2 + y^2 - 1)/2 of a tiny x^2 + y^2 - 1:
+    the ``nearest`` of ``count`` draws (x^2 + y^2 - 1 far below an ulp of 1), some a few ulp
+    off, a few with x = y just below sqrt(1/2) (there x^2 - 1 is not exact), in every quadrant."""
+    from fractions import Fraction
+    real = np.float32 if dtype == np.complex64 else np.float64
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.5, 1, count).astype(real)
+    y = np.sqrt(1 - x.astype(np.float64) ** 2).astype(real)
+    residual = [abs(Fraction(float(a)) ** 2 + Fraction(float(b)) ** 2 - 1) for a, b in zip(x, y)]
+    closest = np.argsort([float(r) if r else np.inf for r in residual])[:nearest]
+    ulps = np.arange(-4, 4).repeat(nearest // 8) * np.finfo(real).eps
+    diagonal = np.sqrt(real(0.5)) * (1 + np.arange(-6, 2) * np.finfo(real).eps)
+    z = np.concatenate([x[closest] + 1j * y[closest], (x[:nearest] + 1j * y[:nearest]) * (1 + ulps),
+                        diagonal + 1j * diagonal]).astype(dtype)
+    return np.concatenate([z, -z.conj(), 1j * z])
+
+
+def real_parts_within(got: np.ndarray, want: np.ndarray, ulps: float, what: str) -> None:
+    """The real parts (log|z|, tiny near the circle) within ``ulps`` of their own size."""
+    real = got.real.dtype.type
+    error = np.abs(got.real - want.real) / np.spacing(np.abs(want.real).astype(real))
+    assert error.max() <= ulps, (what, error.max(), got[error.argmax()], want[error.argmax()])
+
+
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_logarithms_keep_their_real_part_within_a_few_ulp_where_the_modulus_is_nearly_one(dtype):
     """log|z| of a z within a few ulp of the unit circle is log1p(x^2 + y^2 - 1)/2 of a tiny
     x^2 + y^2 - 1, which must be computed with one rounding in effect (glibc's clog); the part's
     error, not the result's (whose imaginary part, the angle, is much larger), is what shows it."""
-    from fractions import Fraction
-    real = np.float32 if dtype == np.complex64 else np.float64
-    rng = np.random.default_rng(3)
-    x = rng.uniform(0.5, 1, 4096).astype(real)
-    y = np.sqrt(1 - x.astype(np.float64) ** 2).astype(real)
-    # the 128 nearest the circle, where x^2 + y^2 - 1 is far below an ulp of 1, and some a few ulp off
-    residual = [abs(Fraction(float(a)) ** 2 + Fraction(float(b)) ** 2 - 1) for a, b in zip(x, y)]
-    nearest = np.argsort([float(r) if r else np.inf for r in residual])[:128]
-    ulps = np.arange(-4, 4).repeat(16) * np.finfo(real).eps
-    z = np.concatenate([x[nearest] + 1j * y[nearest], (x[:128] + 1j * y[:128]) * (1 + ulps)]).astype(dtype)
-    z = np.concatenate([z, -z.conj(), 1j * z])
+    z = near_unit_circle(dtype)
     for function in (np.log, np.log10):
         want = function(z)
         got = np.asarray(flowjit.jit(function)(z))
-        error = np.abs(got.real - want.real) / np.spacing(np.abs(want.real).astype(real))
-        assert error.max() <= 8, (function.__name__, z[error.argmax()], got[error.argmax()], want[error.argmax()])
-        same_parts(got, want, 8 * np.finfo(real).eps)
+        real_parts_within(got, want, 8, function.__name__)
+        same_parts(got, want, 8 * np.finfo(got.real.dtype).eps)
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])

@@ -249,22 +249,51 @@ def _complex_helpers(real, make, suffix: str) -> dict:
     return {f"complex_{name}_{suffix}": function for name, function in functions.items()}
 
 
-@_device
-def half_log1p_norm(x, y, wide):
-    # log(x^2 + y^2) / 2 for finite x >= y >= 0 with 0.5 <= x < 2, in float64 (numerics'
-    # _half_log1p_norm): log1p of x^2 + y^2 - 1 as the products' heads and tails (exact by FMA)
-    # summed smallest last: near |z| = 1, where x >= sqrt(1/2), x^2 - 1 is exact (Sterbenz)
-    # and the heads' sum is a two-sum, so what cancels is computed exactly.
-    if not wide or x >= 1.0:
-        return 0.5 * math.log1p((x - 1.0) * (x + 1.0) + y * y)
-    xx = x * x
-    xx_tail = cuda.fma(x, x, -xx)
-    yy = y * y
-    yy_tail = cuda.fma(y, y, -yy)
-    head = xx - 1.0
-    total = head + yy
-    tail = (head - (total - (total - head))) + (yy - (total - head))
-    return 0.5 * math.log1p(total + (tail + xx_tail + yy_tail))
+def _exact_products():
+    """fma, add and multiply, each rounded once and never contracted with another: libdevice's
+    ``fma_rn``, ``dadd_rn`` and ``dmul_rn`` (ptxas fuses no ``.rn`` add or multiply into an
+    FMA, which would count a product's tail twice below).  Under the simulator Python's float
+    add and multiply, and an fma rounded once through exact rationals."""
+    if simulated():
+        from fractions import Fraction
+        return (lambda a, b, c: float(Fraction(a) * Fraction(b) + Fraction(c)), lambda a, b: a + b,
+                lambda a, b: a * b)
+    from numba.cuda import libdevice
+    return libdevice.fma_rn, libdevice.dadd_rn, libdevice.dmul_rn
+
+
+def _half_log1p_norm():
+    fma, add, mul = _exact_products()
+
+    @_device
+    def two_sum(a, b):
+        # a + b = s + e exactly (Knuth's two-sum)
+        s = add(a, b)
+        back = add(s, -a)
+        return s, add(add(a, -add(s, -back)), add(b, -back))
+
+    @_device
+    def half_log1p_norm(x, y, wide):
+        # log(x^2 + y^2) / 2 for finite x >= y >= 0 with 0.5 <= x < 2, in float64 (numerics'
+        # _half_log1p_norm).  complex64's parts' products are exact in float64, as is everything
+        # at x >= 1, where nothing cancels.  Else x^2 + y^2 - 1 is five exact pieces -- each
+        # product's head and tail (fma), and xx - 1 as a fast two-sum (|-1| >= xx) -- added by
+        # two-sums whose errors are added last, so that what cancels near |z| = 1 is exact and
+        # the sum is within an ulp (glibc's __x2y2m1 sorts them instead).
+        if not wide or x >= 1.0:
+            return 0.5 * math.log1p((x - 1.0) * (x + 1.0) + y * y)
+        xx = mul(x, x)
+        yy = mul(y, y)
+        head = add(xx, -1.0)
+        total, first = two_sum(head, yy)
+        total, second = two_sum(total, add(xx, -add(head, 1.0)))
+        total, third = two_sum(total, fma(x, x, -xx))
+        total, fourth = two_sum(total, fma(y, y, -yy))
+        return 0.5 * math.log1p(add(total, add(add(first, second), add(third, fourth))))
+    return half_log1p_norm
+
+
+half_log1p_norm = _half_log1p_norm()
 
 
 COMPLEX_FUNCTIONS = {**_complex_helpers(np.float32, np.complex64, "c64"),

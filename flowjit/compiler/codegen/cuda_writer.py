@@ -490,6 +490,8 @@ class CudaReduceWriter(CudaLayouts, CudaLoopWriter):
     def reduction_result(self, node: Node, total: str) -> str:
         """The reduction's value from its ``total`` (a mean divides by ``ninner`` in its dtype)."""
         dtype = accumulator_dtype(node)
+        if node.op is ops.mean and dtype.kind == "c":       # (numba's complex / would fail on a zero count)
+            return cast(f"fj.complex_divide_c128({total}, np.complex128(ninner))", dtype, node.output.dtype)
         if node.op is ops.mean:
             return cast(f"({total} / np.{compute_dtype(dtype).name}(ninner))", dtype, node.output.dtype)
         return cast(total, dtype, node.output.dtype)
