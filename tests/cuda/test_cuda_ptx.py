@@ -58,7 +58,8 @@ def complex_programs() -> dict:
     if str(ROOT / "tests" / "ops") not in sys.path:
         sys.path.insert(0, str(ROOT / "tests" / "ops"))
     from test_complex_ops import ELEMENTWISE
-    programs = {spelling: function for spelling, (function, _) in ELEMENTWISE.items()}
+    # (z ** 3 calls the same power helper as z ** -2, whose compile alone takes ~10 s)
+    programs = {spelling: function for spelling, (function, _) in ELEMENTWISE.items() if spelling != "z ** 3"}
     programs.update({"sum_rows": lambda z, w: z.sum(axis=1), "mean_columns": lambda z, w: z.mean(axis=0),
                      "prod_rows": lambda z, w: np.prod(z, axis=1), "whole_sum": lambda z, w: (z * w).sum(),
                      "abs_deviation": lambda z, w: np.abs(z - z.mean(axis=1, keepdims=True)).sum(axis=1)})
@@ -112,8 +113,7 @@ def child() -> None:
         for name, function in complex_programs().items():
             try:
                 for kernel in kernels(function, (z, z)):
-                    for cc in CAPABILITIES:
-                        ptx(kernel, cc)
+                    ptx(kernel, CAPABILITIES[0])      # (one: their code is the same at both; ~40 s)
                 report["complex"][f"{name}/{dtype}"] = "ok"
             except Exception as error:
                 report["complex"][f"{name}/{dtype}"] = f"{type(error).__name__}: {str(error)[:200]}"
@@ -182,7 +182,8 @@ def test_reductions_of_every_dtype_compile_to_ptx(report):
 
 def test_complex_kernels_compile_to_ptx(report):
     """Every complex op's kernel and complex reductions (each part shuffled), at complex64 and
-    complex128, for both compute capabilities."""
+    complex128, for sm_80 (the same code as sm_90's, where the golden and random kernels are
+    compiled for both)."""
     assert len(report["complex"]) == 2 * len(complex_programs())
     assert {key: value for key, value in report["complex"].items() if value != "ok"} == {}
 
