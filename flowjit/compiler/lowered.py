@@ -342,7 +342,6 @@ class Lowered:
         """The partitioned program on the multi-device executor (also what ``profile`` runs)."""
         from flowjit.compiler.codegen.executable import Executable, single_node_graph
         from flowjit.runtime.cluster import ClusterError
-        from flowjit.runtime.device_queues import queues_for
         from flowjit.runtime.executor import MultiDeviceExecutable
         if self.devices.cluster is not None:
             raise ClusterError(f"@{self.graph.name} is placed on a cluster, whose tasks run it in their own processes; "
@@ -350,14 +349,12 @@ class Lowered:
         partitioned = self.partitioned
         buffers, check = self.variable_buffers, self.options.check_numerics
         aliased = frozenset(uncopied_reads(self.fused_partitions))
-        used = {graph.attrs["device"] for graph in self.fused_partitions}
-        queues = queues_for([device for device in self.devices if device.name in used])
-        return MultiDeviceExecutable(self.fused_partitions, partitioned.inputs, partitioned.outputs, self.devices,
-                                     lambda node: Executable(single_node_graph(node), self.backend_for(node.device),
-                                                             buffers, check, aliased & {node.name},
-                                                             self.devices[node.device].threads,
-                                                             on_device=node.device in queues),
-                                     step_timeout_s=self.options.step_timeout_s, queues=queues)
+        return MultiDeviceExecutable.on_queues(
+            self.fused_partitions, partitioned.inputs, partitioned.outputs, self.devices,
+            lambda node, on_device: Executable(single_node_graph(node), self.backend_for(node.device), buffers, check,
+                                               aliased & {node.name}, self.devices[node.device].threads,
+                                               on_device=on_device),
+            step_timeout_s=self.options.step_timeout_s)
 
     @cached_property
     def variable_guard(self):

@@ -44,7 +44,6 @@ from flowjit.gpu import is_device_array, simulated, to_host
 from flowjit.runtime import cluster_shared
 from flowjit.runtime.cluster_links import (CONNECT_TIMEOUT_S, POLL_S, Link, LinkClosed, LinkTable, Listener,
                                            connect, portable_error)
-from flowjit.runtime.device_queues import queues_for
 from flowjit.runtime.executor import ExecutionError, MultiDeviceExecutable, StepTimeoutError
 from flowjit.runtime.variables import VariableBuffer
 
@@ -113,12 +112,10 @@ class Task:
         if missing:
             raise ExecutionError(f"task {self.name} holds no variable {', '.join(missing)}, which {program} uses "
                                  f"(this process was started after it was moved here: restore it)")
-        queues = queues_for(self.devices)
-        executable = MultiDeviceExecutable(partitions, inputs, outputs, self.devices,
-                                           lambda node: compile_node(node, buffers, self.devices[node.device].threads,
-                                                                     node.device in queues),
-                                           step_timeout_s=step_timeout_s, queues=queues,
-                                           transport=lambda step, key, tensor: self.send(program, step, key, tensor))
+        executable = MultiDeviceExecutable.on_queues(
+            partitions, inputs, outputs, self.devices,
+            lambda node, on_device: compile_node(node, buffers, self.devices[node.device].threads, on_device),
+            step_timeout_s=step_timeout_s, transport=lambda step, key, tensor: self.send(program, step, key, tensor))
         with self.lock:
             self.programs[program] = executable
             self.counts["registered"] += 1

@@ -482,6 +482,17 @@ class MultiDeviceExecutable:
             sources.update(executable.kernel_sources)
         return sources
 
+    @classmethod
+    def on_queues(cls, partitions: list[Graph], inputs, outputs, devices: DeviceSet, compile_node, **options):
+        """The executor of ``partitions`` with a queue for each GPU among their devices that
+        runs kernels here (``device_queues.queues_for``); ``compile_node(node, on_device)`` is
+        told whether the node's results stay on its GPU (its queue copies what leaves it)."""
+        from flowjit.runtime.device_queues import queues_for
+        queues = queues_for({devices[graph.attrs["device"]].name: devices[graph.attrs["device"]]
+                             for graph in partitions}.values())
+        return cls(partitions, inputs, outputs, devices, lambda node: compile_node(node, node.device in queues),
+                   queues=queues, **options)
+
     def begin(self, arrays, *, profile: bool = False, mailbox: dict | None = None, tag=None, on_done=None,
               launch: bool = True) -> _Call:
         """Start a call on ``arrays`` (the program's inputs, by index) and return it; tensors
