@@ -132,17 +132,17 @@ def unsimulated_env() -> dict:
     return env
 
 
-def child_report(test_file, timeout: float) -> dict:
-    """The JSON that ``child()`` of the test module ``test_file`` prints last, run in a fresh
-    process without NUMBA_ENABLE_CUDASIM (numba-cuda off its simulator: what the CUDA tests that
-    compile PTX or check a real GPU's warm path need)."""
+def child_report(test_file, timeout: float, entry: str = "child") -> dict:
+    """The JSON that ``child()`` (or ``entry``) of the test module ``test_file`` prints last, run
+    in a fresh process without NUMBA_ENABLE_CUDASIM (numba-cuda off its simulator: what the CUDA
+    tests that compile PTX or check a real GPU's warm path need)."""
     import json
     import pathlib
     import subprocess
     import sys
     path = pathlib.Path(test_file)
     result = subprocess.run([sys.executable, "-c", f"import sys; sys.path[:0] = [{str(path.parent)!r}, {str(pathlib.Path(__file__).parent)!r}]; "
-                             f"import {path.stem}; {path.stem}.child()"],
+                             f"import {path.stem}; {path.stem}.{entry}()"],
                             capture_output=True, text=True, env=unsimulated_env(), timeout=timeout)
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
