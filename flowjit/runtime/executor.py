@@ -46,7 +46,7 @@ from flowjit.compiler.ir import ops
 from flowjit.compiler.ir.graph import Graph, Node
 from flowjit.errors import FlowjitError, NumericsError
 from flowjit.devices import Device, DeviceError, DeviceSet
-from flowjit.gpu import is_device_array
+from flowjit.gpu import is_device_array, to_host
 from flowjit.runtime.device_queues import settled
 
 
@@ -415,16 +415,22 @@ class MultiDeviceExecutable:
         self.queues = [queues.get(device.name) for device in self.devices]
         self.streams = {index: queue for index, queue in enumerate(self.queues) if queue is not None}
         self.copies = bool(self.streams)                   # (values may be GPU arrays or Pending copies)
+        # It takes device arrays as they are (jit hands them over): a GPU's node takes them in
+        # place (or copies them across from another GPU), a host's gets them copied back.
+        self.resident = self.copies
         for device, graph in zip(self.devices, partitions):
             check_runnable(device, graph)
         self.partitions = partitions
         self.steps: list[Step] = []
         self.input_slots: list[tuple[int, int]] = []       # (slot, program input index)
+        self.host_slots: set[int] = set()                   # the input slots of partitions on the host
         slot_of: dict = {}
         for part, graph in enumerate(partitions):
             for value, program_index in zip(graph.inputs, inputs[part]):
                 slot_of[value] = len(slot_of)
                 self.input_slots.append((slot_of[value], program_index))
+                if self.queues[part] is None:
+                    self.host_slots.add(slot_of[value])
             for node in graph.nodes:
                 for value in node.outputs:
                     slot_of[value] = len(slot_of)
@@ -507,8 +513,16 @@ class MultiDeviceExecutable:
             if call.on_device:           # (the caller's arrays may still be being written on its streams)
                 for queue in self.streams.values():
                     queue.follow(arrays)
-        for slot, index in self.input_slots:
-            call.values[slot] = arrays[index]
+        if call.on_device:              # (a host partition's device inputs: copied back once each)
+            on_host: dict = {}
+            for slot, index in self.input_slots:
+                array = arrays[index]
+                if slot in self.host_slots and is_device_array(array):
+                    array = on_host[index] if index in on_host else on_host.setdefault(index, to_host(array))
+                call.values[slot] = array
+        else:
+            for slot, index in self.input_slots:
+                call.values[slot] = arrays[index]
         for key, tensor in (mailbox or {}).items():
             call.deliver(key, tensor)
         if launch:

@@ -13,9 +13,12 @@ context) or an argument in another GPU's memory.  Its ``copy`` between GPUs, lik
 takes only a contiguous array, and here only after the current stream waited on an event of
 the source GPU (whose kernels may still be writing it).
 
-What this does not pose: the GPUs' own streams (the executor's queues; here each GPU's nodes
-take and give host arrays, as under the simulator), which tests/runtime/test_device_queues.py
-checks with fake queues, and which tests/cuda/test_gpu_device.py runs on real GPUs."""
+With ``two_gpus_with_streams`` it also poses CuPy's streams (current per thread and per GPU),
+events and the runtime's copies by address, so that flowjit's own ``CudaQueue`` drives each
+GPU: a peer copy must be issued on the receiving GPU's stream after an event of the sender's,
+and an event recorded on its own GPU's stream.  What it does not pose is time: a posed copy is
+done when issued, so an unwaited read is not caught here (tests/runtime/test_device_queues.py's
+fake queues catch those).  tests/cuda/test_gpu_device.py runs the same on real GPUs."""
 
 import threading
 import types
@@ -54,7 +57,10 @@ class DeviceArray(np.ndarray):
     def __cuda_array_interface__(self):
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ctypes.data, False), "version": 3}
 
+    fetched: list = []                           # (the shapes of the arrays copied back, in order)
+
     def get(self) -> np.ndarray:
+        DeviceArray.fetched.append(self.shape)
         return np.array(self.view(np.ndarray))
 
 
@@ -85,18 +91,32 @@ class PosedDevice:
 
 
 class PosedEvent:
-    def __init__(self, disable_timing=False):
-        self.gpu = None
+    ticks = iter(range(1, 1 << 30))
+
+    def __init__(self, block=False, disable_timing=False):
+        self.created_on, self.gpu, self.time = current_gpu(), None, 0
 
     def record(self, stream=None):
-        self.gpu = current_gpu()                 # (on the current GPU's current stream)
+        stream = stream or current_stream()
+        assert stream.gpu == self.created_on, "an event recorded on another GPU's stream than its own"
+        self.gpu, self.time = stream.gpu, next(self.ticks)
+
+    def synchronize(self):
+        pass                                     # (the posed copies are done when issued)
 
 
 class PosedStream:
-    """A GPU's current stream: which GPUs' events it has waited on since its last copy."""
+    """A stream of GPU ``gpu`` (a null stream, or a non-blocking one): which GPUs' events it has
+    waited on since its last copy across."""
 
-    def __init__(self):
+    def __init__(self, gpu: int, non_blocking: bool = False):
+        self.gpu, self.non_blocking, self.ptr = gpu, non_blocking, id(self)
         self.waited: set = set()
+
+    def use(self):
+        assert current_gpu() == self.gpu, "a stream made current with another GPU current"
+        _current.__dict__.setdefault("streams", {})[self.gpu] = self
+        return self
 
     def wait_event(self, event):
         self.waited.add(event.gpu)
@@ -105,12 +125,47 @@ class PosedStream:
         pass
 
 
+NULL_STREAMS: dict = {}
+
+
+def current_stream() -> PosedStream:
+    """CuPy's current stream: per thread and per GPU, the GPU's null stream until one is used."""
+    gpu = current_gpu()
+    return _current.__dict__.get("streams", {}).get(gpu) or NULL_STREAMS.setdefault(gpu, PosedStream(gpu))
+
+
+def posed_runtime(copies: list) -> types.ModuleType:
+    """CUDA's runtime as CuPy binds it: the device count (two), the current device, and copies
+    by address (the posed arrays are host memory), each logged in ``copies``."""
+    import ctypes
+    runtime = types.ModuleType("cupy_backends.cuda.api.runtime")
+    runtime.getDevice, runtime.getDeviceCount = current_gpu, lambda: 2
+
+    def memcpyAsync(destination, source, size, kind, stream):
+        copies.append(("memcpy", current_gpu(), kind))
+        ctypes.memmove(destination, source, size)
+
+    def memcpyPeerAsync(destination, destination_gpu, source, source_gpu, size, stream):
+        stream = next(s for s in [current_stream()] if s.ptr == stream)
+        assert stream.gpu == destination_gpu == current_gpu(), "a peer copy issued on another GPU's stream"
+        assert source_gpu in stream.waited, "a peer copy before the sending GPU's event was waited on"
+        copies.append(("peer", source_gpu, destination_gpu))
+        ctypes.memmove(destination, source, size)
+
+    def memsetAsync(pointer, value, size, stream):
+        ctypes.memset(pointer, value, size)
+    runtime.memcpyAsync, runtime.memcpyPeerAsync, runtime.memsetAsync = memcpyAsync, memcpyPeerAsync, memsetAsync
+    return runtime
+
+
 def posed_cupy() -> types.ModuleType:
     cupy = types.ModuleType("cupy")
     cupy.ndarray = DeviceArray
-    streams: dict = {}
-    cupy.cuda = types.SimpleNamespace(Device=PosedDevice, Event=PosedEvent,
-                                      get_current_stream=lambda: streams.setdefault(current_gpu(), PosedStream()))
+    cupy.copies = []
+    cupy.cuda = types.SimpleNamespace(Device=PosedDevice, Event=PosedEvent, get_current_stream=current_stream,
+                                      Stream=lambda non_blocking=False: PosedStream(current_gpu(), non_blocking),
+                                      get_elapsed_time=lambda start, end: float(end.time - start.time),
+                                      runtime=posed_runtime(cupy.copies))
 
     def asarray(value, dtype=None):
         if isinstance(value, DeviceArray) and (dtype is None or value.dtype == dtype):
@@ -135,9 +190,10 @@ def posed_cupy() -> types.ModuleType:
         if array.gpu != current_gpu():
             assert array.flags.c_contiguous or array.flags.f_contiguous, "CuPy cannot copy non-contiguous " \
                                                                          "array between devices."
-            stream = cupy.cuda.get_current_stream()
+            stream = current_stream()
             assert array.gpu in stream.waited, "copied before the source GPU's work on it was waited for"
             stream.waited.discard(array.gpu)
+            cupy.copies.append(("across", array.gpu, current_gpu()))
         return on_current(array)
 
     def ascontiguousarray(array):
@@ -159,7 +215,7 @@ class PosedModule:
     def __init__(self, name, kernel, grid, packed=True):
         from flowjit.compiler.codegen.cuda import Launcher, module_namespace
         self.name, self.gpu, self.grid = name, current_gpu(), grid
-        self.launches = 0
+        self.launches, self.streams = 0, set()
         self.launcher = Launcher(name, gpu.numba_cuda().jit(module_namespace(kernel)["kernel"]), grid,
                                  len(kernel.inputs), serial=True)
         self.loaded.append(self)
@@ -172,6 +228,7 @@ class PosedModule:
         elsewhere = [a.gpu for a in arrays if not isinstance(a, DeviceArray) or a.gpu != self.gpu]
         assert not elsewhere, f"{self.name} on gpu:{self.gpu} given arrays of {elsewhere}"
         self.launches += 1
+        self.streams.add(current_stream())
         self.launcher(*arrays)
 
 
@@ -183,11 +240,12 @@ def two_gpus(monkeypatch):
     from flowjit.compiler.codegen import cuda
     cupy = posed_cupy()
     monkeypatch.setitem(sys.modules, "cupy", cupy)
-    runtime = types.ModuleType("cupy_backends.cuda.api.runtime")
-    runtime.getDevice = current_gpu
     for name in ("cupy_backends", "cupy_backends.cuda", "cupy_backends.cuda.api"):
         monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
-    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.api.runtime", runtime)
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.api.runtime", cupy.cuda.runtime)
+    cupyx = types.ModuleType("cupyx")
+    cupyx.empty_pinned = lambda shape, dtype: np.empty(shape, dtype)
+    monkeypatch.setitem(sys.modules, "cupyx", cupyx)
     monkeypatch.setattr(cuda, "simulated", lambda: False)               # (the backends are resident)
     monkeypatch.setattr(cuda, "_BACKENDS", {})                          # (none of them kept for later tests)
     monkeypatch.setattr(cuda, "RawLauncher", PosedModule)
@@ -196,7 +254,20 @@ def two_gpus(monkeypatch):
     monkeypatch.setattr(cuda.CudaBackend, "ptx", lambda self, kernel, key, cc: kernel)
     monkeypatch.setattr(PosedModule, "loaded", [])
     _current.__dict__.clear()
+    NULL_STREAMS.clear()
     return cupy
+
+
+@pytest.fixture
+def two_gpus_with_streams(two_gpus, monkeypatch):
+    """As ``two_gpus``, and the executor drives each GPU through a ``CudaQueue`` of its own, on
+    the posed CuPy's streams, events and copies (what flowjit.gpu calls a real GPU's)."""
+    import flowjit.compiler.codegen.cuda_library  # noqa: F401  (loaded as the simulator's first)
+    from flowjit.runtime import device_queues
+    monkeypatch.setattr(gpu, "simulated", lambda: False)
+    monkeypatch.setattr(device_queues, "_QUEUES", {})                   # (none kept for later tests)
+    monkeypatch.setattr("flowjit.devices.local_gpu_figures", lambda spec: None)
+    return two_gpus
 
 
 def rows(shape, seed=0, dtype=np.float32):
@@ -287,3 +358,42 @@ def test_a_gpu_index_beyond_those_cupy_sees_cannot_run(monkeypatch):
     with pytest.raises(DeviceError, match=r"test_gpus_of_one_process.py:\d+: device gpu:2 .* cannot run here -- CuPy sees 2 GPUs here, "
                                                     r"gpu:0 to gpu:1 \(\d+ nodes? of @f placed on it"):
         flowjit.jit(f, devices=["cpu:0", "gpu:0", "gpu:2"])(ARGS[0])
+
+
+def test_two_gpus_on_their_streams_copy_peer_to_peer_and_to_and_from_the_host(two_gpus_with_streams):
+    """The executor with a real ``CudaQueue`` per GPU: each GPU's kernels run on its worker's own
+    stream, gpu:1's values reach gpu:0 by a peer copy after an event of gpu:1's stream, the host
+    gets a copy into pinned memory and sends back to a GPU.  Called through jit with device
+    arrays, the GPUs' nodes take them in place (another GPU's copied across), the host's get
+    them copied back, and the results stay on the GPU that computed them."""
+    cupy = two_gpus_with_streams
+
+    def f(x, w, b):
+        with flowjit.device("gpu:1"):
+            e = np.exp(x - x.max(axis=1, keepdims=True))
+        with flowjit.device("gpu:0"):
+            s = e / e.sum(axis=1, keepdims=True)
+            h = np.maximum(x @ w + b, 0.0)
+        with flowjit.device("cpu:0"):
+            y = np.tanh(h) * 3.0 + b.sum()
+        with flowjit.device("gpu:1"):
+            return s, y + 1.0
+    expected = flowjit.jit(f, backend="interpreter")(*ARGS)
+    jitted = flowjit.jit(f, devices=["cpu:0", "gpu:0", "gpu:1"])
+    executable = jitted.lower(*ARGS).multi_device_executable
+    assert sorted(queue.index for queue in executable.streams.values()) == [0, 1]
+    actual = jitted(*ARGS)
+    assert all(type(result) is np.ndarray for result in actual)
+    assert_same_result(actual, expected, exact=False, rtol=tolerance_for(ARGS, expected))
+    assert {module.gpu for module in PosedModule.loaded} == {0, 1}
+    for module in PosedModule.loaded:                 # (the worker's own stream, not the null stream)
+        assert module.streams and all(s.non_blocking and s.gpu == module.gpu for s in module.streams), module.name
+    assert ("peer", 1, 0) in cupy.copies and ("memcpy", 0, 2) in cupy.copies      # (2: device to host)
+    assert not [copy for copy in cupy.copies if copy[0] == "across"]      # (each send lands on its GPU)
+    with PosedDevice(0):
+        on_first = [cupy.asarray(a) for a in ARGS]
+    DeviceArray.fetched.clear()
+    on_device = jitted(*on_first)                    # (the CPU's b is copied back; the GPUs' used in place)
+    assert DeviceArray.fetched == [ARGS[2].shape]
+    assert [(type(r).__name__, r.gpu) for r in on_device] == [("DeviceArray", 0), ("DeviceArray", 1)]
+    assert_same_result(tuple(r.get() for r in on_device), expected, exact=False, rtol=tolerance_for(ARGS, expected))
