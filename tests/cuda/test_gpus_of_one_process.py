@@ -262,7 +262,8 @@ def two_gpus(monkeypatch):
 def two_gpus_with_streams(two_gpus, monkeypatch):
     """As ``two_gpus``, and the executor drives each GPU through a ``CudaQueue`` of its own, on
     the posed CuPy's streams, events and copies (what flowjit.gpu calls a real GPU's)."""
-    import flowjit.compiler.codegen.cuda_library  # noqa: F401  (loaded as the simulator's first)
+    import importlib
+    importlib.import_module("flowjit.compiler.codegen.cuda_library")    # (loaded as the simulator's, first)
     from flowjit.runtime import device_queues
     monkeypatch.setattr(gpu, "simulated", lambda: False)
     monkeypatch.setattr(device_queues, "_QUEUES", {})                   # (none kept for later tests)
