@@ -230,6 +230,7 @@ class VariableGuard:
                 return run(*arrays, **options)
         guarded.guard = self
         guarded.unguarded = run
+        guarded.resident = getattr(run, "resident", False)    # (jit hands a resident program device arrays)
         return guarded
 
 

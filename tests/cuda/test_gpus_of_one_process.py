@@ -398,3 +398,21 @@ def test_two_gpus_on_their_streams_copy_peer_to_peer_and_to_and_from_the_host(tw
     assert DeviceArray.fetched == [ARGS[2].shape]
     assert [(type(r).__name__, r.gpu) for r in on_device] == [("DeviceArray", 0), ("DeviceArray", 1)]
     assert_same_result(tuple(r.get() for r in on_device), expected, exact=False, rtol=tolerance_for(ARGS, expected))
+
+
+def test_a_program_with_variables_takes_device_arrays_on_its_gpu_too(two_gpus_with_streams):
+    """Its variables live on the host; its calls hold their locks (a wrapper around the
+    executor), and that wrapper hands device arguments over as they are."""
+    cupy = two_gpus_with_streams
+    scale = flowjit.Variable(np.full(8, 2.0, np.float32), name="gpus_of_one_process_scale")
+
+    def f(x):
+        with flowjit.device("gpu:1"):
+            return np.exp(x) * scale
+    x = ARGS[0]
+    with PosedDevice(1):
+        on_second = cupy.asarray(x)
+    DeviceArray.fetched.clear()
+    result = flowjit.jit(f, devices=["cpu:0", "gpu:1"])(on_second)
+    assert isinstance(result, DeviceArray) and result.gpu == 1 and DeviceArray.fetched == []
+    np.testing.assert_allclose(result.get(), np.exp(x) * 2.0, rtol=1e-6)
