@@ -22,8 +22,8 @@ GPU spans are the device's own times, read from events (``mark``/``elapsed``).
 A call's device inputs may still be being written by the caller's own kernels: each queue
 waits on an event of the caller's stream first (``follow``).
 
-The interface (``enter``, ``follow``, ``mark``, ``elapsed``, ``to_host``, ``to_device``,
-``from_peer``, ``synchronize``) is what the executor calls; the executor's
+The interface (``enter``, ``holds``, ``follow``, ``mark``, ``elapsed``, ``to_host``,
+``to_device``, ``from_peer``, ``synchronize``) is what the executor calls; the executor's
 tests drive it with a queue whose copies land only when waited on.
 """
 
@@ -88,6 +88,10 @@ class CudaQueue:
                 yield
             finally:
                 previous.use()
+
+    def holds(self, array) -> bool:
+        """Whether ``array`` (a device array) is in this GPU's memory."""
+        return device_array(array).data.device_id == self.index
 
     def follow(self, arrays) -> None:
         """Order this stream after what the calling thread has issued so far on the current

@@ -300,6 +300,14 @@ class _Call:
         if self.executable.copies:
             outputs = [settled(value) if queue is None or self.on_device else settled(queue.to_host(value))
                        for value, queue in zip(outputs, self.executable.output_queues)]
+        if self.on_device and not all(map(is_device_array, outputs)):
+            # (device arguments: every result a device array, as a program on one GPU gives --
+            # the host's, and numpy arguments passed through, go to the first device argument's GPU)
+            arguments = [array for array in self.arrays if is_device_array(array)]
+            queues = list(self.executable.streams.values())
+            home = next((queue for queue in queues if any(map(queue.holds, arguments))), queues[0])
+            outputs = [value if is_device_array(value) else home.to_device(value) for value in outputs]
+            home.synchronize()
         return outputs
 
     def drain(self) -> None:

@@ -366,7 +366,8 @@ def test_two_gpus_on_their_streams_copy_peer_to_peer_and_to_and_from_the_host(tw
     stream, gpu:1's values reach gpu:0 by a peer copy after an event of gpu:1's stream, the host
     gets a copy into pinned memory and sends back to a GPU.  Called through jit with device
     arrays, the GPUs' nodes take them in place (another GPU's copied across), the host's get
-    them copied back, and the results stay on the GPU that computed them."""
+    them copied back, the results stay on the GPU that computed them, and the host's go to the
+    arguments' GPU."""
     cupy = two_gpus_with_streams
 
     def f(x, w, b):
@@ -378,7 +379,7 @@ def test_two_gpus_on_their_streams_copy_peer_to_peer_and_to_and_from_the_host(tw
         with flowjit.device("cpu:0"):
             y = np.tanh(h) * 3.0 + b.sum()
         with flowjit.device("gpu:1"):
-            return s, y + 1.0
+            return s, y + 1.0, y
     expected = flowjit.jit(f, backend="interpreter")(*ARGS)
     jitted = flowjit.jit(f, devices=["cpu:0", "gpu:0", "gpu:1"])
     executable = jitted.lower(*ARGS).multi_device_executable
@@ -396,7 +397,9 @@ def test_two_gpus_on_their_streams_copy_peer_to_peer_and_to_and_from_the_host(tw
     DeviceArray.fetched.clear()
     on_device = jitted(*on_first)                    # (the CPU's b is copied back; the GPUs' used in place)
     assert DeviceArray.fetched == [ARGS[2].shape]
-    assert [(type(r).__name__, r.gpu) for r in on_device] == [("DeviceArray", 0), ("DeviceArray", 1)]
+    # each GPU's result where it was computed; the host's on the arguments' GPU, a device array too
+    assert [(type(r).__name__, r.gpu) for r in on_device] == [("DeviceArray", 0), ("DeviceArray", 1),
+                                                              ("DeviceArray", 0)]
     assert_same_result(tuple(r.get() for r in on_device), expected, exact=False, rtol=tolerance_for(ARGS, expected))
 
 

@@ -65,6 +65,9 @@ class FakeQueue:
     def enter(self):
         self.threads.add(threading.current_thread().name)
 
+    def holds(self, array):
+        return isinstance(array, FakeDeviceArray) and array.queue is self
+
     def follow(self, arrays):
         self.log.append(("follow", sum(isinstance(array, FakeDeviceArray) for array in arrays)))
 
@@ -180,7 +183,9 @@ def test_a_gpu_result_comes_back_to_the_host_for_host_inputs_and_stays_for_devic
     # the GPU's stream waits for the caller's own work on its input first
     assert [entry for entry in queues["gpu:0"].log if entry[0] == "follow"] == [("follow", 1)]
     np.testing.assert_allclose(y.data, want[0], rtol=1e-6)
-    np.testing.assert_allclose(total, want[1], rtol=1e-6)
+    # the host's result too is a device array, on the argument's GPU, as a one-GPU program gives
+    assert isinstance(total, FakeDeviceArray) and total.queue is queues["gpu:0"]
+    np.testing.assert_allclose(total.data, want[1], rtol=1e-6)
 
 
 def two_gpus(x):
