@@ -66,26 +66,35 @@ def complex_programs() -> dict:
     return programs
 
 
-def child() -> None:
-    """In the child process: render and compile every kernel; print a JSON report."""
+def kernel_renderer():
+    """In a child process: ``kernels(function, args)``, the rendered CUDA kernels of a program on
+    gpu:0 -- or None, where no NVVM compiles PTX here, after printing why (the tests skip)."""
     sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "codegen"), str(ROOT / "tests" / "ops")]
     import flowjit
-    from flowjit.compiler.codegen.cuda import CudaBackend, argument_types, ptx
-    from flowjit.compiler.codegen.cuda_launch import entry_parameters, parameter_count
+    from flowjit.compiler.codegen.cuda import CudaBackend
     from flowjit.compiler.lowered import has_kernel
     from flowjit.gpu import numba_cuda
-    from test_kernel_golden import CASES
     try:
         numba_cuda().compile_ptx(lambda a: None, "void(float32[:])", cc=CAPABILITIES[0])
     except Exception as error:                # no NVVM here: the test skips, naming why
         print(json.dumps({"unavailable": f"{type(error).__name__}: {error}"}))
-        return
+        return None
     backend = CudaBackend()
 
     def kernels(function, args):
         lowered = flowjit.jit(function, devices=["gpu:0"]).lower(*args)
         return [backend.render(node) for node in lowered.fused.nodes if has_kernel(node)]
+    return kernels
 
+
+def child() -> None:
+    """In the child process: render and compile every kernel; print a JSON report."""
+    kernels = kernel_renderer()
+    if kernels is None:
+        return
+    from flowjit.compiler.codegen.cuda import argument_types, ptx
+    from flowjit.compiler.codegen.cuda_launch import entry_parameters, parameter_count
+    from test_kernel_golden import CASES
     report = {"cases": {}, "float32": {}, "case_names": sorted(CASES)}
     for name, (function, args) in CASES.items():
         for kernel in kernels(function, args):
@@ -153,22 +162,10 @@ SWEEP_RANDOM = 100
 
 def random_child() -> None:
     """In the child process: compile the kernels of SWEEP_RANDOM random programs; print a JSON report."""
-    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-    import flowjit
-    from flowjit.compiler.codegen.cuda import CudaBackend, ptx
-    from flowjit.compiler.lowered import has_kernel
-    from flowjit.gpu import numba_cuda
-    try:
-        numba_cuda().compile_ptx(lambda a: None, "void(float32[:])", cc=CAPABILITIES[0])
-    except Exception as error:                # no NVVM here: the test skips, naming why
-        print(json.dumps({"unavailable": f"{type(error).__name__}: {error}"}))
-        return
-    backend = CudaBackend()
-
-    def kernels(function, args):
-        lowered = flowjit.jit(function, devices=["gpu:0"]).lower(*args)
-        return [backend.render(node) for node in lowered.fused.nodes if has_kernel(node)]
-    print(json.dumps(random_program_failures(kernels, ptx, SWEEP_RANDOM)))
+    kernels = kernel_renderer()
+    if kernels is not None:
+        from flowjit.compiler.codegen.cuda import ptx
+        print(json.dumps(random_program_failures(kernels, ptx, SWEEP_RANDOM)))
 
 
 @pytest.mark.sweep
