@@ -308,6 +308,7 @@ class Jitted:
             return _results(program, outputs), trace
         executable = lowered.multi_device_executable
         buffers = lowered.variable_buffers
+        arrays = _arguments_for(executable, arrays)
 
         def warm_then_profile(*arrays):
             saved = {name: buffer.value.copy() for name, buffer in buffers.items()}
@@ -354,8 +355,7 @@ class Jitted:
             executable = self._compile(program)
             self._executables[program.signature] = executable
         resident = getattr(executable, "resident", False)
-        if not resident and any(is_device_array(a) for a in arrays):
-            arrays = [to_host(a) if is_device_array(a) else a for a in arrays]   # to a program on the host
+        arrays = _arguments_for(executable, arrays)
         try:
             outputs = executable(*arrays)       # the first call of an executable compiles its kernels
         except Exception as error:
@@ -378,6 +378,14 @@ class Jitted:
         """The executable of one trace; a soft-placement fallback is reported once, here."""
         from flowjit.compiler.lowered import Lowered
         return compile_lowered(Lowered(program, self.options, self.costs), _graph_name(self.fun), stacklevel=4)
+
+
+def _arguments_for(executable, arrays):
+    """``arrays`` as ``executable`` takes them: device arrays copied to the host for a program
+    whose buffers are on the host (a resident one takes them as they are)."""
+    if getattr(executable, "resident", False) or not any(is_device_array(a) for a in arrays):
+        return arrays
+    return [to_host(a) if is_device_array(a) else a for a in arrays]
 
 
 def compile_lowered(lowered, what: str, stacklevel: int):

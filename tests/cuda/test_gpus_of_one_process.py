@@ -419,3 +419,15 @@ def test_a_program_with_variables_takes_device_arrays_on_its_gpu_too(two_gpus_wi
     result = flowjit.jit(f, devices=["cpu:0", "gpu:1"])(on_second)
     assert isinstance(result, DeviceArray) and result.gpu == 1 and DeviceArray.fetched == []
     np.testing.assert_allclose(result.get(), np.exp(x) * 2.0, rtol=1e-6)
+
+
+def test_profiling_a_host_program_with_device_arguments_copies_them_to_the_host(two_gpus_with_streams):
+    """As a call does: a program on the host's devices gets host arrays."""
+    cupy = two_gpus_with_streams
+    with PosedDevice(1):
+        on_second = cupy.asarray(ARGS[0])
+    DeviceArray.fetched.clear()
+    result, trace = flowjit.jit(lambda x: np.tanh(x) * 2.0, devices=["cpu:0"]).profile(on_second)
+    assert DeviceArray.fetched == [ARGS[0].shape] and type(result) is np.ndarray
+    np.testing.assert_allclose(result, np.tanh(ARGS[0]) * 2.0, rtol=1e-6)
+    assert any(event.get("cat") == "kernel" for event in trace["traceEvents"])
