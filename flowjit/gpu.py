@@ -130,3 +130,14 @@ def to_host(value) -> np.ndarray:
     if is_device_array(value):
         return device_array(value).get()
     return np.asarray(value)
+
+
+def order_after(index: int, stream) -> None:
+    """Make ``stream`` wait for the work issued so far, by the calling thread, on the current
+    stream of GPU ``index`` (an event recorded there): what it reads next may still be being
+    written there."""
+    import cupy
+    with cupy.cuda.Device(index):
+        written = cupy.cuda.Event(disable_timing=True)
+        written.record()
+    stream.wait_event(written)

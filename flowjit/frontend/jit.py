@@ -296,7 +296,7 @@ class Jitted:
         later placements use.  Returns ``(result, trace)``."""
         import json
         from flowjit.compiler.lowered import Lowered
-        from flowjit.runtime.executor import chrome_trace, record_costs
+        from flowjit.runtime.executor_trace import chrome_trace, record_costs
         program, arrays = self._prepare(args, kwargs)
         lowered = Lowered(program, self.options, self.costs)
         if lowered.devices.cluster is not None:           # (hosts) every task's spans, merged

@@ -84,7 +84,7 @@ def merged_trace(cluster, name: str, spans: dict[str, list], offsets: dict[str, 
 
 def record_cluster_costs(executable, costs) -> None:
     """The kernel times of the last profiled step into ``costs`` (as a local profile does)."""
-    from flowjit.runtime.executor import record_kernel_time
+    from flowjit.runtime.executor_trace import record_kernel_time
     nodes = {(graph.attrs["device"], node.name): node for graph in executable.partitions for node in graph.nodes}
     devices = {device.name: device for device in executable.cluster.device_set}
     for recorded in executable.last_spans.values():

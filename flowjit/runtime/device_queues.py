@@ -34,7 +34,7 @@ import threading
 
 import numpy as np
 
-from flowjit.gpu import device_array, is_device_array
+from flowjit.gpu import device_array, is_device_array, order_after
 
 _DEVICE_TO_HOST = 2            # cudaMemcpyDeviceToHost
 
@@ -98,10 +98,7 @@ class CudaQueue:
         stream of each GPU that holds one of ``arrays`` (a call's device inputs, which the
         caller's kernels may still be writing there): an event there, waited on here."""
         for index in sorted({device_array(array).data.device_id for array in arrays if is_device_array(array)}):
-            with self.cupy.cuda.Device(index):
-                written = self.cupy.cuda.Event(disable_timing=True)
-                written.record()
-            self.stream.wait_event(written)
+            order_after(index, self.stream)
 
     def mark(self, block: bool = False):
         """An event recorded now on the stream (created on its device, as CUDA requires);

@@ -423,9 +423,6 @@ class MultiDeviceExecutable:
         self.queues = [queues.get(device.name) for device in self.devices]
         self.streams = {index: queue for index, queue in enumerate(self.queues) if queue is not None}
         self.copies = bool(self.streams)                   # (values may be GPU arrays or Pending copies)
-        # It takes device arrays as they are (jit hands them over): a GPU's node takes them in
-        # place (or copies them across from another GPU), a host's gets them copied back.
-        self.resident = self.copies
         for device, graph in zip(self.devices, partitions):
             check_runnable(device, graph)
         self.partitions = partitions
@@ -490,6 +487,13 @@ class MultiDeviceExecutable:
         return self._workers
 
     @property
+    def resident(self) -> bool:
+        """Whether it takes device arrays as they are (jit hands them over): with queues, a
+        GPU's node takes them in place (or copies them across from another GPU), a host's gets
+        them copied back."""
+        return self.copies
+
+    @property
     def kernel_sources(self) -> dict[str, str]:
         sources = {}
         for executable in self.kernels.values():
@@ -521,16 +525,12 @@ class MultiDeviceExecutable:
             if call.on_device:           # (the caller's arrays may still be being written on its streams)
                 for queue in self.streams.values():
                     queue.follow(arrays)
-        if call.on_device:              # (a host partition's device inputs: copied back once each)
-            on_host: dict = {}
-            for slot, index in self.input_slots:
-                array = arrays[index]
-                if slot in self.host_slots and is_device_array(array):
-                    array = on_host[index] if index in on_host else on_host.setdefault(index, to_host(array))
-                call.values[slot] = array
-        else:
-            for slot, index in self.input_slots:
-                call.values[slot] = arrays[index]
+        on_host: dict = {}              # (a host partition's device inputs: copied back once each)
+        for slot, index in self.input_slots:
+            array = arrays[index]
+            if call.on_device and slot in self.host_slots and is_device_array(array):
+                array = on_host[index] if index in on_host else on_host.setdefault(index, to_host(array))
+            call.values[slot] = array
         for key, tensor in (mailbox or {}).items():
             call.deliver(key, tensor)
         if launch:
@@ -555,56 +555,3 @@ class MultiDeviceExecutable:
         timeout = self.deadline()
         self.calls += 1
         return self.begin(arrays, profile=profile).wait(timeout)
-
-
-def chrome_trace(executable: MultiDeviceExecutable, call: _Call) -> dict:
-    """The call as Chrome-trace JSON: a track per device, a span per step, a flow arrow per
-    send -> recv."""
-    origin = call.started
-    events = [{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "flowjit"}}]
-    for index, device in enumerate(executable.devices):
-        events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": index,
-                       "args": {"name": f"{device.short} ({device.name})"}})
-    transfers: dict[str, dict[str, tuple]] = {}          # key -> {"send"/"recv": (device, start)}
-    for device, step, start, end in call.spans:
-        args = {"op": step.node.op.name, "device": executable.devices[device].name}
-        if step.carry is not None or (step.kind == "kernel" and executable.queues[device] is not None):
-            args["timed"] = "CUDA events"                # (the device's own time, not its issue on the host)
-        if step.node.loc:
-            args["loc"] = str(step.node.loc)
-        if step.key:
-            args["key"] = step.key
-        events.append({"ph": "X", "name": step.node.name, "cat": step.kind, "pid": 0, "tid": device,
-                       "ts": (start - origin) * 1e6, "dur": max((end - start) * 1e6, 0.01), "args": args})
-        if step.kind != "kernel":
-            transfers.setdefault(step.key, {})[step.kind] = (device, start)
-    for flow_id, ends in enumerate(pair for pair in transfers.values() if len(pair) == 2):
-        for phase, kind in (("s", "send"), ("f", "recv")):
-            device, start = ends[kind]
-            events.append({"ph": phase, "id": flow_id, "name": "send", "cat": "transfer", "pid": 0,
-                           "tid": device, "ts": (start - origin) * 1e6, **({"bp": "e"} if phase == "f" else {})})
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": {"devices": [d.name for d in executable.devices]}}
-
-
-def record_costs(executable: MultiDeviceExecutable, call: _Call, costs) -> None:
-    """Measured kernel times into the cost model, split over the ops a kernel fused by
-    their estimated shares, so that the next placement (of unfused nodes) can use them."""
-    for device_index, step, start, end in call.spans:
-        if step.kind == "kernel":
-            record_kernel_time(costs, step.node, executable.devices[device_index], end - start)
-
-
-def record_kernel_time(costs, node: Node, device: Device, seconds: float) -> None:
-    """A kernel's measured time into the cost model, split over the ops it fused by their
-    estimated shares (a cluster's profile records its tasks' kernels through it too)."""
-    if node.op is ops.constant:
-        return
-    inner = list(node.attrs["body"].nodes) if node.op is ops.fused else [node]
-    inner = [n for n in inner if n.op is not ops.constant]
-    estimates = [costs.node(n, device) for n in inner]
-    total = sum(estimates) or 1.0
-    for n, estimate in zip(inner, estimates):
-        costs.record(n, device, seconds * estimate / total)
-
-

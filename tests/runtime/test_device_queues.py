@@ -28,7 +28,8 @@ import flowjit
 from helpers import assert_same_result, tolerance_for
 from random_programs import random_programs
 from flowjit.runtime.device_queues import Pending
-from flowjit.runtime.executor import ExecutionError, MultiDeviceExecutable, chrome_trace
+from flowjit.runtime.executor import ExecutionError, MultiDeviceExecutable
+from flowjit.runtime.executor_trace import chrome_trace
 
 pytest.importorskip("numba_cuda", reason="numba-cuda is not installed (the cuda extra)")
 

@@ -42,7 +42,7 @@ from flowjit.compiler.codegen.cuda_launch import RawLauncher, launch_path
 from flowjit.compiler.codegen.cuda_shape import BLOCK, ROW_THREADS, row_threads, threads_for_row
 from flowjit.compiler.codegen.cuda_writer import cuda_kernel_source
 from flowjit.files import write_atomically
-from flowjit.gpu import device_array, is_device_array, numba_cuda, simulated, to_host
+from flowjit.gpu import device_array, is_device_array, numba_cuda, order_after, simulated, to_host
 from flowjit.compiler.codegen.writer import KernelSource
 from flowjit.compiler.ir.graph import Node
 from flowjit.compiler.ir.plan import KernelKind
@@ -294,7 +294,6 @@ class CudaBackend(Backend):
         self.lock = threading.Lock()
         self.cache_dir, self.index = cache_dir, index
         self.resident = not simulated()
-        self.device = contextlib.nullcontext()
         if self.resident:                    # (the simulator's matmul: numpy's, the driver's default)
             import cupy
             from cupy_backends.cuda.api.runtime import getDevice
@@ -333,13 +332,11 @@ class CudaBackend(Backend):
         current stream (an event there, waited on here), and waited for, so that nothing on
         either GPU reuses its memory mid-copy (a rare path: the caller handed over another
         GPU's arrays)."""
-        cupy = self.xp
-        with cupy.cuda.Device(array.data.device_id):
+        cupy, source_gpu = self.xp, array.data.device_id
+        with cupy.cuda.Device(source_gpu):
             source = cupy.ascontiguousarray(array)
-            written = cupy.cuda.Event(disable_timing=True)
-            written.record()
         stream = cupy.cuda.get_current_stream()
-        stream.wait_event(written)
+        order_after(source_gpu, stream)
         copied = cupy.copy(source)
         stream.synchronize()
         return copied
