@@ -9,6 +9,10 @@ path's compiler (``compiler/lowered.py``: passes, placement, partitioning, fusio
 kernels); ``?`` dimensions are specialized to the fed sizes first, and since kernels read
 their sizes at run time a new size costs a driver, not a kernel compile (unless it changes
 a reduce kernel's row length or its number of rows, which its source is written for).
+Feeds are taken as a jitted function's arguments are: numpy arrays, numbers and lists, and
+GPU arrays (CuPy, or anything with ``__cuda_array_interface__`` or CUDA DLPack: torch, jax)
+in place, copied to the host only for a program whose buffers are there; a plan on a GPU
+given GPU feeds returns GPU arrays.
 
 State.  A graph built under ``as_default()`` may read and assign ``flowjit.Variable``s as a
 jitted function does; their values live in the variables themselves (shared with jitted
@@ -48,8 +52,9 @@ from flowjit.frontend import pytree
 from flowjit.frontend.control import Operation
 from flowjit.frontend.graph_mode import default_graph
 from flowjit.frontend.inputs import check_argument_array
-from flowjit.frontend.jit import TracedProgram, _as_result, compile_lowered, run_executable
+from flowjit.frontend.jit import TracedProgram, _arguments_for, _as_result, compile_lowered, run_executable
 from flowjit.frontend.tracer import Tracer, is_variable
+from flowjit.gpu import device_array, is_device_array
 
 
 class SessionError(FlowjitError, ValueError):
@@ -122,7 +127,8 @@ class Session:
             executable = compile_lowered(self._lowered(plan, key), f"session of graph @{self.graph.name}", 3)
             plan.executables[key] = executable
         try:
-            outputs = run_executable(executable, arrays, f"session of graph @{self.graph.name}")
+            outputs = run_executable(executable, _arguments_for(executable, arrays),
+                                     f"session of graph @{self.graph.name}")
         except FlowjitError:
             plan.executables.pop(key, None)              # nothing half-compiled is kept
             raise
@@ -132,9 +138,10 @@ class Session:
                 results.append(None)
                 continue
             output = outputs[index]
-            # A fetched feed comes back as a copy: a result never aliases what the caller passed.
+            # A fetched feed comes back as a copy (where it is: host or GPU): a result never
+            # aliases what the caller passed.
             fed = kind == "tensor" and item.producer is None
-            results.append(_as_result(np.array(output, copy=True) if fed else output))
+            results.append(_as_result(output.copy() if fed else output))
         return pytree.unflatten(treedef, results) if treedef is not None else None
 
     def lower(self, fetches, feed_dict=None, *, targets=None):
@@ -292,6 +299,8 @@ class Session:
             raise SessionError(f"the feed for {what} is a tensor of the graph; feed an array", user_location(2))
         if isinstance(given, np.ndarray):
             array = given
+        elif is_device_array(given):
+            array = device_array(given)     # a GPU array (CuPy, torch, jax) as CuPy's view: taken as jit takes it
         else:
             try:
                 array = np.asarray(given)

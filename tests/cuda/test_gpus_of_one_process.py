@@ -168,6 +168,7 @@ def posed_cupy() -> types.ModuleType:
                                       runtime=posed_runtime(cupy.copies))
 
     def asarray(value, dtype=None):
+        value = getattr(value, "posed_memory", value)   # (another library's GPU array: a view of its memory)
         if isinstance(value, DeviceArray) and (dtype is None or value.dtype == dtype):
             return value                        # (CuPy's asarray: in place, wherever it lives)
         return on_current(np.asarray(value, dtype))
@@ -431,3 +432,65 @@ def test_profiling_a_host_program_with_device_arguments_copies_them_to_the_host(
     assert DeviceArray.fetched == [ARGS[0].shape] and type(result) is np.ndarray
     np.testing.assert_allclose(result, np.tanh(ARGS[0]) * 2.0, rtol=1e-6)
     assert any(event.get("cat") == "kernel" for event in trace["traceEvents"])
+
+
+class ForeignGpuArray:
+    """Another library's GPU array (torch's, numba's): ``__cuda_array_interface__`` only, which
+    numpy cannot read (``np.asarray`` makes an object scalar of it) and CuPy views in place."""
+
+    def __init__(self, array: DeviceArray):
+        self.posed_memory = array
+        self.__cuda_array_interface__ = array.__cuda_array_interface__
+
+
+def _session_graph():
+    g = flowjit.Graph("on_gpus")
+    with g.as_default():
+        x = flowjit.placeholder((None, 8), np.float32, name="x")
+        w = flowjit.placeholder((8, 4), np.float32, name="w")
+        with flowjit.device("gpu:1"):
+            y = np.tanh(x @ w) * 2.0
+    return g, x, w, y
+
+
+def test_a_session_takes_gpu_feeds_in_place_and_returns_gpu_arrays(two_gpus_with_streams):
+    """Feeds as jit's arguments: a CuPy array and another library's GPU array, used where
+    they are by a plan on gpu:1; fetches stay there, and a fetched feed is a copy, on its GPU."""
+    cupy = two_gpus_with_streams
+    g, x, w, y = _session_graph()
+    with PosedDevice(1):
+        xs, ws = cupy.asarray(ARGS[0]), ForeignGpuArray(cupy.asarray(ARGS[1]))
+    DeviceArray.fetched.clear()
+    with flowjit.Session(g, devices=["cpu:0", "gpu:1"]) as session:
+        result, fed = session.run([y, x], {x: xs, w: ws})
+        assert DeviceArray.fetched == []
+        assert isinstance(result, DeviceArray) and result.gpu == 1
+        assert isinstance(fed, DeviceArray) and fed.gpu == 1 and not np.shares_memory(fed, xs)
+        np.testing.assert_allclose(result.get(), np.tanh(ARGS[0] @ ARGS[1]) * 2.0, rtol=1e-5)
+        np.testing.assert_array_equal(fed.get(), ARGS[0])
+        again = session.run(y, {x: ARGS[0], w: ARGS[1]})          # numpy feeds: numpy results
+    assert type(again) is np.ndarray
+    np.testing.assert_allclose(again, np.tanh(ARGS[0] @ ARGS[1]) * 2.0, rtol=1e-5)
+
+
+def test_a_session_on_the_host_copies_gpu_feeds_to_it(two_gpus_with_streams):
+    cupy = two_gpus_with_streams
+    g, x, w, y = _session_graph()
+    with PosedDevice(1):
+        xs = ForeignGpuArray(cupy.asarray(ARGS[0]))
+    DeviceArray.fetched.clear()
+    result = flowjit.Session(g, devices=["cpu:0"], soft_placement=True).run(y, {x: xs, w: ARGS[1]})
+    assert DeviceArray.fetched == [ARGS[0].shape] and type(result) is np.ndarray
+    np.testing.assert_allclose(result, np.tanh(ARGS[0] @ ARGS[1]) * 2.0, rtol=1e-5)
+
+
+def test_a_gpu_feed_of_another_dtype_or_shape_is_refused_by_name(two_gpus_with_streams):
+    cupy = two_gpus_with_streams
+    g, x, w, y = _session_graph()
+    session = flowjit.Session(g, devices=["gpu:1"])
+    with PosedDevice(1):
+        doubles, wrong = ForeignGpuArray(cupy.asarray(ARGS[0].astype(np.float64))), cupy.asarray(ARGS[0])
+    with pytest.raises(flowjit.SessionError, match=r"feed for placeholder 'x' \(f32\[\?,8\]\) is float64\[3, 8\]"):
+        session.run(y, {x: doubles, w: ARGS[1]})
+    with pytest.raises(flowjit.SessionError, match=r"feed for placeholder 'w' .* its shape must be \(8, 4\)"):
+        session.run(y, {x: wrong, w: wrong})
