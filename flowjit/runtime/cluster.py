@@ -64,8 +64,12 @@ def import_ray(loopback: bool = False):
     try:
         import ray
     except ImportError as error:
-        raise ClusterError("flowjit.Cluster runs tasks on Ray, which is not installed: "
-                           "pip install 'flowjit[distributed]' (it brings ray>=2.9)") from error
+        if getattr(error, "name", None) == "ray":
+            raise ClusterError("flowjit.Cluster runs tasks on Ray, which is not installed: "
+                               "pip install 'flowjit[distributed]' (it brings ray>=2.9)") from error
+        # (Ray is there, but something it imports is missing or shadowed: say what, not "install it")
+        raise ClusterError(f"flowjit.Cluster runs tasks on Ray, which failed to import: {type(error).__name__}: "
+                           f"{error}") from error
     return ray
 
 

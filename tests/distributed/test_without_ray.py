@@ -19,6 +19,18 @@ def test_a_cluster_without_ray_names_the_extra(monkeypatch):
                                rtol=1e-6)
 
 
+def test_a_ray_that_fails_to_import_is_not_called_missing(monkeypatch, tmp_path):
+    """A dependency of Ray's missing or shadowed (a script named copy.py beside the user's): the
+    error says what failed, not that Ray is not installed."""
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "__init__.py").write_text("from copy import no_such_name\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "ray", raising=False)
+    with pytest.raises(flowjit.ClusterError, match=r"Ray, which failed to import: ImportError: cannot import name "
+                                                   r"'no_such_name' from 'copy'"):
+        flowjit.Cluster({"worker": 2})
+
+
 @pytest.mark.parametrize("spec, message", [
     ({}, r"a cluster spec names jobs and task counts"),
     ({"worker": 0}, r"job 'worker' needs a name and at least one task"),
