@@ -3,7 +3,7 @@
 ``Cluster({"ps": 1, "worker": 2})`` starts one long-lived actor (its own process) per
 task, on a local Ray cluster bound to 127.0.0.1 without a dashboard and with a bounded
 object store, or on the Ray cluster this process is already connected to, or on the one
-at ``address=``.  Each task owns its devices (``cpu:0`` ... by default one; ``gpu:0`` ... where
+at ``address=`` (a GCS address, or ``ray://host:port`` through Ray Client).  Each task owns its devices (``cpu:0`` ... by default one; ``gpu:0`` ... where
 ``gpus=`` gives it GPUs) and runs the multi-device executor inside its process
 (``cluster_task``).  A cluster is a device set:
 ``jit(f, devices=cluster)`` places, partitions by task and device, and registers each
@@ -73,6 +73,22 @@ def import_ray(loopback: bool = False):
     return ray
 
 
+def attach(ray, address: str) -> None:
+    """Connect this process to the running Ray cluster at ``address``: a GCS address
+    (``host:6379``, ``auto``) or a Ray Client one (``ray://host:10001``, which the
+    ``distributed`` extra's ``ray[client]`` speaks); ``ClusterError`` naming it when that fails."""
+    try:
+        ray.init(address=address, log_to_driver=False, configure_logging=False)
+    except Exception as error:                               # noqa: BLE001  (Ray's own errors vary by version)
+        hint = ""
+        if address.startswith("ray://") and isinstance(error, ConnectionError) and \
+                os.environ.get("RAY_AUTH_MODE", "") != "token":
+            hint = (" (a cluster with Ray's token authentication, which recent `ray start`s turn on by default, takes "
+                    "Ray Client connections only from a process with RAY_AUTH_MODE=token and the cluster's token)")
+        raise ClusterError(f"flowjit.Cluster could not attach to the Ray cluster at {address}: "
+                           f"{type(error).__name__}: {error}{hint}") from error
+
+
 def start_local_ray(num_cpus: int = 2, object_store_bytes: int = OBJECT_STORE_BYTES, num_gpus: int | None = None) -> None:
     """Start a local Ray cluster for this process: loopback only, no dashboard, a bounded
     object store; task processes import the same flowjit as this one (its directory leads
@@ -83,7 +99,9 @@ def start_local_ray(num_cpus: int = 2, object_store_bytes: int = OBJECT_STORE_BY
     before = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, before]))
     try:
-        ray.init(num_cpus=num_cpus, num_gpus=num_gpus, object_store_memory=object_store_bytes,
+        # "local": a new cluster even where another runs on this machine (ray.init() would join
+        # the one `ray start` or another process last started, from /tmp/ray/ray_current_cluster)
+        ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, object_store_memory=object_store_bytes,
                  include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False)
     finally:
         if before is None:
@@ -160,7 +178,7 @@ class Cluster:
         self._ray = ray
         self._started_ray = False
         if address is not None:
-            ray.init(address=address, log_to_driver=False, configure_logging=False)
+            attach(ray, address)
             self._started_ray = True
         elif not ray.is_initialized():
             from flowjit.gpu import SIMULATOR, simulated

@@ -411,15 +411,84 @@ finally:
 '''
 
 
-@pytest.mark.skipif(os.environ.get("FLOWJIT_MULTINODE") != "1",
-                    reason="separate raylets take ~20 s more: FLOWJIT_MULTINODE=1 (make chaos sets it)")
-def test_tasks_placed_by_resources_on_separate_raylets_equal_one_process(tmp_path):
+RAY_CLIENT = r'''
+import os, socket, sys
+import numpy as np
+import flowjit
+from ray.cluster_utils import Cluster as RayNodes
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+from test_cluster import pipeline, _args, LOCAL_NAMES
+
+with socket.socket() as probe:                       # (a free port, outside Ray's worker ports)
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+nodes = RayNodes(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False,
+                 "object_store_memory": 80 << 20, "ray_client_server_port": port})
+try:
+    with flowjit.Cluster({"ps": 1, "worker": 2}, address=f"ray://127.0.0.1:{port}") as cluster:
+        pids = cluster.pids()
+        assert len(set(pids.values())) == 3 and os.getpid() not in pids.values(), pids
+        x, y = _args()
+        got = flowjit.jit(pipeline, devices=cluster)(x, y)
+        for actual, expected in zip(got, flowjit.jit(pipeline, devices=LOCAL_NAMES)(x, y)):
+            np.testing.assert_array_equal(actual, expected)
+    print("attached", len(pids))
+finally:
+    nodes.shutdown()
+'''
+
+
+BESIDE_ANOTHER = r'''
+import numpy as np
+import ray
+import flowjit
+from ray.cluster_utils import Cluster as RayNodes
+
+other = RayNodes(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
+                 "object_store_memory": 80 << 20})          # (recorded as this machine's latest cluster)
+try:
+    with flowjit.Cluster({"worker": 1}) as cluster:
+        ours = ray.get_runtime_context().gcs_address
+        assert ours != other.address, (ours, other.address)
+        x = np.arange(4, dtype=np.float32)
+        np.testing.assert_array_equal(flowjit.jit(lambda x: x * 2 + 1, devices=cluster)(x), x * 2 + 1)
+    print("apart")
+finally:
+    other.shutdown()
+'''
+
+
+def _run_script(tmp_path, text: str, **environment) -> str:
+    """Run ``text`` as a script in a process of its own (a Ray cluster of its own), beside this
+    file; its stdout."""
     import subprocess
     import sys
-    script = tmp_path / "multinode.py"
-    script.write_text(MULTINODE)
-    environment = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    script = tmp_path / "script.py"
+    script.write_text(text)
+    environment = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", **environment)
     result = subprocess.run([sys.executable, str(script), __file__], capture_output=True, text=True, timeout=240,
                             env=environment, cwd=os.path.dirname(__file__))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "nodes 2" in result.stdout
+    return result.stdout
+
+
+@pytest.mark.skipif(os.environ.get("FLOWJIT_MULTINODE") != "1",
+                    reason="separate raylets take ~20 s more: FLOWJIT_MULTINODE=1 (make chaos sets it)")
+def test_tasks_placed_by_resources_on_separate_raylets_equal_one_process(tmp_path):
+    assert "nodes 2" in _run_script(tmp_path, MULTINODE)
+
+
+@pytest.mark.skipif(os.environ.get("FLOWJIT_MULTINODE") != "1",
+                    reason="a second Ray cluster takes ~20 s more: FLOWJIT_MULTINODE=1 (make chaos sets it)")
+def test_a_local_cluster_starts_its_own_ray_beside_another_on_the_machine(tmp_path):
+    """Not the one ``ray start`` (or another process) last started, which ``ray.init()`` joins."""
+    assert "apart" in _run_script(tmp_path, BESIDE_ANOTHER)
+
+
+@pytest.mark.skipif(os.environ.get("FLOWJIT_MULTINODE") != "1",
+                    reason="a Ray cluster of its own takes ~20 s more: FLOWJIT_MULTINODE=1 (make chaos sets it)")
+def test_a_cluster_attached_through_ray_client_equals_one_process(tmp_path):
+    """``address="ray://..."``: the driver talks to Ray through Ray Client (the tasks still
+    link to it directly); Ray's token authentication wants RAY_AUTH_MODE=token on both sides."""
+    import secrets
+    assert "attached 3" in _run_script(tmp_path, RAY_CLIENT, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16))
