@@ -116,8 +116,13 @@ def is_device_array(value) -> bool:
 
 
 def device_array(value):
-    """A GPU array as a CuPy array over the same memory (no copy): what the driver computes on."""
-    import cupy
+    """A GPU array as a CuPy array over the same memory (no copy): what the driver computes on.
+    Without CuPy, its host copy where its library gives one to numpy (jax's arrays do), else an
+    ``UnsupportedInputError`` naming the extra that reads it."""
+    try:
+        import cupy
+    except ImportError:
+        return _host_copy_without_cupy(value)
     if isinstance(value, cupy.ndarray):
         return value
     if hasattr(value, "__cuda_array_interface__"):
@@ -125,10 +130,25 @@ def device_array(value):
     return cupy.from_dlpack(value)
 
 
+def _host_copy_without_cupy(value) -> np.ndarray:
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    try:
+        host = np.asarray(value)
+    except Exception:                           # noqa: BLE001  (torch's CUDA tensors raise TypeError)
+        host = None
+    if host is None or host.dtype == object:
+        from flowjit.errors import UnsupportedInputError, user_location
+        raise UnsupportedInputError(f"a {kind} lives on a GPU, and flowjit reads GPU arrays through CuPy, which "
+                                    f"is not installed: pip install 'flowjit[cuda]', or pass a numpy array",
+                                    user_location())
+    return host
+
+
 def to_host(value) -> np.ndarray:
     """A numpy array of ``value``: GPU arrays are copied back, anything else is ``np.asarray``."""
     if is_device_array(value):
-        return device_array(value).get()
+        array = device_array(value)
+        return array if type(array) is np.ndarray else array.get()     # (numpy: read without CuPy)
     return np.asarray(value)
 
 

@@ -47,7 +47,7 @@ from flowjit.compiler.passes.base import live_nodes
 from flowjit.compiler.passes.prune import Prune
 from flowjit.compiler.passes.specialize import Specialize
 from flowjit.config import CompileOptions, options_from_env
-from flowjit.errors import FlowjitError, TraceError, user_location
+from flowjit.errors import FlowjitError, TraceError, UnsupportedInputError, user_location
 from flowjit.frontend import pytree
 from flowjit.frontend.control import Operation
 from flowjit.frontend.graph_mode import default_graph
@@ -138,10 +138,9 @@ class Session:
                 results.append(None)
                 continue
             output = outputs[index]
-            # A fetched feed comes back as a copy (where it is: host or GPU): a result never
-            # aliases what the caller passed.
-            fed = kind == "tensor" and item.producer is None
-            results.append(_as_result(output.copy() if fed else output))
+            # A fetched feed (a placeholder's or an intermediate's) comes back as a copy, where it
+            # is: a result never aliases what the caller passed.
+            results.append(_as_result(_copied(output) if kind == "tensor" and _aliases(output, arrays) else output))
         return pytree.unflatten(treedef, results) if treedef is not None else None
 
     def lower(self, fetches, feed_dict=None, *, targets=None):
@@ -300,7 +299,10 @@ class Session:
         if isinstance(given, np.ndarray):
             array = given
         elif is_device_array(given):
-            array = device_array(given)     # a GPU array (CuPy, torch, jax) as CuPy's view: taken as jit takes it
+            try:
+                array = device_array(given)     # a GPU array (CuPy, torch, jax) as CuPy's view: taken as jit takes it
+            except UnsupportedInputError as error:
+                raise SessionError(f"the feed for {what}: {error.message}", user_location(2)) from None
         else:
             try:
                 array = np.asarray(given)
@@ -336,6 +338,30 @@ class Session:
                 needing.append(f"operation '{node.name}' ({node.op.name})")
         return (f"{', '.join(needing) or 'this run'} needs placeholder '{missing.name}' "
                 f"({missing.type}), which is not fed: add it to feed_dict")
+
+
+def _aliases(output, fed: list) -> bool:
+    """Whether ``output`` may share memory with one of the ``fed`` arrays (bounds only: a false
+    yes costs a copy)."""
+    for array in fed:
+        if output is array:
+            return True
+        if type(output) is np.ndarray and type(array) is np.ndarray:
+            if np.may_share_memory(output, array):
+                return True
+        elif is_device_array(output) and is_device_array(array):
+            import cupy
+            if cupy.may_share_memory(output, array):
+                return True
+    return False
+
+
+def _copied(array):
+    """A copy of ``array`` where it lives (CuPy copies onto the current GPU: enter the array's)."""
+    if is_device_array(array):
+        with array.device:
+            return array.copy()
+    return np.array(array, copy=True)
 
 
 def _is_fetch(item) -> bool:

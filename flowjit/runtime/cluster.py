@@ -3,8 +3,11 @@
 ``Cluster({"ps": 1, "worker": 2})`` starts one long-lived actor (its own process) per
 task, on a local Ray cluster bound to 127.0.0.1 without a dashboard and with a bounded
 object store, or on the Ray cluster this process is already connected to, or on the one
-at ``address=`` (a GCS address, or ``ray://host:port`` through Ray Client).  Each task owns its devices (``cpu:0`` ... by default one; ``gpu:0`` ... where
-``gpus=`` gives it GPUs) and runs the multi-device executor inside its process
+at ``address=`` (a GCS address, or ``ray://host:port`` through Ray Client) or, without it,
+``RAY_ADDRESS``; never on the one another process last started on this machine (which a bare
+``ray.init()`` joins).  The driver links to every task itself (at its node's address), so it
+needs TCP access to each task's node, through Ray Client too.  Each task owns its devices
+(``cpu:0`` ... by default one; ``gpu:0`` ... where ``gpus=`` gives it GPUs) and runs the multi-device executor inside its process
 (``cluster_task``).  A cluster is a device set:
 ``jit(f, devices=cluster)`` places, partitions by task and device, and registers each
 task's partitions with it once (``cluster_executable``).  Ray starts, registers and
@@ -63,11 +66,11 @@ def import_ray(loopback: bool = False):
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     try:
         import ray
-    except ImportError as error:
-        if getattr(error, "name", None) == "ray":
+    except Exception as error:                               # noqa: BLE001  (a broken install raises anything)
+        if isinstance(error, ModuleNotFoundError) and error.name == "ray":
             raise ClusterError("flowjit.Cluster runs tasks on Ray, which is not installed: "
                                "pip install 'flowjit[distributed]' (it brings ray>=2.9)") from error
-        # (Ray is there, but something it imports is missing or shadowed: say what, not "install it")
+        # (Ray is there, but something it imports is missing, shadowed or broken: say what, not "install it")
         raise ClusterError(f"flowjit.Cluster runs tasks on Ray, which failed to import: {type(error).__name__}: "
                            f"{error}") from error
     return ray
@@ -81,10 +84,12 @@ def attach(ray, address: str) -> None:
         ray.init(address=address, log_to_driver=False, configure_logging=False)
     except Exception as error:                               # noqa: BLE001  (Ray's own errors vary by version)
         hint = ""
-        if address.startswith("ray://") and isinstance(error, ConnectionError) and \
-                os.environ.get("RAY_AUTH_MODE", "") != "token":
-            hint = (" (a cluster with Ray's token authentication, which recent `ray start`s turn on by default, takes "
-                    "Ray Client connections only from a process with RAY_AUTH_MODE=token and the cluster's token)")
+        if address.startswith("ray://") and isinstance(error, ConnectionError):
+            hint = " (is the Ray Client port reachable from here?"
+            if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+                hint += (" A cluster with Ray's token authentication on refuses a Ray Client that does not set "
+                         "RAY_AUTH_MODE=token and give its token, and Ray reports that as this timeout.")
+            hint += ")"
         raise ClusterError(f"flowjit.Cluster could not attach to the Ray cluster at {address}: "
                            f"{type(error).__name__}: {error}{hint}") from error
 
@@ -173,10 +178,12 @@ class Cluster:
         self.resources = by_task(self.tasks, dict(resources or {}), "resources")
         self.gpus = gpu_counts(self.tasks, gpus)
         self.env = {str(name): str(value) for name, value in (env or {}).items()}
-        ray = import_ray(loopback=address is None)
+        ray = import_ray(loopback=address is None and not os.environ.get("RAY_ADDRESS"))
         self.cpu_devices, self.threads = cpu_devices, threads
         self._ray = ray
         self._started_ray = False
+        if address is None and not ray.is_initialized():
+            address = os.environ.get("RAY_ADDRESS") or None     # (as ray.init does: `ray job submit` sets it)
         if address is not None:
             attach(ray, address)
             self._started_ray = True

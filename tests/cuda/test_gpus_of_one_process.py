@@ -59,6 +59,16 @@ class DeviceArray(np.ndarray):
 
     fetched: list = []                           # (the shapes of the arrays copied back, in order)
 
+    @property
+    def device(self):
+        return PosedDevice(self.gpu)
+
+    def copy(self, order="C"):
+        """CuPy's: onto the current GPU, wherever the array lives."""
+        made = np.ndarray.copy(self, order)
+        made.gpu = current_gpu()
+        return made
+
     def get(self) -> np.ndarray:
         DeviceArray.fetched.append(self.shape)
         return np.array(self.view(np.ndarray))
@@ -202,6 +212,7 @@ def posed_cupy() -> types.ModuleType:
 
     cupy.asarray, cupy.empty, cupy.concatenate, cupy.matmul = asarray, empty, concatenate, matmul
     cupy.copy, cupy.ascontiguousarray = copy, ascontiguousarray
+    cupy.may_share_memory = np.may_share_memory
     cupy.reshape = lambda a, shape: np.reshape(a, shape)
     cupy.broadcast_to = lambda a, shape: np.broadcast_to(a, shape, subok=True)
     cupy.from_dlpack = None

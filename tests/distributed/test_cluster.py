@@ -439,6 +439,7 @@ finally:
 
 
 BESIDE_ANOTHER = r'''
+import os
 import numpy as np
 import ray
 import flowjit
@@ -453,6 +454,11 @@ try:
         x = np.arange(4, dtype=np.float32)
         np.testing.assert_array_equal(flowjit.jit(lambda x: x * 2 + 1, devices=cluster)(x), x * 2 + 1)
     print("apart")
+    os.environ["RAY_ADDRESS"] = other.address                 # (`ray job submit` sets it): joined
+    with flowjit.Cluster({"worker": 1}) as cluster:
+        assert ray.get_runtime_context().gcs_address == other.address
+        np.testing.assert_array_equal(flowjit.jit(lambda x: x - 1, devices=cluster)(x), x - 1)
+    print("joined")
 finally:
     other.shutdown()
 '''
@@ -481,14 +487,16 @@ def test_tasks_placed_by_resources_on_separate_raylets_equal_one_process(tmp_pat
 @pytest.mark.skipif(os.environ.get("FLOWJIT_MULTINODE") != "1",
                     reason="a second Ray cluster takes ~20 s more: FLOWJIT_MULTINODE=1 (make chaos sets it)")
 def test_a_local_cluster_starts_its_own_ray_beside_another_on_the_machine(tmp_path):
-    """Not the one ``ray start`` (or another process) last started, which ``ray.init()`` joins."""
-    assert "apart" in _run_script(tmp_path, BESIDE_ANOTHER)
+    """Not the one ``ray start`` (or another process) last started, which ``ray.init()`` joins;
+    the one ``RAY_ADDRESS`` names, as Ray does."""
+    out = _run_script(tmp_path, BESIDE_ANOTHER)
+    assert "apart" in out and "joined" in out
 
 
 @pytest.mark.skipif(os.environ.get("FLOWJIT_MULTINODE") != "1",
                     reason="a Ray cluster of its own takes ~20 s more: FLOWJIT_MULTINODE=1 (make chaos sets it)")
 def test_a_cluster_attached_through_ray_client_equals_one_process(tmp_path):
-    """``address="ray://..."``: the driver talks to Ray through Ray Client (the tasks still
-    link to it directly); Ray's token authentication wants RAY_AUTH_MODE=token on both sides."""
+    """``address="ray://..."``: the driver talks to Ray through Ray Client (and still links to
+    the tasks directly); Ray's token authentication wants RAY_AUTH_MODE=token on both sides."""
     import secrets
     assert "attached 3" in _run_script(tmp_path, RAY_CLIENT, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16))

@@ -320,3 +320,47 @@ def test_constants_equal_in_python_but_not_in_numpy_trace_apart(static):
         for _ in range(3):
             divide(x, float("nan"))            # (a new nan object each time)
     assert len(divide._traces) == traces + 1
+
+
+class _JaxLikeGpuArray:
+    """A jax array on a GPU: DLPack on CUDA, and a host copy through ``__array__``."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def __dlpack_device__(self):
+        return 2, 0                                        # kDLCUDA, GPU 0
+
+    def __array__(self, dtype=None, copy=None):
+        return np.array(self.values, dtype=dtype)
+
+
+class _TorchLikeGpuArray:
+    """A torch CUDA tensor: ``__cuda_array_interface__``, and no host copy through numpy."""
+
+    def __init__(self, values):
+        self.__cuda_array_interface__ = {"shape": values.shape, "typestr": values.dtype.str,
+                                         "data": (4096, False), "version": 3}
+
+
+def test_gpu_arrays_without_cupy_are_copied_through_numpy_or_named(monkeypatch):
+    """Without CuPy (what flowjit reads GPU memory with), a GPU array whose library gives numpy
+    a host copy is taken as that copy; one that does not is refused naming the extra, at the
+    user's line, not with CuPy's ModuleNotFoundError."""
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    x = np.linspace(-1, 1, 6, dtype=np.float32)
+    f = flowjit.jit(lambda x: np.tanh(x) * 2.0)
+    np.testing.assert_allclose(f(_JaxLikeGpuArray(x)), np.tanh(x) * 2.0, rtol=1e-6)
+    with pytest.raises(flowjit.UnsupportedInputError, match=r"test_inputs.py:\d+: a .*_TorchLikeGpuArray lives on a "
+                                                            r"GPU, .* CuPy, which is not installed: pip install "
+                                                            r"'flowjit\[cuda\]'"):
+        f(_TorchLikeGpuArray(x))
+    g = flowjit.Graph("without_cupy")
+    with g.as_default():
+        p = flowjit.placeholder((6,), np.float32, name="p")
+        y = np.tanh(p) * 2.0
+    session = flowjit.Session(g)
+    np.testing.assert_allclose(session.run(y, {p: _JaxLikeGpuArray(x)}), np.tanh(x) * 2.0, rtol=1e-6)
+    with pytest.raises(flowjit.SessionError, match=r"test_inputs.py:\d+: the feed for placeholder 'p' \(f32\[6\]\): "
+                                                   r"a .*_TorchLikeGpuArray lives on a GPU"):
+        session.run(y, {p: _TorchLikeGpuArray(x)})

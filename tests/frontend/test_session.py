@@ -50,6 +50,18 @@ def test_run_matches_numpy_with_nested_fetches(options):
     assert result["more"][1][1] is not xv                     # a fetched feed is a copy
 
 
+@pytest.mark.parametrize("options", PATHS, ids=PATH_IDS)
+def test_a_fetched_intermediate_that_was_fed_is_a_copy_too(options):
+    g, x, w, hidden, scores, peak = _mlp_graph()
+    xv, wv = _inputs()
+    fed = np.tanh(xv @ wv)
+    with flowjit.Session(g, **options) as sess:
+        got, total = sess.run([hidden, scores], {hidden: fed})
+    assert not np.shares_memory(got, fed)
+    np.testing.assert_array_equal(got, fed)
+    np.testing.assert_allclose(total, fed.sum(axis=1), rtol=1e-6)
+
+
 def test_tensor_names_are_node_and_port():
     g, x, w, hidden, scores, peak = _mlp_graph()
     assert (x.name, w.name, hidden.name, scores.name) == ("x:0", "w:0", "tanh:0", "sum:0")
