@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import flowjit
-from flowjit.errors import ArgumentError, InternalError, UnsupportedAttributeError
+from flowjit.errors import ArgumentError, InternalError
 from flowjit.frontend import numpy_api, unsupported
 
 THIS_FILE = __file__
