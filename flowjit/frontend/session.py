@@ -346,12 +346,13 @@ def _aliases(output, fed: list) -> bool:
     for array in fed:
         if output is array:
             return True
-        if type(output) is np.ndarray and type(array) is np.ndarray:
-            if np.may_share_memory(output, array):
-                return True
-        elif is_device_array(output) and is_device_array(array):
+        on_device = is_device_array(output), is_device_array(array)
+        if all(on_device):
             import cupy
             if cupy.may_share_memory(output, array):
+                return True
+        elif not any(on_device) and isinstance(output, np.ndarray) and isinstance(array, np.ndarray):
+            if np.may_share_memory(output, array):   # (subclasses too: a memmap, and what np.asarray makes of it)
                 return True
     return False
 

@@ -178,12 +178,16 @@ class Cluster:
         self.resources = by_task(self.tasks, dict(resources or {}), "resources")
         self.gpus = gpu_counts(self.tasks, gpus)
         self.env = {str(name): str(value) for name, value in (env or {}).items()}
-        ray = import_ray(loopback=address is None and not os.environ.get("RAY_ADDRESS"))
+        # Without address=, RAY_ADDRESS names the cluster, as for ray.init (`ray job submit` sets
+        # it; "local" asks for a new one); it is not read when this process is connected already.
+        from_environment = os.environ.get("RAY_ADDRESS", "").strip()
+        from_environment = None if from_environment in ("", "local") else from_environment
+        ray = import_ray(loopback=address is None and from_environment is None)
         self.cpu_devices, self.threads = cpu_devices, threads
         self._ray = ray
         self._started_ray = False
         if address is None and not ray.is_initialized():
-            address = os.environ.get("RAY_ADDRESS") or None     # (as ray.init does: `ray job submit` sets it)
+            address = from_environment
         if address is not None:
             attach(ray, address)
             self._started_ray = True

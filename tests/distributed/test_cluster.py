@@ -448,9 +448,12 @@ from ray.cluster_utils import Cluster as RayNodes
 other = RayNodes(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
                  "object_store_memory": 80 << 20})          # (recorded as this machine's latest cluster)
 try:
+    os.environ["RAY_ADDRESS"] = "local"                      # (as ray.init reads it: a new cluster)
     with flowjit.Cluster({"worker": 1}) as cluster:
         ours = ray.get_runtime_context().gcs_address
         assert ours != other.address, (ours, other.address)
+        # (flowjit's own start: a bounded object store, not Ray's default of a share of the memory)
+        assert ray.cluster_resources()["object_store_memory"] <= 128 << 20, ray.cluster_resources()
         x = np.arange(4, dtype=np.float32)
         np.testing.assert_array_equal(flowjit.jit(lambda x: x * 2 + 1, devices=cluster)(x), x * 2 + 1)
     print("apart")

@@ -51,6 +51,22 @@ def test_run_matches_numpy_with_nested_fetches(options):
 
 
 @pytest.mark.parametrize("options", PATHS, ids=PATH_IDS)
+def test_a_fetched_memmap_feed_and_a_view_of_it_are_copies(options, tmp_path):
+    """A memmap (an ndarray subclass the inputs accept) fed and fetched, as is or reshaped,
+    never hands back the caller's file."""
+    g = flowjit.Graph("memmap_feed")
+    with g.as_default():
+        x = flowjit.placeholder((2, 3), np.float32, name="x")
+        flat = x.reshape(6)
+    mapped = np.memmap(tmp_path / "x.bin", np.float32, "w+", shape=(2, 3))
+    mapped[:] = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with flowjit.Session(g, **options) as sess:
+        fed, reshaped = sess.run([x, flat], {x: mapped})
+    assert not np.shares_memory(fed, mapped) and not np.shares_memory(reshaped, mapped)
+    np.testing.assert_array_equal(reshaped, np.arange(6, dtype=np.float32))
+
+
+@pytest.mark.parametrize("options", PATHS, ids=PATH_IDS)
 def test_a_fetched_intermediate_that_was_fed_is_a_copy_too(options):
     g, x, w, hidden, scores, peak = _mlp_graph()
     xv, wv = _inputs()
