@@ -462,7 +462,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                                 "Ray cluster, or on --address, list each task's "
                                                                 "process and devices, then stop them")
     devices.add_argument("--address", metavar="RAY", help="the Ray cluster to start the --cluster tasks on "
-                                                          "(host:port or ray://host:port; default: $RAY_ADDRESS, else a local one, loopback only)")
+                                                          "(host:port or ray://host:port; default: $RAY_ADDRESS, "
+                                                          "else a local one, loopback only)")
     _add_gpus_flag(devices)
     devices.set_defaults(handler=command_devices)
 

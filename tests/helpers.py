@@ -166,3 +166,12 @@ def echo_server(key: bytes, served: list | None = None):
         except LinkClosed as error:
             closed.put(str(error))
     return Listener(key, "127.0.0.1", serve, "echo"), closed
+
+
+class ForeignGpuArray:
+    """Another library's GPU array as flowjit sees it (torch's CUDA tensors, numba's device
+    arrays): only ``__cuda_array_interface__``, at a made-up address, which numpy cannot read."""
+
+    def __init__(self, shape, typestr, strides=None):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (4096, False),
+                                         "strides": strides, "version": 3}

@@ -343,18 +343,14 @@ class Session:
 def _aliases(output, fed: list) -> bool:
     """Whether ``output`` may share memory with one of the ``fed`` arrays (bounds only: a false
     yes costs a copy)."""
-    for array in fed:
-        if output is array:
-            return True
-        on_device = is_device_array(output), is_device_array(array)
-        if all(on_device):
-            import cupy
-            if cupy.may_share_memory(output, array):
-                return True
-        elif not any(on_device) and isinstance(output, np.ndarray) and isinstance(array, np.ndarray):
-            if np.may_share_memory(output, array):   # (subclasses too: a memmap, and what np.asarray makes of it)
-                return True
-    return False
+    if is_device_array(output):
+        import cupy
+        return any(output is array or (is_device_array(array) and cupy.may_share_memory(output, array))
+                   for array in fed)
+    # (ndarray subclasses too: a memmap, and the plain view np.asarray makes of it)
+    return any(output is array or (isinstance(output, np.ndarray) and isinstance(array, np.ndarray)
+                                   and not is_device_array(array) and np.may_share_memory(output, array))
+               for array in fed)
 
 
 def _copied(array):

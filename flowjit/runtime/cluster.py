@@ -7,8 +7,8 @@ at ``address=`` (a GCS address, or ``ray://host:port`` through Ray Client) or, w
 ``RAY_ADDRESS``; never on the one another process last started on this machine (which a bare
 ``ray.init()`` joins).  The driver links to every task itself (at its node's address), so it
 needs TCP access to each task's node, through Ray Client too.  Each task owns its devices
-(``cpu:0`` ... by default one; ``gpu:0`` ... where ``gpus=`` gives it GPUs) and runs the multi-device executor inside its process
-(``cluster_task``).  A cluster is a device set:
+(``cpu:0`` ... by default one; ``gpu:0`` ... where ``gpus=`` gives it GPUs) and runs the
+multi-device executor inside its process (``cluster_task``).  A cluster is a device set:
 ``jit(f, devices=cluster)`` places, partitions by task and device, and registers each
 task's partitions with it once (``cluster_executable``).  Ray starts, registers and
 restarts; the steps themselves travel over links, direct connections between this process

@@ -506,8 +506,7 @@ class MultiDeviceExecutable:
         runs kernels here (``device_queues.queues_for``); ``compile_node(node, on_device)`` is
         told whether the node's results stay on its GPU (its queue copies what leaves it)."""
         from flowjit.runtime.device_queues import queues_for
-        queues = queues_for({devices[graph.attrs["device"]].name: devices[graph.attrs["device"]]
-                             for graph in partitions}.values())
+        queues = queues_for(devices[graph.attrs["device"]] for graph in partitions)
         return cls(partitions, inputs, outputs, devices, lambda node: compile_node(node, node.device in queues),
                    queues=queues, **options)
 
@@ -529,7 +528,9 @@ class MultiDeviceExecutable:
         for slot, index in self.input_slots:
             array = arrays[index]
             if call.on_device and slot in self.host_slots and is_device_array(array):
-                array = on_host[index] if index in on_host else on_host.setdefault(index, to_host(array))
+                if index not in on_host:
+                    on_host[index] = to_host(array)
+                array = on_host[index]
             call.values[slot] = array
         for key, tensor in (mailbox or {}).items():
             call.deliver(key, tensor)

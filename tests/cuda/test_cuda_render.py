@@ -13,7 +13,7 @@ from flowjit.compiler.codegen.cuda_writer import MODULE_HEADER
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "codegen"))
 from test_kernel_golden import CASES  # noqa: E402
-from helpers import assert_matches_snapshot  # noqa: E402
+from helpers import ForeignGpuArray, assert_matches_snapshot  # noqa: E402
 
 GOLDEN = pathlib.Path(__file__).parent.parent / "golden" / "kernels-cuda"
 
@@ -59,14 +59,9 @@ def test_dump_kernels_for_gpu0_on_a_machine_without_one():
 
 def test_raw_launch_packs_arrays_as_numbas_kernel_abi():
     from flowjit.compiler.codegen.cuda_launch import pack, parameter_count
-
-    class DeviceArray:                     # what CuPy, torch and numba device arrays expose
-        def __init__(self, shape, typestr, strides=None):
-            self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (4096, False),
-                                             "strides": strides, "version": 3}
-    packed = pack(DeviceArray((3, 4), "<f4"))
+    packed = pack(ForeignGpuArray((3, 4), "<f4"))          # (what CuPy, torch and numba device arrays expose)
     assert [int(field) for field in packed] == [0, 0, 12, 4, 4096, 3, 4, 16, 4]
-    transposed = pack(DeviceArray((4, 3), "<f8", strides=(8, 32)))
+    transposed = pack(ForeignGpuArray((4, 3), "<f8", strides=(8, 32)))
     assert [int(field) for field in transposed][2:] == [12, 8, 4096, 4, 3, 8, 32]
     assert len(packed) == parameter_count([2])
 

@@ -119,12 +119,10 @@ def test_what_leaves_a_task_is_on_the_host(monkeypatch):
     """A GPU's array (anything with ``__cuda_array_interface__``) is copied back before it is
     sent or returned; host arrays and None pass as they are."""
     from flowjit.runtime import cluster_task
-
-    class OnDevice:
-        __cuda_array_interface__ = {"shape": (2,), "typestr": "<f4", "data": (0, False), "version": 3}
+    from helpers import ForeignGpuArray
 
     copied = np.arange(2, dtype=np.float32)
-    monkeypatch.setattr(cluster_task, "to_host", lambda value: copied if isinstance(value, OnDevice) else None)
+    monkeypatch.setattr(cluster_task, "to_host", lambda value: copied if isinstance(value, ForeignGpuArray) else None)
     host = np.ones(3)
-    assert cluster_task.on_host(OnDevice()) is copied
+    assert cluster_task.on_host(ForeignGpuArray((2,), "<f4")) is copied
     assert cluster_task.on_host(host) is host and cluster_task.on_host(None) is None

@@ -10,6 +10,7 @@ import pytest
 import flowjit
 from flowjit.errors import ArgumentError, InternalError
 from flowjit.frontend import numpy_api, unsupported
+from helpers import ForeignGpuArray
 
 THIS_FILE = __file__
 
@@ -335,14 +336,6 @@ class _JaxLikeGpuArray:
         return np.array(self.values, dtype=dtype)
 
 
-class _TorchLikeGpuArray:
-    """A torch CUDA tensor: ``__cuda_array_interface__``, and no host copy through numpy."""
-
-    def __init__(self, values):
-        self.__cuda_array_interface__ = {"shape": values.shape, "typestr": values.dtype.str,
-                                         "data": (4096, False), "version": 3}
-
-
 def test_gpu_arrays_without_cupy_are_copied_through_numpy_or_named(monkeypatch):
     """Without CuPy (what flowjit reads GPU memory with), a GPU array whose library gives numpy
     a host copy is taken as that copy; one that does not is refused naming the extra, at the
@@ -351,10 +344,10 @@ def test_gpu_arrays_without_cupy_are_copied_through_numpy_or_named(monkeypatch):
     x = np.linspace(-1, 1, 6, dtype=np.float32)
     f = flowjit.jit(lambda x: np.tanh(x) * 2.0)
     np.testing.assert_allclose(f(_JaxLikeGpuArray(x)), np.tanh(x) * 2.0, rtol=1e-6)
-    with pytest.raises(flowjit.UnsupportedInputError, match=r"test_inputs.py:\d+: a .*_TorchLikeGpuArray lives on a "
+    with pytest.raises(flowjit.UnsupportedInputError, match=r"test_inputs.py:\d+: a .*ForeignGpuArray lives on a "
                                                             r"GPU, .* CuPy, which is not installed: pip install "
                                                             r"'flowjit\[cuda\]'"):
-        f(_TorchLikeGpuArray(x))
+        f(ForeignGpuArray(x.shape, x.dtype.str))
     g = flowjit.Graph("without_cupy")
     with g.as_default():
         p = flowjit.placeholder((6,), np.float32, name="p")
@@ -362,5 +355,5 @@ def test_gpu_arrays_without_cupy_are_copied_through_numpy_or_named(monkeypatch):
     session = flowjit.Session(g)
     np.testing.assert_allclose(session.run(y, {p: _JaxLikeGpuArray(x)}), np.tanh(x) * 2.0, rtol=1e-6)
     with pytest.raises(flowjit.SessionError, match=r"test_inputs.py:\d+: the feed for placeholder 'p' \(f32\[6\]\): "
-                                                   r"a .*_TorchLikeGpuArray lives on a GPU"):
-        session.run(y, {p: _TorchLikeGpuArray(x)})
+                                                   r"a .*ForeignGpuArray lives on a GPU"):
+        session.run(y, {p: ForeignGpuArray(x.shape, x.dtype.str)})
